@@ -1,0 +1,1 @@
+//! The arms: strategies that predict, per claim, whether a commit made it false.

@@ -1,0 +1,1 @@
+//! The command line: clap definitions (doc comments are the help text) and the verbs they run.

@@ -1,0 +1,100 @@
+//! The validated pipeline, as the engine and the step kinds see it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+/// A loaded and validated pipeline.
+#[derive(Debug, Clone, Serialize)]
+pub struct Pipeline {
+    /// The file it was loaded from, as the user named it (for messages).
+    pub file: PathBuf,
+    /// The project root: relative paths in the pipeline resolve against it.
+    pub root: PathBuf,
+    pub version: u32,
+    pub name: String,
+    /// Cache, worktrees and environments; absolute (resolved against `root`).
+    pub workdir: PathBuf,
+    /// Where result files are written; absolute.
+    pub results: PathBuf,
+    pub repos: Vec<RepoSpec>,
+    pub models: BTreeMap<String, ModelSpec>,
+    /// Steps in the order the file declares them.
+    pub steps: Vec<StepSpec>,
+}
+
+impl Pipeline {
+    /// The step named `name`.
+    pub fn step(&self, name: &str) -> Option<&StepSpec> {
+        self.steps.iter().find(|step| step.name == name)
+    }
+
+    /// The repository named `name`.
+    pub fn repo(&self, name: &str) -> Option<&RepoSpec> {
+        self.repos.iter().find(|repo| repo.name == name)
+    }
+
+    /// Resolves a project-relative path.
+    pub fn resolve(&self, path: impl AsRef<Path>) -> PathBuf {
+        self.root.join(path)
+    }
+}
+
+/// A `repos:` entry.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RepoSpec {
+    pub name: String,
+    pub source: RepoSource,
+    /// The branch walked; `HEAD` is never used.
+    pub branch: String,
+    /// `dev` or `heldout` (free text is allowed for user-defined splits).
+    pub split: Option<String>,
+    /// Interpreters to try, newest first; empty means choose automatically.
+    pub python: Vec<String>,
+    /// Extra `with`-style settings for mining (test-file globs, dependencies); kept raw for the
+    /// step kinds that read them.
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+/// Where a repository comes from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RepoSource {
+    /// Cloned into the workdir, fetched on later runs.
+    Url(String),
+    /// A local repository read in place (absolute), never modified.
+    Path(PathBuf),
+}
+
+/// A `models:` entry.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelSpec {
+    pub provider: String,
+    pub model: String,
+    pub base_url: Option<String>,
+    /// The name of the environment variable holding the key; the key itself never enters a pipeline.
+    pub api_key_env: Option<String>,
+    pub price_per_mtok: Option<Price>,
+    pub concurrency: usize,
+}
+
+/// Dollars per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Price {
+    pub input: f64,
+    pub output: f64,
+}
+
+/// One step of the DAG.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StepSpec {
+    pub name: String,
+    /// The step kind.
+    pub uses: String,
+    pub needs: Vec<String>,
+    /// The `with:` parameters as JSON (maps sorted, so canonical).
+    pub with: serde_json::Value,
+    /// 1-based line of the step's name in the file, for messages.
+    pub line: usize,
+}

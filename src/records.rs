@@ -1,0 +1,120 @@
+//! The result records users read: one JSON object per line in `results/<name>/*.jsonl`.
+//!
+//! The field names here are a user-facing contract (see the README): fields may be added, never
+//! renamed. Step kinds pass these records between each other through the cache as JSON values.
+
+use serde::{Deserialize, Serialize};
+
+/// A candidate commit, from `rank-commits` (`commits.jsonl`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommitRecord {
+    /// The `repos:` entry's name.
+    pub repo: String,
+    /// The child commit id (t+1).
+    pub commit: String,
+    /// The parent commit id (t): the first parent.
+    pub parent: String,
+    /// The ranking score (assertion lines deleted from test files, or keyword hits).
+    pub score: f64,
+    /// The commit's subject line.
+    pub subject: String,
+    /// Test files the commit touched (paths at the child; deleted files at the parent).
+    pub test_files: Vec<String>,
+    /// Non-test Python files the commit touched.
+    pub source_files: Vec<String>,
+}
+
+/// A claim: a test at the parent commit with its assertions (`claims.jsonl`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClaimRecord {
+    /// Stable content id: repository, parent commit and node id.
+    pub id: String,
+    pub repo: String,
+    /// The commit at which the claim was true (t).
+    pub parent: String,
+    /// The commit that may have falsified it (t+1).
+    pub commit: String,
+    /// The pytest node id at the parent.
+    pub node: String,
+    /// The test's source text, resolved through base classes when inherited.
+    pub source: String,
+    /// The assertion statements in the test; never empty.
+    pub assertions: Vec<String>,
+    /// The fixtures the test uses, by registered name.
+    pub fixtures: Vec<String>,
+}
+
+/// The outcome of one run of one test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Passed,
+    Failed,
+    /// No verdict: a collection error, a missing record, a timeout, a crash. Never a failure.
+    Unknown,
+}
+
+/// One run of one test, kept so every label can be audited (`truth.jsonl`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// The run index (0-based); `PYTHONHASHSEED` is derived from it.
+    pub run: u32,
+    pub outcome: Outcome,
+    /// How it failed or why it is unknown: `assertion`, an exception class, `setup error`,
+    /// `collection error`, `timeout`, ….
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// The oracle's label for a claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Label {
+    Flipped,
+    Held,
+    Discarded,
+}
+
+/// The oracle's verdict on a claim (`truth.jsonl`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TruthRecord {
+    /// The claim id.
+    pub claim: String,
+    pub label: Label,
+    /// Why it was discarded, or how it failed when flipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub parent_runs: Vec<RunRecord>,
+    pub child_runs: Vec<RunRecord>,
+}
+
+/// An arm's verdict on a claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Flipped,
+    Held,
+    /// The arm gave no verdict. Never read as either of the others.
+    None,
+}
+
+/// One arm's prediction for one claim (`predictions/<step>.jsonl`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PredictionRecord {
+    pub claim: String,
+    pub verdict: Verdict,
+    /// Why the arm decided so: the touched module, the changed symbol, the model's raw answer.
+    pub evidence: serde_json::Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_in: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_out: Option<u64>,
+    /// Cost in the pipeline's price unit (dollars by convention).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
+}
+
+/// The stable id of a claim: `<repo>@<parent commit>::<node id>`.
+pub fn claim_id(repo: &str, parent: &str, node: &str) -> String {
+    format!("{repo}@{parent}::{node}")
+}

@@ -1,0 +1,1 @@
+//! Statistics over the oracle's labels and the arms' predictions, and the report built from them.

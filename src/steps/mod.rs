@@ -1,0 +1,36 @@
+//! The step kinds a pipeline can `use`, and the registry that finds them by name.
+
+use std::sync::Arc;
+
+use crate::engine::StepKind;
+
+/// The known step kinds, by name.
+#[derive(Clone)]
+pub struct Registry {
+    kinds: Vec<Arc<dyn StepKind>>,
+}
+
+impl Registry {
+    /// Every step kind claimflow ships.
+    pub fn builtin() -> Self {
+        let kinds: Vec<Arc<dyn StepKind>> = vec![];
+        Registry { kinds }
+    }
+
+    /// A registry of the given kinds (for tests).
+    pub fn with(kinds: Vec<Arc<dyn StepKind>>) -> Self {
+        Registry { kinds }
+    }
+
+    /// The kind named `name`.
+    pub fn get(&self, name: &str) -> Option<Arc<dyn StepKind>> {
+        self.kinds.iter().find(|kind| kind.name() == name).cloned()
+    }
+
+    /// Every kind's name, sorted.
+    pub fn names(&self) -> Vec<&'static str> {
+        let mut names: Vec<_> = self.kinds.iter().map(|kind| kind.name()).collect();
+        names.sort_unstable();
+        names
+    }
+}
