@@ -65,6 +65,9 @@ pub enum RepoSource {
     Url(String),
     /// A local repository read in place (absolute), never modified.
     Path(PathBuf),
+    /// A scripted history shipped as text files (the demo corpus), materialized by claimflow into a
+    /// git repository under the workdir with fixed authors and times (absolute path of the script).
+    Corpus(PathBuf),
 }
 
 /// A `models:` entry.

@@ -1,0 +1,2 @@
+//! Helpers shared by the integration tests: fixture repositories, test environments, snapshot
+//! filters.
