@@ -7,4 +7,4 @@ mod store;
 
 pub use digest::{Digest, DigestParseError};
 pub use key::{KEY_SCHEMA, KeyRecord};
-pub use store::{ActionRecord, Store, StoreError};
+pub use store::{ActionRecord, Store, StoreError, StoreStats, VerifyReport, write_atomic_in};

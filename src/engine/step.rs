@@ -250,6 +250,27 @@ impl StepContext<'_> {
         })
     }
 
+    /// Writes a result file (path relative to the results directory) atomically.
+    pub fn write_result(&self, relative: &str, bytes: &[u8]) -> Result<(), StepError> {
+        let path = self.results.join(relative);
+        crate::cache::write_atomic_in(&self.workdir.join("tmp"), &path, bytes)?;
+        Ok(())
+    }
+
+    /// Writes records as JSON lines to a result file (path relative to the results directory).
+    pub fn write_jsonl<T: Serialize>(
+        &self,
+        relative: &str,
+        records: impl IntoIterator<Item = T>,
+    ) -> Result<(), StepError> {
+        let mut bytes = Vec::new();
+        for record in records {
+            serde_json::to_writer(&mut bytes, &record).expect("records serialize");
+            bytes.push(b'\n');
+        }
+        self.write_result(relative, &bytes)
+    }
+
     /// A scratch directory for this step under the workdir, created on demand.
     pub fn scratch(&self, name: &str) -> Result<PathBuf, StepError> {
         let dir = self
