@@ -1,6 +1,7 @@
 //! The Python side: interpreters, per-repository virtual environments, and the pytest plugin the
 //! crate writes out at run time to ask pytest what only pytest knows.
 
+mod assertions;
 mod command;
 mod config_files;
 mod environment;
@@ -12,6 +13,7 @@ mod setup_script;
 mod specifier;
 mod version;
 
+pub use assertions::{assertion_statements, dedent};
 pub use command::PytestLaunch;
 pub use environment::{
     DroppedRequirement, Environment, EnvironmentRequest, Installer, PythonError, cache_dir,
