@@ -10,3 +10,15 @@ pub use step::{
     ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, Pool, StepContext, StepError, StepKind,
     StepOutput, Upstream,
 };
+
+mod events;
+mod executor;
+mod plan;
+mod pools;
+mod state;
+
+pub use events::{Event, Recording, Reporter, Silent};
+pub use executor::{Engine, EngineError, RunOptions, RunSummary, StepStatus, key_record};
+pub use plan::{ItemExplanation, Plan, StepPlan};
+pub use pools::{PoolSizes, Pools};
+pub use state::{ItemState, RunState, StepState, live_set};
