@@ -150,10 +150,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 force: force.into_iter().collect(),
                 until,
             };
-            if offline {
-                // SAFETY: set before any thread of the run starts; read by step kinds that would go online.
-                unsafe { std::env::set_var("CLAIMFLOW_OFFLINE", "1") };
-            }
+            crate::engine::set_offline(offline);
             let summary = engine.run(&options)?;
             if verbosity == Verbosity::Normal {
                 eprintln!(
