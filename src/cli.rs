@@ -93,6 +93,21 @@ pub enum CacheAction {
     Verify(CacheTarget),
     /// Remove everything the last run of no pipeline in the workdir used.
     Gc(CacheTarget),
+    /// Copy what the last run of every pipeline in the workdir used into DIR (a cache of the same
+    /// layout), to share it with another machine.
+    Export {
+        /// The directory to write.
+        dir: PathBuf,
+        #[command(flatten)]
+        target: CacheTarget,
+    },
+    /// Take every sound object and action record of an exported cache in DIR.
+    Import {
+        /// The exported directory.
+        dir: PathBuf,
+        #[command(flatten)]
+        target: CacheTarget,
+    },
 }
 
 /// Which workdir a cache command works on.
