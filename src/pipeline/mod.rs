@@ -5,7 +5,7 @@
 mod diagnostic;
 mod load;
 mod model;
-mod suggest;
+pub(crate) mod suggest;
 mod validate;
 mod yaml;
 
