@@ -246,6 +246,7 @@ fn cache(action: CacheAction, root: &Path, registry: &Registry) -> Result<()> {
         CacheAction::Stats(target) | CacheAction::Verify(target) | CacheAction::Gc(target) => {
             target
         }
+        CacheAction::Export { target, .. } | CacheAction::Import { target, .. } => target,
     };
     let workdir = match (&target.pipeline, &target.workdir) {
         (Some(pipeline), _) => load(pipeline, root, registry)?.workdir,
@@ -291,6 +292,32 @@ fn cache(action: CacheAction, root: &Path, registry: &Registry) -> Result<()> {
                 out,
                 "removed {actions} action records and {removed} objects"
             )?;
+        }
+        CacheAction::Export { dir, .. } => {
+            let _lock = store.lock_shared()?;
+            let (keys, objects) = live_set(&workdir, &store)?;
+            let dest = Store::open(root.join(&dir))?;
+            let (actions, copied) = store.export_to(&dest, &keys, &objects)?;
+            writeln!(
+                out,
+                "exported {actions} action records and {copied} objects to {}",
+                dir.display()
+            )?;
+        }
+        CacheAction::Import { dir, .. } => {
+            let source = Store::open(root.join(&dir))?;
+            let (actions, objects, refused) = store.import_from(&source)?;
+            writeln!(
+                out,
+                "imported {actions} action records and {objects} objects; refused {refused}"
+            )?;
+            if refused > 0 {
+                return Err(Failed(format!(
+                    "{refused} entries of {} did not verify",
+                    dir.display()
+                ))
+                .into());
+            }
         }
     }
     Ok(())

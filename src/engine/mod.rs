@@ -4,8 +4,10 @@
 //! ([`crate::cache::KeyRecord`]), looks it up, computes only the misses under resource pools, and
 //! then lets the step kind publish its result files from every item's output.
 
+mod dag;
 mod step;
 
+pub use dag::{Dag, DagError};
 pub use step::{
     ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, Pool, StepContext, StepError, StepKind,
     StepOutput, Upstream,
