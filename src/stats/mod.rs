@@ -11,11 +11,11 @@ pub mod confusion;
 pub mod corpus;
 pub mod document;
 pub mod evaluation;
-// pub mod figures;
+pub mod figures;
 pub mod loro;
 pub mod mcnemar;
 pub mod operator;
-// pub mod report;
+pub mod report;
 pub mod reweight;
 
 pub use analysis::{AnalysisOptions, analyze};
