@@ -52,7 +52,10 @@ pub fn arms(document: &StatsDocument, arms: &[(&str, &ArmStats)]) -> Result<Stri
     let base_rate = document.sample.base_rate;
     draw("arms", |root| {
         let mut chart = ChartBuilder::on(root)
-            .caption("Precision and recall per arm (95% bootstrap intervals)", (FONT, 18))
+            .caption(
+                "Precision and recall per arm (95% bootstrap intervals)",
+                (FONT, 18),
+            )
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(50)
@@ -89,13 +92,15 @@ pub fn arms(document: &StatsDocument, arms: &[(&str, &ArmStats)]) -> Result<Stri
                 )))?;
             }
         }
-        chart.draw_series(
-            points
-                .iter()
-                .map(|(_, _, recall, precision)| Circle::new((*recall, *precision), 5, BLUE.filled())),
-        )?;
+        chart.draw_series(points.iter().map(|(_, _, recall, precision)| {
+            Circle::new((*recall, *precision), 5, BLUE.filled())
+        }))?;
         chart.draw_series(points.iter().map(|(name, _, recall, precision)| {
-            Text::new(name.to_string(), (*recall + 0.012, *precision + 0.012), (FONT, 13))
+            Text::new(
+                name.to_string(),
+                (*recall + 0.012, *precision + 0.012),
+                (FONT, 13),
+            )
         }))?;
         Ok(())
     })
@@ -144,13 +149,15 @@ pub fn question_information(
                 )))?;
             }
         }
-        chart.draw_series(
-            points
-                .iter()
-                .map(|(index, _, _, precision)| Circle::new((*index as f64, *precision), 6, BLUE.filled())),
-        )?;
+        chart.draw_series(points.iter().map(|(index, _, _, precision)| {
+            Circle::new((*index as f64, *precision), 6, BLUE.filled())
+        }))?;
         chart.draw_series(points.iter().map(|(index, name, _, precision)| {
-            Text::new(name.to_string(), (*index as f64 + 0.06, *precision), (FONT, 13))
+            Text::new(
+                name.to_string(),
+                (*index as f64 + 0.06, *precision),
+                (FONT, 13),
+            )
         }))?;
         Ok(())
     })
@@ -163,7 +170,10 @@ pub fn cost(arms: &[(&str, &ArmStats)], frontier: &[String]) -> Result<String, F
         .filter_map(|(name, stats)| Some((*name, stats.cost.as_ref()?.per_claim, stats.precision?)))
         .filter(|(_, cost, _)| *cost > 0.0)
         .collect();
-    let low = points.iter().map(|point| point.1).fold(f64::INFINITY, f64::min);
+    let low = points
+        .iter()
+        .map(|point| point.1)
+        .fold(f64::INFINITY, f64::min);
     let high = points.iter().map(|point| point.1).fold(0.0, f64::max);
     let (low, high) = if points.is_empty() {
         (1e-6, 1.0)
@@ -194,7 +204,11 @@ pub fn cost(arms: &[(&str, &ArmStats)], frontier: &[String]) -> Result<String, F
                 .map(|(_, cost, precision)| Circle::new((*cost, *precision), 5, BLUE.filled())),
         )?;
         chart.draw_series(points.iter().map(|(name, cost, precision)| {
-            Text::new(name.to_string(), (*cost * 1.08, *precision + 0.012), (FONT, 13))
+            Text::new(
+                name.to_string(),
+                (*cost * 1.08, *precision + 0.012),
+                (FONT, 13),
+            )
         }))?;
         Ok(())
     })

@@ -40,7 +40,10 @@ const PARAMS: &[ParamSpec] = &[
 ];
 
 impl ReportStep {
-    fn stats<'a>(ctx: &StepContext, upstream: &'a Upstream) -> Result<&'a crate::engine::StepOutput, StepError> {
+    fn stats<'a>(
+        ctx: &StepContext,
+        upstream: &'a Upstream,
+    ) -> Result<&'a crate::engine::StepOutput, StepError> {
         upstream.of_kind("stats").ok_or_else(|| {
             StepError::Input(format!(
                 "step `{}`: needs a `stats` step; add it to `needs:`",
@@ -103,7 +106,9 @@ impl StepKind for ReportStep {
         let mut output = ItemOutput::default();
         for (path, bytes) in files {
             let digest = ctx.store.put(&bytes)?;
-            output.records.push(serde_json::json!({"file": path, "digest": digest}));
+            output
+                .records
+                .push(serde_json::json!({"file": path, "digest": digest}));
             output.blobs.insert(path, digest);
         }
         Ok(output)

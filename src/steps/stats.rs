@@ -65,7 +65,11 @@ const PARAMS: &[ParamSpec] = &[
         ParamType::Integer,
         "bootstrap resamples for the 95% intervals (default 10000)",
     ),
-    ParamSpec::optional("seed", ParamType::Integer, "seed of the bootstrap (default 0)"),
+    ParamSpec::optional(
+        "seed",
+        ParamType::Integer,
+        "seed of the bootstrap (default 0)",
+    ),
     ParamSpec::optional(
         "resample",
         ParamType::Enum(&["claim", "commit", "repo"]),
@@ -176,7 +180,10 @@ fn check(ctx: &StepContext, params: &Params, upstream: &Upstream) -> Result<(), 
     if let Some(rate) = params.natural_rate
         && !(rate > 0.0 && rate < 1.0)
     {
-        return Err(input_error(ctx, "`natural_rate` must lie strictly between 0 and 1"));
+        return Err(input_error(
+            ctx,
+            "`natural_rate` must lie strictly between 0 and 1",
+        ));
     }
     loro_pairs(ctx, params).map(|_| ())
 }
@@ -261,17 +268,20 @@ fn decodable<T: serde::de::DeserializeOwned>(output: &StepOutput) -> Vec<T> {
 
 /// A `natural_rate` recorded by an upstream step that is not an arm.
 fn recorded_natural_rate(upstream: &Upstream) -> Option<NaturalRate> {
-    upstream.all().filter(|output| !is_arm(output)).find_map(|output| {
-        output
-            .items
-            .iter()
-            .flat_map(|item| item.output.records.iter())
-            .find_map(|record| record.get("natural_rate")?.as_f64())
-            .map(|value| NaturalRate {
-                value,
-                source: format!("step:{}", output.step),
-            })
-    })
+    upstream
+        .all()
+        .filter(|output| !is_arm(output))
+        .find_map(|output| {
+            output
+                .items
+                .iter()
+                .flat_map(|item| item.output.records.iter())
+                .find_map(|record| record.get("natural_rate")?.as_f64())
+                .map(|value| NaturalRate {
+                    value,
+                    source: format!("step:{}", output.step),
+                })
+        })
 }
 
 /// Runs the whole analysis.

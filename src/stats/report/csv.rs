@@ -37,7 +37,9 @@ pub fn render(table: &Table) -> String {
     };
     out.push_str(&line(header));
     for row in &table.rows {
-        out.push_str(&line(row.iter().flat_map(|value| value.csv_fields()).collect()));
+        out.push_str(&line(
+            row.iter().flat_map(|value| value.csv_fields()).collect(),
+        ));
     }
     out
 }

@@ -7,7 +7,9 @@ pub fn table(table: &Table) -> String {
     let mut out = format!("## {}\n\n*{}*\n\n", table.title, table.context);
     let cells = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
     out.push_str(&cells(table.columns.clone()));
-    out.push_str(&cells(table.columns.iter().map(|_| "---".to_string()).collect()));
+    out.push_str(&cells(
+        table.columns.iter().map(|_| "---".to_string()).collect(),
+    ));
     for row in &table.rows {
         out.push_str(&cells(
             row.iter()

@@ -11,6 +11,6 @@ pub mod markdown;
 pub mod tables;
 pub mod value;
 
+pub use files::render;
 pub use tables::{ReportConfig, Section, Table, build};
 pub use value::Value;
-pub use files::render;

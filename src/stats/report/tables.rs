@@ -93,7 +93,10 @@ pub struct Table {
 pub enum Section {
     Table(Table),
     /// A table whose arms are not in the pipeline: what would fill it.
-    Omitted { title: String, needs: String },
+    Omitted {
+        title: String,
+        needs: String,
+    },
 }
 
 /// What an arm is, for people, when the step has a shipped name.
@@ -140,7 +143,10 @@ fn context(document: &StatsDocument) -> String {
     )
 }
 
-fn missing<'a>(document: &StatsDocument, arms: impl IntoIterator<Item = &'a String>) -> Vec<String> {
+fn missing<'a>(
+    document: &StatsDocument,
+    arms: impl IntoIterator<Item = &'a String>,
+) -> Vec<String> {
     arms.into_iter()
         .filter(|arm| !document.arms.contains_key(*arm))
         .map(|arm| format!("`{arm}`"))
@@ -278,10 +284,7 @@ fn corpus(document: &StatsDocument) -> Section {
         document.corpus.len()
     )];
     if !empty.is_empty() {
-        notes.push(format!(
-            "Repositories with no flips: {}.",
-            empty.join(", ")
-        ));
+        notes.push(format!("Repositories with no flips: {}.", empty.join(", ")));
     }
     Section::Table(Table {
         slug: "table1_corpus".into(),
@@ -408,7 +411,13 @@ fn pairs(document: &StatsDocument, config: &ReportConfig) -> Section {
         slug: "comparisons".into(),
         title,
         context: context(document),
-        columns: names(&["arm", "other", "b (arm right, other wrong)", "c (reverse)", "p"]),
+        columns: names(&[
+            "arm",
+            "other",
+            "b (arm right, other wrong)",
+            "c (reverse)",
+            "p",
+        ]),
         rows,
         notes: vec![],
     })
@@ -522,7 +531,12 @@ fn two_by_two(document: &StatsDocument, config: &ReportConfig) -> Section {
         Value::Gap(difference(diff_with_claim.precision, diff_only.precision)).display()
     )];
     for (step, stats) in &claim_arms {
-        rows.push(row(step, stats, "does this claim still hold?", "claim + diff"));
+        rows.push(row(
+            step,
+            stats,
+            "does this claim still hold?",
+            "claim + diff",
+        ));
         notes.push(format!(
             "Question (`{step}` − `{}`, same information, claim question): precision {}.",
             config.diff_with_claim,
@@ -647,7 +661,9 @@ fn practitioner(document: &StatsDocument, config: &ReportConfig) -> Section {
                 row.push(Value::Rate(stats.natural_precision));
             }
             if priced {
-                row.push(Value::Dollars(stats.cost.as_ref().map(|cost| cost.per_claim)));
+                row.push(Value::Dollars(
+                    stats.cost.as_ref().map(|cost| cost.per_claim),
+                ));
             }
             row
         })
@@ -748,10 +764,18 @@ fn ladder(document: &StatsDocument, config: &ReportConfig) -> Section {
     }
     shown.sort_by(|left, right| {
         let price = |stats: &ArmStats| stats.step.price_input.unwrap_or(f64::INFINITY);
-        (describe(left.0, left.1).split(" (").next().map(str::to_string))
-            .cmp(&describe(right.0, right.1).split(" (").next().map(str::to_string))
-            .then(price(left.1).total_cmp(&price(right.1)))
-            .then(left.0.cmp(right.0))
+        (describe(left.0, left.1)
+            .split(" (")
+            .next()
+            .map(str::to_string))
+        .cmp(
+            &describe(right.0, right.1)
+                .split(" (")
+                .next()
+                .map(str::to_string),
+        )
+        .then(price(left.1).total_cmp(&price(right.1)))
+        .then(left.0.cmp(right.0))
     });
     let frontier: BTreeSet<&str> = document.frontier.iter().map(String::as_str).collect();
     let rows = shown

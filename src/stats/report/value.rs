@@ -43,7 +43,9 @@ impl Value {
             },
             Value::Gap(gap) => gap.map_or_else(undefined, |gap| format!("{gap:+.3}")),
             Value::P(p) => format_p(*p),
-            Value::Dollars(dollars) => dollars.map_or_else(undefined, format_dollars),
+            Value::Dollars(dollars) => {
+                dollars.map_or_else(|| "not recorded".to_string(), format_dollars)
+            }
         }
     }
 
