@@ -2,3 +2,5 @@
 
 mod claims;
 mod common;
+mod engine;
+mod stats;
