@@ -4,6 +4,8 @@ use std::sync::Arc;
 
 use crate::engine::StepKind;
 
+pub mod rank_commits;
+
 /// The known step kinds, by name.
 #[derive(Clone)]
 pub struct Registry {
@@ -13,7 +15,7 @@ pub struct Registry {
 impl Registry {
     /// Every step kind claimflow ships.
     pub fn builtin() -> Self {
-        let kinds: Vec<Arc<dyn StepKind>> = vec![];
+        let kinds: Vec<Arc<dyn StepKind>> = vec![Arc::new(rank_commits::RankCommits)];
         Registry { kinds }
     }
 

@@ -1,2 +1,4 @@
 //! Helpers shared by the integration tests: fixture repositories, test environments, snapshot
 //! filters.
+
+pub mod git;
