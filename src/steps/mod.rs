@@ -12,6 +12,8 @@ pub use stats::StatsStep;
 
 use crate::engine::StepKind;
 
+pub mod rank_commits;
+
 /// The known step kinds, by name.
 #[derive(Clone)]
 pub struct Registry {
@@ -25,6 +27,7 @@ impl Registry {
         let mut kinds = kinds;
         kinds.push(Arc::new(StatsStep));
         kinds.push(Arc::new(ReportStep));
+        kinds.push(Arc::new(rank_commits::RankCommits));
         Registry { kinds }
     }
 

@@ -4,3 +4,4 @@ mod claims;
 mod common;
 mod engine;
 mod stats;
+mod mining;
