@@ -12,16 +12,41 @@ use super::environment::Environment;
 /// Where a pytest process runs and what it may see.
 #[derive(Debug, Clone)]
 pub struct PytestLaunch<'a> {
-    pub environment: &'a Environment,
+    environment: &'a Environment,
     /// The checked-out commit: the current directory, the rootdir and the first `PYTHONPATH` entry.
-    pub worktree: &'a Path,
+    worktree: &'a Path,
     /// A private directory for `HOME` and `TMPDIR` (created by [`PytestLaunch::command`]).
-    pub private: &'a Path,
+    private: &'a Path,
     /// `PYTHONHASHSEED`; the oracle derives it from the run index.
-    pub hash_seed: u32,
+    hash_seed: u32,
+    /// Directories holding plugins loaded with `-p` (after the worktree and the environment).
+    plugin_dirs: Vec<PathBuf>,
 }
 
-impl PytestLaunch<'_> {
+impl<'a> PytestLaunch<'a> {
+    /// A launch in `worktree` with `environment`; `private` holds `HOME` and `TMPDIR`. Hash seed 0.
+    pub fn new(environment: &'a Environment, worktree: &'a Path, private: &'a Path) -> Self {
+        PytestLaunch {
+            environment,
+            worktree,
+            private,
+            hash_seed: 0,
+            plugin_dirs: Vec::new(),
+        }
+    }
+
+    /// Sets `PYTHONHASHSEED` (the oracle derives it from the run index).
+    pub fn hash_seed(mut self, seed: u32) -> Self {
+        self.hash_seed = seed;
+        self
+    }
+
+    /// Puts a directory of plugins (loaded by the caller with `-p name`) on `PYTHONPATH`.
+    pub fn plugin_dir(mut self, directory: impl Into<PathBuf>) -> Self {
+        self.plugin_dirs.push(directory.into());
+        self
+    }
+
     /// `python -m pytest <neutralizing options> <arguments>` with an allow-listed environment.
     pub fn command(&self, arguments: &[OsString]) -> std::io::Result<Command> {
         let home = self.private.join("home");
@@ -60,6 +85,7 @@ impl PytestLaunch<'_> {
             entries.push(self.worktree.join("src"));
         }
         entries.extend(self.environment.python_path.iter().cloned());
+        entries.extend(self.plugin_dirs.iter().cloned());
         entries
     }
 
@@ -137,12 +163,10 @@ mod tests {
         std::fs::create_dir_all(worktree.join("src/demo")).unwrap();
         std::fs::write(worktree.join("src/demo/__init__.py"), "").unwrap();
         let environment = environment(&["pytest-xdist"]);
-        let launch = PytestLaunch {
-            environment: &environment,
-            worktree: &worktree,
-            private: &directory.path().join("private"),
-            hash_seed: 7,
-        };
+        let private = directory.path().join("private");
+        let launch = PytestLaunch::new(&environment, &worktree, &private)
+            .hash_seed(7)
+            .plugin_dir("/plugins");
         let command = launch.command(&["tests/test_a.py".into()]).unwrap();
         let variables: BTreeMap<String, String> = command
             .get_envs()
@@ -171,7 +195,7 @@ mod tests {
         assert_eq!(variables["PYTHONHASHSEED"], "7");
         assert_eq!(
             variables["PYTHONPATH"],
-            format!("{}:{}/src", worktree.display(), worktree.display())
+            format!("{}:{}/src:/plugins", worktree.display(), worktree.display())
         );
         let arguments: Vec<String> = command
             .get_args()
