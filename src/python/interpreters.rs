@@ -85,13 +85,13 @@ pub fn choose_interpreters(
                 .filter(|interpreter| allowed(interpreter))
                 .cloned()
                 .chain(declared_path(wanted));
-            for interpreter in matching {
-                if !chosen
+            // One interpreter per declared entry: the newest patch release that matches it.
+            if let Some(interpreter) = matching.max_by_key(|interpreter| interpreter.version)
+                && !chosen
                     .iter()
                     .any(|seen| seen.version == interpreter.version)
-                {
-                    chosen.push(interpreter);
-                }
+            {
+                chosen.push(interpreter);
             }
         }
         return if chosen.is_empty() {
@@ -157,6 +157,11 @@ pub fn choose_interpreters(
             )
         };
         (era, newer_first)
+    });
+    // Patch releases of one minor version behave alike; trying a second one only repeats a failure.
+    let mut seen_minors = BTreeSet::new();
+    candidates.retain(|interpreter| {
+        seen_minors.insert((interpreter.version.major, interpreter.version.minor))
     });
     if candidates.is_empty() {
         return Err(SelectionError::NoAllowedInterpreter {
@@ -278,8 +283,8 @@ mod tests {
 
     fn installed() -> Vec<Interpreter> {
         [
-            "3.13.0", "3.12.1", "3.11.7", "3.10.13", "3.9.18", "3.8.18", "3.7.16", "3.6.15",
-            "2.7.18",
+            "3.13.0", "3.12.1", "3.11.7", "3.11.2", "3.10.13", "3.9.18", "3.8.18", "3.7.16",
+            "3.6.15", "2.7.18",
         ]
         .iter()
         .map(|version| Interpreter {
@@ -349,9 +354,17 @@ mod tests {
 
     #[test]
     fn declared_interpreters_keep_their_order_and_respect_python_requires() {
-        let declared = vec!["3.9".to_string(), "3.11.7".to_string(), "2.7".to_string()];
+        let declared = vec!["3.9".to_string(), "3.11".to_string(), "2.7".to_string()];
         let chosen = choose_interpreters(&requiring(">=3"), &declared, &installed()).unwrap();
         assert_eq!(versions(&chosen), ["3.9", "3.11"]);
+        assert_eq!(
+            chosen[1].version.to_string(),
+            "3.11.7",
+            "the newest patch release of a minor"
+        );
+        let exact = vec!["3.11.2".to_string()];
+        let chosen = choose_interpreters(&requiring(">=3"), &exact, &installed()).unwrap();
+        assert_eq!(chosen[0].version.to_string(), "3.11.2");
     }
 
     #[test]
@@ -359,7 +372,7 @@ mod tests {
         let error = choose_interpreters(&requiring(">=3.14"), &[], &installed()).unwrap_err();
         assert_eq!(
             error.to_string(),
-            "no installed interpreter (3.13.0, 3.12.1, 3.11.7, 3.10.13, 3.9.18, 3.8.18, 3.7.16, \
+            "no installed interpreter (3.13.0, 3.12.1, 3.11.7, 3.11.2, 3.10.13, 3.9.18, 3.8.18, 3.7.16, \
              3.6.15, 2.7.18) satisfies >=3.14 from setup.py"
         );
         let declared = vec!["3.4".to_string()];

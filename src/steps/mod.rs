@@ -12,6 +12,7 @@ pub use stats::StatsStep;
 
 use crate::engine::StepKind;
 
+pub mod mine_claims;
 pub mod rank_commits;
 
 /// The known step kinds, by name.
@@ -28,6 +29,7 @@ impl Registry {
         kinds.push(Arc::new(StatsStep));
         kinds.push(Arc::new(ReportStep));
         kinds.push(Arc::new(rank_commits::RankCommits));
+        kinds.push(Arc::new(mine_claims::MineClaims));
         Registry { kinds }
     }
 
