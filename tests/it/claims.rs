@@ -123,6 +123,8 @@ fn history() -> FixtureRepo {
         "Initial demo",
         &[
             ("pyproject.toml", Some(PYPROJECT)),
+            // Options that would break collection if the repository's addopts were honoured.
+            ("setup.cfg", Some("[tool:pytest]\naddopts = --cov=demo -x -n 4\n")),
             ("demo/__init__.py", Some(DEMO)),
             ("tests/__init__.py", Some("")),
             ("tests/helpers.py", Some(HELPERS)),
