@@ -56,6 +56,8 @@ fn an_environment_is_content_addressed_and_reused() {
 
 const DEMO: &str = "def add(a, b):\n    return a + b\n";
 const DEMO_V2: &str = "def add(a, b):\n    return a + b + 0\n";
+const DEMO_V2_SUB: &str =
+    "def add(a, b):\n    return a + b + 0\n\n\ndef sub(a, b):\n    return a - b\n";
 
 const PYPROJECT: &str = "[project]\nname = \"demo\"\nrequires-python = \">=3.8\"\n\n\
 [project.optional-dependencies]\ntest = [\"six\"]\n";
@@ -124,7 +126,10 @@ fn history() -> FixtureRepo {
         &[
             ("pyproject.toml", Some(PYPROJECT)),
             // Options that would break collection if the repository's addopts were honoured.
-            ("setup.cfg", Some("[tool:pytest]\naddopts = --cov=demo -x -n 4\n")),
+            (
+                "setup.cfg",
+                Some("[tool:pytest]\naddopts = --cov=demo -x -n 4\n"),
+            ),
             ("demo/__init__.py", Some(DEMO)),
             ("tests/__init__.py", Some("")),
             ("tests/helpers.py", Some(HELPERS)),
@@ -144,10 +149,10 @@ fn history() -> FixtureRepo {
     )
     .commit(
         "Fix the broken test",
-        &[(
-            "tests/test_broken.py",
-            Some("def test_it():\n    assert True\n"),
-        )],
+        &[
+            ("tests/test_broken.py", Some("def test_it():\n    pass\n")),
+            ("demo/__init__.py", Some(DEMO_V2_SUB)),
+        ],
     );
     repo
 }
@@ -453,4 +458,44 @@ fn python_2_tests_are_mined_under_python_2() {
     assert_eq!(claim.interpreter, "2.7.18");
     assert!(claim.pytest.starts_with("4.6."), "{}", claim.pytest);
     assert_eq!(published.summaries[0].assertions_from_interpreter, 1);
+}
+
+#[test]
+fn the_binary_ranks_then_mines_and_a_second_run_computes_nothing() {
+    let repo = history();
+    let project = crate::common::project::Project::new();
+    project.file(
+        "pipeline.yaml",
+        &format!(
+            "version: 1\nname: mined\nrepos:\n  - name: demo\n    path: {}\n    branch: main\n    \
+             python: [\"3.11\"]\nsteps:\n  rank: {{uses: rank-commits, with: {{top: 5}}}}\n  \
+             claims: {{uses: mine-claims, needs: [rank], with: {{limit_claims_per_commit: 3}}}}\n",
+            repo.path().display()
+        ),
+    );
+    project.ok(&["run", "pipeline.yaml"]);
+    let claims: Vec<ClaimRecord> = project
+        .read("results/mined/claims.jsonl")
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let nodes: Vec<&str> = claims.iter().map(|claim| claim.node.as_str()).collect();
+    assert_eq!(
+        nodes,
+        [
+            "tests/test_demo.py::test_plain",
+            "tests/test_demo.py::test_fixture",
+            "tests/test_demo.py::test_param[1-2]"
+        ]
+    );
+    let excluded = project.read("results/mined/excluded.jsonl");
+    assert_eq!(excluded.lines().count(), 1, "{excluded}");
+    let plan = project.plan("pipeline.yaml");
+    assert_eq!(
+        plan,
+        [
+            ("rank".to_string(), Some(1), Some(0)),
+            ("claims".to_string(), Some(2), Some(0))
+        ]
+    );
 }
