@@ -54,6 +54,16 @@ pub fn select_interpreters(worktree: &Path, declared: &[String]) -> Vec<Interpre
     choose_interpreters(&metadata, declared, installed_interpreters()).unwrap_or_default()
 }
 
+/// The installed interpreter a claim names (`3.11.7`, or `3.11` for the newest 3.11), so the
+/// oracle runs a claim under the interpreter it was mined with.
+pub fn interpreter_for(version: &str) -> Option<Interpreter> {
+    installed_interpreters()
+        .iter()
+        .filter(|interpreter| matches_declared(interpreter, version))
+        .max_by_key(|interpreter| interpreter.version)
+        .cloned()
+}
+
 /// Chooses, from `installed`, the interpreters allowed for a commit with `metadata`, in the order to
 /// try them. Declared interpreters (`3.11`, `3.11.7` or a path) keep their order. Otherwise
 /// `python_requires` filters, and classifiers and tox's envlist put the project's own era first:

@@ -15,7 +15,6 @@
 //! outage looks like), the item fails and nothing is cached; once pytest has answered under some
 //! interpreter, an exclusion is a result and is cached like one.
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -26,11 +25,8 @@ use crate::engine::{
     Upstream,
 };
 use crate::mining::repository;
-use crate::python::{
-    self, COLLECT_PLUGIN, ClaimSummary, CollectRequest, EnvironmentRequest, Installer,
-    ProjectMetadata,
-};
-use crate::records::{AttemptRecord, CommitRecord, ExclusionRecord, MinedClaim};
+use crate::python::{self, COLLECT_PLUGIN, ClaimSummary, Installer, MineSettings};
+use crate::records::{CommitRecord, ExclusionRecord, MinedClaim};
 
 /// The step kind.
 pub struct MineClaims;
@@ -241,8 +237,13 @@ impl StepKind for MineClaims {
         let scratch = ctx.scratch(&slot)?;
         python::checkout_commit(&git, &record.parent, &worktree)
             .map_err(|error| step_message(ctx, &item.id, error))?;
-        let timeout = Duration::from_secs(params_timeout(ctx)?);
-        let mined = mine_commit(&record, &params, &worktree, &scratch, timeout);
+        let settings = MineSettings {
+            python: params.python.clone(),
+            dependencies: params.dependencies.clone(),
+            limit: params.limit,
+            timeout: Duration::from_secs(params_timeout(ctx)?),
+        };
+        let mined = python::mine_commit(&record, &settings, &worktree, &scratch);
         // Clean between checkouts: the next item in this slot starts from nothing.
         let _ = std::fs::remove_dir_all(&worktree);
         let _ = std::fs::remove_dir_all(&scratch);
@@ -298,141 +299,6 @@ fn slot_name(id: &str) -> String {
             }
         })
         .collect()
-}
-
-/// What mining one commit gave.
-struct Mined {
-    claims: Vec<MinedClaim>,
-    summary: Option<ClaimSummary>,
-    exclusion: Option<ExclusionRecord>,
-}
-
-impl Mined {
-    fn excluded(
-        record: &CommitRecord,
-        kind: &str,
-        reason: String,
-        attempts: Vec<AttemptRecord>,
-    ) -> Self {
-        Mined {
-            claims: Vec::new(),
-            summary: None,
-            exclusion: Some(ExclusionRecord {
-                repo: record.repo.clone(),
-                commit: record.commit.clone(),
-                parent: record.parent.clone(),
-                kind: kind.into(),
-                reason,
-                attempts,
-            }),
-        }
-    }
-}
-
-/// Mines the parent checked out at `worktree`. `Err` only when no interpreter got as far as pytest.
-fn mine_commit(
-    record: &CommitRecord,
-    params: &ItemParams,
-    worktree: &Path,
-    scratch: &Path,
-    timeout: Duration,
-) -> Result<Mined, String> {
-    let metadata = ProjectMetadata::read(worktree);
-    let interpreters = match python::choose_interpreters(
-        &metadata,
-        &params.python,
-        python::installed_interpreters(),
-    ) {
-        Ok(interpreters) => interpreters,
-        Err(error) => {
-            return Ok(Mined::excluded(
-                record,
-                "no-interpreter",
-                error.to_string(),
-                vec![],
-            ));
-        }
-    };
-    let files = python::test_modules(worktree, &record.test_files);
-    if files.is_empty() {
-        return Ok(Mined::excluded(
-            record,
-            "no-test-modules",
-            format!(
-                "none of the touched test files ({}) is a test module at the parent",
-                record.test_files.join(", ")
-            ),
-            vec![],
-        ));
-    }
-    let mut attempts = Vec::new();
-    let mut reached_pytest = false;
-    for interpreter in &interpreters {
-        let version = interpreter.version.to_string();
-        let request = EnvironmentRequest::for_commit(interpreter, worktree, &params.dependencies);
-        let environment = match python::ensure_environment(&request) {
-            Ok(environment) => environment,
-            Err(error) => {
-                attempts.push(AttemptRecord {
-                    interpreter: version,
-                    error: format!("environment: {error}"),
-                });
-                continue;
-            }
-        };
-        reached_pytest = true;
-        let collect_scratch: PathBuf = scratch.join(format!("python-{version}"));
-        let collected = python::collect_tests(&CollectRequest {
-            environment: &environment,
-            worktree,
-            files: &files,
-            scratch: &collect_scratch,
-            timeout,
-        });
-        match collected {
-            Ok(collection) => {
-                let mut mined =
-                    python::claims_from_collection(record, &files, &collection, params.limit);
-                mined.summary.dropped_requirements = environment
-                    .dropped
-                    .iter()
-                    .map(|dropped| dropped.spec.clone())
-                    .collect();
-                let exclusion = mined.claims.is_empty().then(|| ExclusionRecord {
-                    repo: record.repo.clone(),
-                    commit: record.commit.clone(),
-                    parent: record.parent.clone(),
-                    kind: "no-claims".into(),
-                    reason: format!(
-                        "{} tests collected under python {version}, none with an assertion statement",
-                        mined.summary.collected
-                    ),
-                    attempts: attempts.clone(),
-                });
-                return Ok(Mined {
-                    claims: mined.claims,
-                    summary: Some(mined.summary),
-                    exclusion,
-                });
-            }
-            Err(error) => attempts.push(AttemptRecord {
-                interpreter: version,
-                error: format!("collection: {error}"),
-            }),
-        }
-    }
-    let reason = attempts
-        .iter()
-        .map(|attempt| format!("python {}: {}", attempt.interpreter, attempt.error))
-        .collect::<Vec<_>>()
-        .join("; ");
-    if !reached_pytest {
-        return Err(format!(
-            "no environment could be built for commit {}: {reason}",
-            record.commit
-        ));
-    }
-    Ok(Mined::excluded(record, "collection", reason, attempts))
 }
 
 #[cfg(test)]

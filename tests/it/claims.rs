@@ -31,6 +31,7 @@ fn an_environment_is_content_addressed_and_reused() {
     let worktree = tempfile::tempdir().unwrap();
     std::fs::write(worktree.path().join("requirements-test.txt"), "-e .\nsix\n").unwrap();
     let request = EnvironmentRequest::for_commit(&interpreter("3.11"), worktree.path(), &[]);
+    assert_eq!(python::interpreter_for("3.11.7"), Some(interpreter("3.11")));
     assert_eq!(request.specs(), ["pytest>=8,<9", "six"]);
     let environment = python::ensure_environment(&request).unwrap();
     assert_eq!(environment.interpreter, "3.11.7");
