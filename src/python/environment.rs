@@ -354,6 +354,41 @@ mod tests {
     }
 
     #[test]
+    fn a_moved_environment_answers_with_its_new_paths() {
+        let directory = tempfile::tempdir().unwrap();
+        let built = directory.path().join(".building/abc-1");
+        let environment = Environment {
+            root: built.clone(),
+            python: built.join("bin/python"),
+            interpreter: "3.11.7".into(),
+            pytest: "8.3.4".into(),
+            installer: "pip".into(),
+            digest: "abc".into(),
+            site_packages: built.join("lib/python3.11/site-packages"),
+            python_path: vec![built.join("site")],
+            distributions: BTreeMap::from([("pytest".to_string(), "8.3.4".to_string())]),
+            dropped: vec![],
+        };
+        let root = directory.path().join("envs/abc");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(
+            root.join(DESCRIPTION),
+            serde_json::to_vec(&environment).unwrap(),
+        )
+        .unwrap();
+        let loaded = load(&root).unwrap().unwrap();
+        assert_eq!(loaded.root, root);
+        assert_eq!(loaded.python, root.join("bin/python"));
+        assert_eq!(
+            loaded.site_packages,
+            root.join("lib/python3.11/site-packages")
+        );
+        assert_eq!(loaded.python_path, [root.join("site")]);
+        assert!(loaded.has_distribution("PyTest"));
+        assert_eq!(load(&directory.path().join("envs/missing")).unwrap(), None);
+    }
+
+    #[test]
     fn cache_dir_respects_the_variable() {
         // Read only: the variable may be set by the test runner; either way the answer follows it.
         let expected = match std::env::var_os("CLAIMFLOW_CACHE_DIR").filter(|v| !v.is_empty()) {

@@ -309,6 +309,47 @@ mod tests {
     use super::*;
 
     #[test]
+    fn installers_see_only_index_and_proxy_settings() {
+        let mut command = Command::new("pip");
+        installer_environment(&mut command, Some(Path::new("/cache/pip")));
+        let allowed = [
+            "PATH",
+            "HOME",
+            "PIP_INDEX_URL",
+            "PIP_EXTRA_INDEX_URL",
+            "PIP_FIND_LINKS",
+            "PIP_CERT",
+            "PIP_TRUSTED_HOST",
+            "PIP_DEFAULT_TIMEOUT",
+            "HTTP_PROXY",
+            "HTTPS_PROXY",
+            "NO_PROXY",
+            "SSL_CERT_FILE",
+            "UV_INDEX_URL",
+            "LANG",
+            "LC_ALL",
+            "PYTHONDONTWRITEBYTECODE",
+            "PYTHONNOUSERSITE",
+            "PIP_DISABLE_PIP_VERSION_CHECK",
+            "PIP_NO_WARN_SCRIPT_LOCATION",
+            "PIP_CACHE_DIR",
+            "UV_CACHE_DIR",
+        ];
+        for (name, _) in command.get_envs() {
+            let name = name.to_string_lossy().to_ascii_uppercase();
+            assert!(
+                allowed.contains(&name.as_str()),
+                "{name} reaches the installer"
+            );
+        }
+        let cache = command
+            .get_envs()
+            .find(|(name, _)| *name == "PIP_CACHE_DIR")
+            .and_then(|(_, value)| value);
+        assert_eq!(cache, Some(std::ffi::OsStr::new("/cache/pip")));
+    }
+
+    #[test]
     fn names_the_requirement_pip_could_not_install() {
         let old = "Collecting nosuchthing==9.9\n  ERROR: Could not find a version that satisfies the requirement nosuchthing==9.9 (from versions: none)\nERROR: No matching distribution found for nosuchthing==9.9\n";
         assert_eq!(failing_requirement(old).as_deref(), Some("nosuchthing"));
