@@ -500,3 +500,38 @@ fn the_binary_ranks_then_mines_and_a_second_run_computes_nothing() {
         ]
     );
 }
+
+#[test]
+fn a_broken_conftest_is_an_explained_exclusion_not_an_empty_result() {
+    let mut repo = FixtureRepo::new();
+    repo.commit(
+        "Initial",
+        &[
+            ("pyproject.toml", Some(PYPROJECT)),
+            ("demo/__init__.py", Some(DEMO)),
+            (
+                "tests/conftest.py",
+                Some("import missing_plugin_claimflow\n"),
+            ),
+            ("tests/test_one.py", Some("def test_one():\n    assert 1\n")),
+        ],
+    )
+    .commit(
+        "Touch",
+        &[("tests/test_one.py", Some("def test_one():\n    assert 2\n"))],
+    );
+    let root = tempfile::tempdir().unwrap();
+    let records = vec![commit_record(&repo, 1, &["tests/test_one.py"])];
+    let published = mine(
+        &pipeline(root.path(), repo_spec(repo.path_buf(), &["3.11"])),
+        records,
+    );
+    assert!(published.claims.is_empty());
+    let excluded = &published.excluded[0];
+    assert_eq!(excluded.kind, "collection");
+    assert!(
+        excluded.reason.contains("missing_plugin_claimflow"),
+        "{}",
+        excluded.reason
+    );
+}
