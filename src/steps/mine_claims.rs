@@ -3,8 +3,8 @@
 //! define, and keep every test with assertion statements as a claim. A commit that cannot be
 //! collected under any allowed interpreter is excluded with its reason, never silently dropped.
 //!
-//! Keys. An item is one commit (`<repo>@<commit short>`); it reads the digest of the commit's
-//! record. Interpreter and pytest versions are only known after a checkout, so rather than check
+//! Keys. An item is one commit (`<repo>@<commit short>`); it reads the digest of the parts of the
+//! commit's record that mining uses (repository, commit, parent, touched test files). Interpreter and pytest versions are only known after a checkout, so rather than check
 //! out every parent while planning, the key holds what *determines* them: the installed
 //! interpreters' versions, the pytest series chosen for each, the installer, the collection
 //! plugin's digest, and (in the params) the declared interpreters and pinned dependencies. The
@@ -85,9 +85,24 @@ fn item_id(record: &CommitRecord) -> String {
     format!("{}@{short}", record.repo)
 }
 
-/// The digest a commit's record enters keys with.
-fn record_digest(record: &CommitRecord) -> Digest {
-    Digest::of(&serde_json::to_vec(record).expect("records serialize"))
+/// The digest a commit's record enters keys with: the canonical JSON of the fields mining reads.
+/// Its rank, score and subject are left out, so a commit that moves in the ranking (a new commit
+/// elsewhere in the history) keeps its claims without being collected again.
+pub fn record_digest(record: &CommitRecord) -> Digest {
+    #[derive(Serialize)]
+    struct Read<'a> {
+        repo: &'a str,
+        commit: &'a str,
+        parent: &'a str,
+        test_files: &'a [String],
+    }
+    let read = Read {
+        repo: &record.repo,
+        commit: &record.commit,
+        parent: &record.parent,
+        test_files: &record.test_files,
+    };
+    Digest::of(&serde_json::to_vec(&read).expect("records serialize"))
 }
 
 fn step_message(ctx: &StepContext, item: &str, message: impl std::fmt::Display) -> StepError {
@@ -306,6 +321,23 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn the_read_digest_ignores_the_ranking() {
+        let record: CommitRecord = serde_json::from_value(json!({
+            "repo": "demo", "commit": "c", "parent": "p", "score": 1.0,
+            "subject": "s", "test_files": ["tests/test_a.py"], "source_files": []
+        }))
+        .unwrap();
+        let mut moved = record.clone();
+        moved.score = 7.0;
+        moved.rank = 3;
+        moved.subject = "reworded".into();
+        assert_eq!(record_digest(&record), record_digest(&moved));
+        let mut touched = record.clone();
+        touched.test_files.push("tests/test_b.py".into());
+        assert_ne!(record_digest(&record), record_digest(&touched));
+    }
 
     #[test]
     fn item_ids_and_slots() {

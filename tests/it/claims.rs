@@ -322,7 +322,7 @@ fn mines_claims_at_the_parent_and_excludes_what_cannot_be_collected() {
     assert!(plan.tools.contains_key("collect_plugin"));
     assert_eq!(
         plan.reads["commit"],
-        claimflow::cache::Digest::of(&serde_json::to_vec(&records[0]).unwrap())
+        claimflow::steps::mine_claims::record_digest(&records[0])
     );
 
     // The claims snapshot: ids, nodes, assertions, fixtures.
