@@ -24,7 +24,7 @@ pub use collect::{
     COLLECT_PLUGIN, CollectError, CollectRequest, CollectedTest, Collection, CollectionProblem,
     collect_tests, python_files_patterns, test_modules,
 };
-pub use command::PytestLaunch;
+pub use command::{PytestLaunch, pytest_config_file};
 pub use environment::{
     DroppedRequirement, Environment, EnvironmentRequest, Installer, PythonError, cache_dir,
     ensure_environment, ensure_environment_in,

@@ -535,3 +535,35 @@ fn a_broken_conftest_is_an_explained_exclusion_not_an_empty_result() {
         excluded.reason
     );
 }
+
+/// Regression: a worktree without pytest configuration of its own picked up the first one above it
+/// (here the project's, demanding a pytest that does not exist) and collected nothing.
+#[test]
+fn configuration_above_the_worktree_is_never_used() {
+    let mut repo = FixtureRepo::new();
+    repo.commit(
+        "Initial",
+        &[
+            ("pyproject.toml", Some(PYPROJECT)),
+            ("demo/__init__.py", Some(DEMO)),
+            ("tests/test_one.py", Some("def test_one():\n    assert 1\n")),
+        ],
+    )
+    .commit(
+        "Touch",
+        &[("tests/test_one.py", Some("def test_one():\n    assert 2\n"))],
+    );
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(
+        root.path().join("pytest.ini"),
+        "[pytest]\nminversion = 99\n",
+    )
+    .unwrap();
+    let records = vec![commit_record(&repo, 1, &["tests/test_one.py"])];
+    let published = mine(
+        &pipeline(root.path(), repo_spec(repo.path_buf(), &["3.11"])),
+        records,
+    );
+    assert_eq!(published.excluded, []);
+    assert_eq!(published.claims[0].node, "tests/test_one.py::test_one");
+}
