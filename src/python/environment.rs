@@ -354,6 +354,24 @@ mod tests {
     }
 
     #[test]
+    fn a_repository_pin_replaces_the_era_pytest_and_discovered_specs() {
+        let worktree = tempfile::tempdir().unwrap();
+        std::fs::write(
+            worktree.path().join("test-requirements.txt"),
+            "six==1.10\nmock\n",
+        )
+        .unwrap();
+        let interpreter = request(&[]).interpreter;
+        let plain = EnvironmentRequest::for_commit(&interpreter, worktree.path(), &[]);
+        assert_eq!(plain.specs(), ["mock", "pytest>=8,<9", "six==1.10"]);
+        let pinned = vec!["pytest==8.0.2".to_string(), "Six>=1.16".to_string()];
+        let request = EnvironmentRequest::for_commit(&interpreter, worktree.path(), &pinned);
+        assert_eq!(request.pytest, "pytest==8.0.2");
+        assert_eq!(request.specs(), ["Six>=1.16", "mock", "pytest==8.0.2"]);
+        assert_eq!(request.requirements[0].source, "repository");
+    }
+
+    #[test]
     fn a_moved_environment_answers_with_its_new_paths() {
         let directory = tempfile::tempdir().unwrap();
         let built = directory.path().join(".building/abc-1");
