@@ -136,8 +136,12 @@ pub fn choose_interpreters(
             candidates = narrowed;
         }
     }
-    let hinted_minor =
-        |interpreter: &Interpreter| hints.contains(interpreter.version.minor_string().as_str());
+    // Python 2 source with no other word on the era: try Python 2 first, the rest after it.
+    let python_2_first = requires.is_none() && hints.is_empty() && metadata.python_2_source;
+    let hinted_minor = |interpreter: &Interpreter| {
+        (python_2_first && interpreter.version.major == 2)
+            || hints.contains(interpreter.version.minor_string().as_str())
+    };
     let newest_hint = candidates
         .iter()
         .filter(|interpreter| hinted_minor(interpreter))
@@ -360,6 +364,21 @@ mod tests {
         };
         let chosen = choose_interpreters(&metadata, &[], &installed()).unwrap();
         assert_eq!(versions(&chosen), ["2.7"]);
+    }
+
+    #[test]
+    fn python_2_source_puts_python_2_first_without_excluding_python_3() {
+        let metadata = ProjectMetadata {
+            python_2_source: true,
+            ..ProjectMetadata::default()
+        };
+        let chosen = choose_interpreters(&metadata, &[], &installed()).unwrap();
+        assert_eq!(
+            versions(&chosen),
+            [
+                "2.7", "3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13"
+            ]
+        );
     }
 
     #[test]

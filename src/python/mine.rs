@@ -10,7 +10,7 @@ use super::claims::{ClaimSummary, claims_from_collection};
 use super::collect::{CollectRequest, collect_tests, test_modules};
 use super::environment::{EnvironmentRequest, ensure_environment};
 use super::interpreters::{choose_interpreters, installed_interpreters};
-use super::metadata::ProjectMetadata;
+use super::metadata::{ProjectMetadata, parses_as_python_3};
 use crate::records::{AttemptRecord, CommitRecord, ExclusionRecord, MinedClaim};
 
 /// How to mine: what the pipeline says about interpreters, pins and limits.
@@ -75,7 +75,12 @@ pub fn mine_commit(
     worktree: &Path,
     scratch: &Path,
 ) -> Result<MinedCommit, MineError> {
-    let metadata = ProjectMetadata::read(worktree);
+    let files = test_modules(worktree, &record.test_files);
+    let mut metadata = ProjectMetadata::read(worktree);
+    // Test modules in Python 2 syntax say more about the era than an absent python_requires.
+    metadata.python_2_source |= files.iter().any(|file| {
+        std::fs::read_to_string(worktree.join(file)).is_ok_and(|text| !parses_as_python_3(&text))
+    });
     let interpreters =
         match choose_interpreters(&metadata, &settings.python, installed_interpreters()) {
             Ok(interpreters) => interpreters,
@@ -88,7 +93,6 @@ pub fn mine_commit(
                 ));
             }
         };
-    let files = test_modules(worktree, &record.test_files);
     if files.is_empty() {
         return Ok(MinedCommit::excluded(
             record,
@@ -127,6 +131,7 @@ pub fn mine_commit(
         match collected {
             Ok(collection) => {
                 let mut mined = claims_from_collection(record, &files, &collection, settings.limit);
+                mined.summary.attempts = attempts.clone();
                 mined.summary.dropped_requirements = environment
                     .dropped
                     .iter()
