@@ -79,7 +79,15 @@ pub struct Document {
     /// `None` for a file with no content (only comments or blank lines).
     pub root: Option<Node>,
     /// Problems the tree cannot represent: a second document, a map key that is not a scalar.
-    pub problems: Vec<(Mark, String)>,
+    pub problems: Vec<Problem>,
+}
+
+/// A structural problem found while reading the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub mark: Mark,
+    pub message: String,
+    pub hint: String,
 }
 
 /// The file is not YAML.
@@ -127,7 +135,7 @@ struct Builder {
     anchors: BTreeMap<usize, Node>,
     documents: usize,
     root: Option<Node>,
-    problems: Vec<(Mark, String)>,
+    problems: Vec<Problem>,
 }
 
 impl MarkedEventReceiver for Builder {
@@ -137,10 +145,14 @@ impl MarkedEventReceiver for Builder {
             Event::DocumentStart => {
                 self.documents += 1;
                 if self.documents == 2 {
-                    self.problems.push((
+                    self.problems.push(Problem {
                         mark,
-                        "a pipeline file holds one YAML document, found a second one".into(),
-                    ));
+                        message: "a pipeline file holds one YAML document, found a second one"
+                            .into(),
+                        hint: "remove the `---` line and merge the documents, or split them \
+                               into two pipeline files"
+                            .into(),
+                    });
                 }
             }
             Event::Scalar(text, style, anchor, tag) => {
@@ -192,7 +204,11 @@ impl MarkedEventReceiver for Builder {
                         ..
                     }) => (
                         Node {
-                            mark,
+                            // A block map's start event is marked where its first key's `:` is
+                            // seen; the map starts at that key.
+                            mark: entries
+                                .first()
+                                .map_or(mark, |first| mark.min(first.key_mark)),
                             value: Value::Map(entries),
                         },
                         anchor,
@@ -234,10 +250,14 @@ impl Builder {
                         Value::Integer(value) => value.to_string(),
                         Value::Float(value) => value.to_string(),
                         Value::List(_) | Value::Map(_) => {
-                            self.problems.push((
-                                node.mark,
-                                format!("a map key must be a name, found {}", node.value.kind()),
-                            ));
+                            self.problems.push(Problem {
+                                mark: node.mark,
+                                message: format!(
+                                    "a map key must be a name, found {}",
+                                    node.value.kind()
+                                ),
+                                hint: "write a plain name before the `:`".into(),
+                            });
                             String::new()
                         }
                     };
@@ -261,31 +281,33 @@ fn resolve_plain(text: &str) -> Value {
         ".nan" | ".NaN" | ".NAN" => return Value::Float(f64::NAN),
         _ => {}
     }
-    if let Some(hex) = text.strip_prefix("0x") {
-        if let Ok(value) = i64::from_str_radix(hex, 16) {
-            return Value::Integer(value);
-        }
+    if let Some(hex) = text.strip_prefix("0x")
+        && let Ok(value) = i64::from_str_radix(hex, 16)
+    {
+        return Value::Integer(value);
     }
-    if let Some(octal) = text.strip_prefix("0o") {
-        if let Ok(value) = i64::from_str_radix(octal, 8) {
-            return Value::Integer(value);
-        }
+    if let Some(octal) = text.strip_prefix("0o")
+        && let Ok(value) = i64::from_str_radix(octal, 8)
+    {
+        return Value::Integer(value);
     }
     let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
-    if !digits.is_empty() && digits.bytes().all(|byte| byte.is_ascii_digit()) {
-        if let Ok(value) = text.parse::<i64>() {
-            return Value::Integer(value);
-        }
+    if !digits.is_empty()
+        && digits.bytes().all(|byte| byte.is_ascii_digit())
+        && let Ok(value) = text.parse::<i64>()
+    {
+        return Value::Integer(value);
     }
     // Rust's float parser also takes `inf` and `nan`, which YAML reads as strings: accept only the
     // characters of a decimal number.
     let numeric = digits
         .bytes()
         .all(|byte| byte.is_ascii_digit() || matches!(byte, b'.' | b'e' | b'E' | b'-' | b'+'));
-    if numeric && digits.bytes().any(|byte| byte.is_ascii_digit()) {
-        if let Ok(value) = text.parse::<f64>() {
-            return Value::Float(value);
-        }
+    if numeric
+        && digits.bytes().any(|byte| byte.is_ascii_digit())
+        && let Ok(value) = text.parse::<f64>()
+    {
+        return Value::Float(value);
     }
     Value::String(text.to_string())
 }
@@ -403,6 +425,16 @@ mod tests {
     }
 
     #[test]
+    fn a_block_map_starts_at_its_first_key() {
+        let node = root("version: 1\nrepos:\n  - name: x\n    url: y\n");
+        assert_eq!(node.mark, Mark::START);
+        let Value::List(repos) = &entries(&node)[1].value.value else {
+            panic!("a list");
+        };
+        assert_eq!(repos[0].mark, Mark { line: 3, column: 5 });
+    }
+
+    #[test]
     fn empty_text_has_no_root() {
         assert_eq!(parse("# only a comment\n").unwrap().root, None);
         assert_eq!(parse("").unwrap().root, None);
@@ -412,7 +444,7 @@ mod tests {
     fn a_second_document_is_a_problem() {
         let document = parse("a: 1\n---\nb: 2\n").unwrap();
         assert_eq!(document.problems.len(), 1);
-        assert_eq!(document.problems[0].0.line, 2);
+        assert_eq!(document.problems[0].mark.line, 2);
         assert_eq!(entries(document.root.as_ref().unwrap()).len(), 1);
     }
 

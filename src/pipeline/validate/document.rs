@@ -25,8 +25,12 @@ pub fn validate(
     registry: &Registry,
 ) -> Result<Pipeline, Vec<Diagnostic>> {
     let mut checker = Checker::new(file, root);
-    for (mark, message) in &document.problems {
-        checker.error(*mark, message.clone(), None);
+    for problem in &document.problems {
+        checker.error(
+            problem.mark,
+            problem.message.clone(),
+            Some(problem.hint.clone()),
+        );
     }
     let top = match &document.root {
         None

@@ -230,7 +230,7 @@ fn price(checker: &mut Checker, node: &crate::pipeline::yaml::Node, owner: &str)
             checker.error(
                 node.mark,
                 format!("`{key}` of {label} must not be negative"),
-                None,
+                Some("write the price in dollars per million tokens; `0` for a free model".into()),
             );
             return None;
         }

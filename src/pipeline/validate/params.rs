@@ -76,6 +76,9 @@ pub fn check(
             );
         }
     }
+    if checker.count() != before {
+        return None;
+    }
     let mut sorted = serde_json::Map::new();
     let mut entries: Vec<&Entry> = fields.entries().collect();
     entries.sort_by(|left, right| left.key.cmp(&right.key));
@@ -110,19 +113,19 @@ fn value(checker: &mut Checker, node: &Node, spec: &ParamSpec, owner: &str, cont
             }
         }
         ParamType::Enum(allowed) => {
-            if let Some(text) = checker.string(node, &label) {
-                if !allowed.contains(&text.as_str()) {
-                    let list = format!("allowed: {}", suggest::quoted_list(allowed));
-                    let hint = match suggest::nearest(&text, allowed.iter().copied()) {
-                        Some(near) => format!("did you mean `{near}`? {list}"),
-                        None => list,
-                    };
-                    checker.error(
-                        node.mark,
-                        format!("`{text}` is not an allowed value for {label}"),
-                        Some(hint),
-                    );
-                }
+            if let Some(text) = checker.string(node, &label)
+                && !allowed.contains(&text.as_str())
+            {
+                let list = format!("allowed: {}", suggest::quoted_list(allowed));
+                let hint = match suggest::nearest(&text, allowed.iter().copied()) {
+                    Some(near) => format!("did you mean `{near}`? {list}"),
+                    None => list,
+                };
+                checker.error(
+                    node.mark,
+                    format!("`{text}` is not an allowed value for {label}"),
+                    Some(hint),
+                );
             }
         }
         ParamType::StringList => {

@@ -7,3 +7,4 @@
 )]
 
 pub mod project;
+pub mod step_kinds;
