@@ -3,3 +3,4 @@
 mod common;
 mod dsl;
 mod engine;
+mod stats;

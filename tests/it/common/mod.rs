@@ -7,4 +7,5 @@
 )]
 
 pub mod project;
+pub mod pytools;
 pub mod step_kinds;
