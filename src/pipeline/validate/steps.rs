@@ -48,11 +48,6 @@ pub fn check(checker: &mut Checker, node: &Node, known: &Known, registry: &Regis
         );
         return checked;
     }
-    let context = params::Context {
-        repos: known.repos,
-        models: known.models,
-        steps: &names,
-    };
     for entry in steps.entries() {
         let name = &entry.key;
         let owner = format!("step `{name}`");
@@ -119,6 +114,12 @@ pub fn check(checker: &mut Checker, node: &Node, known: &Known, registry: &Regis
             needs: existing,
         });
 
+        let context = params::Context {
+            repos: known.repos,
+            models: known.models,
+            steps: &names,
+            needs: needs.as_deref(),
+        };
         let with = match uses.as_deref().and_then(|kind| registry.get(kind)) {
             Some(kind) => params::check(
                 checker,
