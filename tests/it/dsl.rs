@@ -87,7 +87,7 @@ fn a_key_that_looks_like_a_secret_is_never_echoed() {
 fn with_becomes_sorted_json_and_lines_point_at_step_names() {
     let pipeline = load_good("good/paper.yaml", &registry());
     let a6 = pipeline.step("a6_risk").unwrap();
-    assert_eq!(a6.line, 45);
+    assert_eq!(a6.line, 46);
     assert_eq!(
         serde_json::to_string(&a6.with).unwrap(),
         r#"{"model":"budget","options":{"max_tokens":512,"stop":["\n\n"],"temperature":0},"prompt":"prompts/a6_risk.txt","question":"claim"}"#
