@@ -124,7 +124,9 @@ enum Frame {
         mark: Mark,
         anchor: usize,
         entries: Vec<Entry>,
-        key: Option<(String, Mark)>,
+        /// The key read and waiting for its value; `None` inside for a key that is not a
+        /// scalar (already reported; its entry is dropped so it causes no further problems).
+        key: Option<(Option<String>, Mark)>,
     },
 }
 
@@ -156,6 +158,14 @@ impl MarkedEventReceiver for Builder {
                 }
             }
             Event::Scalar(text, style, anchor, tag) => {
+                // Keys are names as written: `1.10:` is the key "1.10", not a number.
+                if let Some(Frame::Map {
+                    key: key @ None, ..
+                }) = self.stack.last_mut()
+                {
+                    *key = Some((Some(text), mark));
+                    return;
+                }
                 let explicit_string = tag.is_some_and(|tag| tag.suffix == "str");
                 let value = if style == TScalarStyle::Plain && !explicit_string {
                     resolve_plain(&text)
@@ -237,31 +247,21 @@ impl Builder {
             }
             Some(Frame::List { items, .. }) => items.push(node),
             Some(Frame::Map { entries, key, .. }) => match key.take() {
-                Some((key, key_mark)) => entries.push(Entry {
+                Some((Some(key), key_mark)) => entries.push(Entry {
                     key,
                     key_mark,
                     value: node,
                 }),
+                Some((None, _)) => {}
                 None => {
-                    let text = match node.value {
-                        Value::String(text) => text,
-                        Value::Null => String::new(),
-                        Value::Bool(value) => value.to_string(),
-                        Value::Integer(value) => value.to_string(),
-                        Value::Float(value) => value.to_string(),
-                        Value::List(_) | Value::Map(_) => {
-                            self.problems.push(Problem {
-                                mark: node.mark,
-                                message: format!(
-                                    "a map key must be a name, found {}",
-                                    node.value.kind()
-                                ),
-                                hint: "write a plain name before the `:`".into(),
-                            });
-                            String::new()
-                        }
-                    };
-                    *key = Some((text, node.mark));
+                    // Scalar keys are taken as written before they get here (in `on_event`);
+                    // what arrives is a collection or an alias used as a key.
+                    self.problems.push(Problem {
+                        mark: node.mark,
+                        message: format!("a map key must be a name, found {}", node.value.kind()),
+                        hint: "write a plain name before the `:`".into(),
+                    });
+                    *key = Some((None, node.mark));
                 }
             },
         }
@@ -397,6 +397,28 @@ mod tests {
         assert_eq!(resolve_plain("inf"), Value::String("inf".into()));
         assert_eq!(resolve_plain("1.2.3"), Value::String("1.2.3".into()));
         assert_eq!(resolve_plain("a6_risk"), Value::String("a6_risk".into()));
+    }
+
+    #[test]
+    fn keys_are_kept_as_written() {
+        let node = root("1.10: a\n0x10: b\n~: c\n");
+        let keys: Vec<_> = entries(&node)
+            .iter()
+            .map(|entry| entry.key.as_str())
+            .collect();
+        assert_eq!(keys, ["1.10", "0x10", "~"]);
+    }
+
+    #[test]
+    fn a_collection_as_a_key_is_one_problem_and_no_entry() {
+        let document = parse("? [x]\n: 1\nb: 2\n").unwrap();
+        assert_eq!(document.problems.len(), 1);
+        let node = document.root.unwrap();
+        let keys: Vec<_> = entries(&node)
+            .iter()
+            .map(|entry| entry.key.as_str())
+            .collect();
+        assert_eq!(keys, ["b"]);
     }
 
     #[test]

@@ -182,3 +182,15 @@ fn the_builtin_registry_loads_a_pipeline_of_command_steps() {
     assert_eq!(pipeline.steps.len(), 4);
     assert!(pipeline.steps.iter().all(|step| step.uses == "command"));
 }
+
+#[test]
+fn a_byte_order_mark_is_not_part_of_the_first_key() {
+    let pipeline = load_str(
+        "\u{feff}version: 1\nname: bom\nsteps:\n  a: {uses: command, with: {run: \"true\"}}\n",
+        Path::new("bom.yaml"),
+        &root(),
+        &registry(),
+    )
+    .unwrap_or_else(|problems| panic!("{problems}"));
+    assert_eq!(pipeline.version, 1);
+}
