@@ -170,7 +170,7 @@ impl<'a> Checker<'a> {
     /// The node as a finite number (integers included).
     pub fn number(&mut self, node: &Node, label: &str) -> Option<f64> {
         match &node.value {
-            #[expect(clippy::cast_precision_loss, reason = "prices and rates are small")]
+            // Prices and rates are far below 2^53, where the conversion would round.
             Value::Integer(value) => Some(*value as f64),
             Value::Float(value) if value.is_finite() => Some(*value),
             _ => {

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::checker::{Checker, Fields};
 use super::{cycles, duplicates, models, repos, steps};
-use crate::pipeline::yaml::{Document, Mark, Value};
+use crate::pipeline::yaml::{Document, Mark, Node, Value};
 use crate::pipeline::{Diagnostic, Pipeline};
 use crate::steps::Registry;
 
@@ -34,7 +34,7 @@ pub fn validate(
     }
     let top = match &document.root {
         None
-        | Some(crate::pipeline::yaml::Node {
+        | Some(Node {
             value: Value::Null, ..
         }) => {
             checker.error(
