@@ -163,7 +163,20 @@ impl MarkedEventReceiver for Builder {
                     key: key @ None, ..
                 }) = self.stack.last_mut()
                 {
-                    *key = Some((Some(text), mark));
+                    if text == "<<" && style == TScalarStyle::Plain {
+                        // A merge key would make an entry's position ambiguous (where is a
+                        // merged key written?), and YAML 1.2 dropped merge keys anyway.
+                        *key = Some((None, mark));
+                        self.problems.push(Problem {
+                            mark,
+                            message: "YAML merge keys (`<<`) are not supported".into(),
+                            hint: "write the keys out; an anchor can still stand for a whole \
+                                   value, e.g. `inputs: *files`"
+                                .into(),
+                        });
+                    } else {
+                        *key = Some((Some(text), mark));
+                    }
                     return;
                 }
                 let explicit_string = tag.is_some_and(|tag| tag.suffix == "str");
@@ -419,6 +432,17 @@ mod tests {
             .map(|entry| entry.key.as_str())
             .collect();
         assert_eq!(keys, ["b"]);
+    }
+
+    #[test]
+    fn a_merge_key_is_a_problem_and_no_entry() {
+        let document = parse("base: &base {a: 1}\nstep:\n  <<: *base\n  b: 2\n").unwrap();
+        assert_eq!(document.problems.len(), 1);
+        assert_eq!(document.problems[0].mark, Mark { line: 3, column: 3 });
+        let node = document.root.unwrap();
+        let step = entries(&entries(&node)[1].value);
+        assert_eq!(step.len(), 1);
+        assert_eq!(step[0].key, "b");
     }
 
     #[test]
