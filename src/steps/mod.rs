@@ -2,6 +2,14 @@
 
 use std::sync::Arc;
 
+mod command;
+mod report;
+mod stats;
+
+pub use command::CommandStep;
+pub use report::ReportStep;
+pub use stats::StatsStep;
+
 use crate::engine::StepKind;
 
 /// The known step kinds, by name.
@@ -13,7 +21,10 @@ pub struct Registry {
 impl Registry {
     /// Every step kind claimflow ships.
     pub fn builtin() -> Self {
-        let kinds: Vec<Arc<dyn StepKind>> = vec![];
+        let kinds: Vec<Arc<dyn StepKind>> = vec![Arc::new(CommandStep)];
+        let mut kinds = kinds;
+        kinds.push(Arc::new(StatsStep));
+        kinds.push(Arc::new(ReportStep));
         Registry { kinds }
     }
 

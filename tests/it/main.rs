@@ -2,3 +2,5 @@
 
 mod common;
 mod corpus;
+mod engine;
+mod stats;
