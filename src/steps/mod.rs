@@ -2,9 +2,17 @@
 
 use std::sync::Arc;
 
-use crate::engine::StepKind;
+mod command;
+mod rank_commits;
+mod report;
+mod stats;
 
-pub mod rank_commits;
+pub use command::CommandStep;
+pub use rank_commits::RankCommits;
+pub use report::ReportStep;
+pub use stats::StatsStep;
+
+use crate::engine::StepKind;
 
 /// The known step kinds, by name.
 #[derive(Clone)]
@@ -15,7 +23,11 @@ pub struct Registry {
 impl Registry {
     /// Every step kind claimflow ships.
     pub fn builtin() -> Self {
-        let kinds: Vec<Arc<dyn StepKind>> = vec![Arc::new(rank_commits::RankCommits)];
+        let kinds: Vec<Arc<dyn StepKind>> = vec![Arc::new(CommandStep)];
+        let mut kinds = kinds;
+        kinds.push(Arc::new(StatsStep));
+        kinds.push(Arc::new(ReportStep));
+        kinds.push(Arc::new(RankCommits));
         Registry { kinds }
     }
 

@@ -12,7 +12,7 @@ use claimflow::mining::{
 };
 use claimflow::pipeline::{Pipeline, RepoSource, RepoSpec, StepSpec};
 use claimflow::records::CommitRecord;
-use claimflow::steps::rank_commits::RankCommits;
+use claimflow::steps::RankCommits;
 use serde_json::json;
 
 use crate::common::git::FixtureRepo;
