@@ -707,3 +707,31 @@ fn a_path_repository_is_read_in_place_without_writes() {
     );
     assert!(!workdir.path().join("repos").exists());
 }
+
+#[test]
+fn the_demo_corpus_is_materialized_and_ranked() {
+    let root = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/demo");
+    let pipeline = pipeline(
+        root.path(),
+        vec![spec("demo", RepoSource::Corpus(script))],
+        json!({"min_score": 0}),
+    );
+    let (results, published) = run_step(&pipeline);
+    assert_eq!(
+        results[0].plan.tools["repo:demo"].len(),
+        40,
+        "the materialized tip is in the key"
+    );
+    let lines: Vec<String> = published
+        .lines()
+        .map(|line| {
+            let record: CommitRecord = serde_json::from_str(line).unwrap();
+            format!(
+                "#{} score={} {} tests={:?}",
+                record.rank, record.score, record.subject, record.test_files
+            )
+        })
+        .collect();
+    insta::assert_snapshot!(lines.join("\n"));
+}
