@@ -30,13 +30,6 @@ pub enum MiningError {
     /// A test-file pattern is not a valid glob.
     #[error("test file pattern `{pattern}` is not a valid glob: {message}")]
     Pattern { pattern: String, message: String },
-    /// A commit id in a key or record does not parse or is missing from the repository.
-    #[error("commit `{commit}` of repository `{repo}`: {message}")]
-    Commit {
-        repo: String,
-        commit: String,
-        message: String,
-    },
     /// The repository's source is not available (a corpus without the corpus builder).
     #[error("repository `{repo}`: {message}")]
     Source { repo: String, message: String },

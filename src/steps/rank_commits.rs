@@ -39,7 +39,8 @@ const PARAMS: &[ParamSpec] = &[
     ParamSpec::optional(
         "merges",
         ParamType::Enum(&["include", "skip"]),
-        "score merge commits against their first parent, or skip them (default include)",
+        "score merge commits against their first parent, or skip them (default include); a \
+         repository's own `merges` wins",
     ),
     ParamSpec::optional(
         "test_patterns",
@@ -97,6 +98,19 @@ fn params(ctx: &StepContext) -> Result<Params, StepError> {
             .map_err(|error| StepError::Input(error.to_string()));
     }
     ctx.params()
+}
+
+/// The merge setting for `spec`: its own `merges`, else the step's.
+fn merges(ctx: &StepContext, spec: &RepoSpec, step: Merges) -> Result<Merges, StepError> {
+    match spec.extra.get("merges") {
+        Some(value) => serde_json::from_value(value.clone()).map_err(|_| {
+            StepError::Input(format!(
+                "step `{}`: repository `{}`: `merges` must be `include` or `skip`",
+                ctx.step.name, spec.name
+            ))
+        }),
+        None => Ok(step),
+    }
 }
 
 /// The test patterns for `spec`: its own `test_patterns`, else the step's, else the defaults.
@@ -160,7 +174,7 @@ impl StepKind for RankCommits {
                 branch: spec.branch.clone(),
                 by: params.by,
                 top: params.top,
-                merges: params.merges,
+                merges: merges(ctx, spec, params.merges)?,
                 min_score: params.min_score,
                 test_patterns: test_patterns(ctx, spec, &params.test_patterns)?,
             };
