@@ -30,6 +30,9 @@ pub enum MiningError {
     /// A test-file pattern is not a valid glob.
     #[error("test file pattern `{pattern}` is not a valid glob: {message}")]
     Pattern { pattern: String, message: String },
+    /// A repository's mining setting (`RepoSpec::extra`) has the wrong shape.
+    #[error("repository `{repo}`: {message}")]
+    Setting { repo: String, message: String },
     /// The repository's source is not available (a corpus without the corpus builder).
     #[error("repository `{repo}`: {message}")]
     Source { repo: String, message: String },
@@ -58,9 +61,9 @@ impl From<MiningError> for StepError {
     fn from(error: MiningError) -> Self {
         match error {
             MiningError::Invariant(message) => StepError::Invariant(message),
-            MiningError::Pattern { .. } | MiningError::BranchNotFound { .. } => {
-                StepError::Input(error.to_string())
-            }
+            MiningError::Pattern { .. }
+            | MiningError::Setting { .. }
+            | MiningError::BranchNotFound { .. } => StepError::Input(error.to_string()),
             other => StepError::Message(other.to_string()),
         }
     }

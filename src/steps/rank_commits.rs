@@ -113,24 +113,6 @@ fn merges(ctx: &StepContext, spec: &RepoSpec, step: Merges) -> Result<Merges, St
     }
 }
 
-/// The test patterns for `spec`: its own `test_patterns`, else the step's, else the defaults.
-fn test_patterns(
-    ctx: &StepContext,
-    spec: &RepoSpec,
-    step: &[String],
-) -> Result<Vec<String>, StepError> {
-    let patterns = match spec.extra.get("test_patterns") {
-        Some(value) => serde_json::from_value::<Vec<String>>(value.clone()).map_err(|_| {
-            StepError::Input(format!(
-                "step `{}`: repository `{}`: `test_patterns` must be a list of globs",
-                ctx.step.name, spec.name
-            ))
-        })?,
-        None => step.to_vec(),
-    };
-    Ok(TestFileRules::new(&patterns)?.patterns())
-}
-
 impl StepKind for RankCommits {
     fn name(&self) -> &'static str {
         "rank-commits"
@@ -176,7 +158,8 @@ impl StepKind for RankCommits {
                 top: params.top,
                 merges: merges(ctx, spec, params.merges)?,
                 min_score: params.min_score,
-                test_patterns: test_patterns(ctx, spec, &params.test_patterns)?,
+                test_patterns: TestFileRules::for_repository(spec, &params.test_patterns)?
+                    .patterns(),
             };
             items.push(
                 ItemPlan::new(&spec.name)
