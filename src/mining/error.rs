@@ -68,3 +68,23 @@ impl From<MiningError> for StepError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_broken_diff_invariant_stays_an_invariant_for_the_engine() {
+        let error = StepError::from(MiningError::Invariant("test file `tests/a.py`".into()));
+        assert!(matches!(error, StepError::Invariant(_)), "{error:?}");
+    }
+
+    #[test]
+    fn a_missing_branch_is_the_users_error() {
+        let error = StepError::from(MiningError::BranchNotFound {
+            repo: "r".into(),
+            branch: "release".into(),
+        });
+        assert!(matches!(error, StepError::Input(_)), "{error:?}");
+    }
+}
