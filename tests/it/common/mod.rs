@@ -6,6 +6,7 @@
     reason = "each test module uses a different part of the helpers"
 )]
 
+pub mod git;
 pub mod project;
 pub mod pytest_jobs;
 pub mod python_env;
