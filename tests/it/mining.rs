@@ -761,7 +761,10 @@ fn claimflow_run_ranks_and_a_moved_branch_reranks_only_then() {
         .collect();
     assert_eq!(
         subjects,
-        ["Fix pop: remove the KeyError", "Return the default from get"]
+        [
+            "Fix pop: remove the KeyError",
+            "Return the default from get"
+        ]
     );
     let again = project.ok(&["run", "pipeline.yaml"]);
     assert!(again.stderr.contains("0 computed"), "{}", again.stderr);
