@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde::{Deserialize, Serialize};
 
 use super::install::build;
-use super::interpreters::Interpreter;
+use super::interpreters::{Interpreter, interpreter_for};
 use super::metadata::ProjectMetadata;
 use super::requirements::{
     Requirement, discover_requirements, pytest_requirement, requirement_name,
@@ -55,6 +55,9 @@ pub enum PythonError {
     /// A subprocess outlived its deadline.
     #[error("{what} timed out after {seconds}s")]
     Timeout { what: String, seconds: u64 },
+    /// No installed interpreter has the version a claim was mined with.
+    #[error("find python {version}: it is not installed here")]
+    NotInstalled { version: String },
     /// A finished environment does not answer as it should (pytest missing, description unreadable).
     #[error("use the environment in {path}: {reason}")]
     Broken { path: PathBuf, reason: String },
@@ -227,6 +230,23 @@ pub fn cache_dir() -> PathBuf {
 /// The environment for `request` under [`cache_dir`], built if missing.
 pub fn ensure_environment(request: &EnvironmentRequest) -> Result<Environment, PythonError> {
     ensure_environment_in(&cache_dir(), request)
+}
+
+/// The environment for running `worktree`'s tests under the interpreter of `version` (a claim's
+/// `interpreter`, `3.11.7`), so the oracle runs a claim where it was mined; built if missing.
+pub fn environment_for_interpreter(
+    version: &str,
+    worktree: &Path,
+    pinned: &[String],
+) -> Result<Environment, PythonError> {
+    let interpreter = interpreter_for(version).ok_or_else(|| PythonError::NotInstalled {
+        version: version.to_string(),
+    })?;
+    ensure_environment(&EnvironmentRequest::for_commit(
+        &interpreter,
+        worktree,
+        pinned,
+    ))
 }
 
 /// The environment for `request` under `cache`, built if missing.

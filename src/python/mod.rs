@@ -27,7 +27,7 @@ pub use collect::{
 pub use command::{PytestLaunch, pytest_config_file};
 pub use environment::{
     DroppedRequirement, Environment, EnvironmentRequest, Installer, PythonError, cache_dir,
-    ensure_environment, ensure_environment_in,
+    ensure_environment, ensure_environment_in, environment_for_interpreter,
 };
 pub use interpreters::{
     Interpreter, SelectionError, choose_interpreters, installed_interpreters, interpreter_for,

@@ -88,7 +88,7 @@ fn item_id(record: &CommitRecord) -> String {
 /// The digest a commit's record enters keys with: the canonical JSON of the fields mining reads.
 /// Its rank, score and subject are left out, so a commit that moves in the ranking (a new commit
 /// elsewhere in the history) keeps its claims without being collected again.
-pub fn record_digest(record: &CommitRecord) -> Digest {
+fn record_digest(record: &CommitRecord) -> Digest {
     #[derive(Serialize)]
     struct Read<'a> {
         repo: &'a str,

@@ -2,6 +2,8 @@
 
 mod claims;
 mod common;
+mod corpus;
+mod dsl;
 mod engine;
-mod stats;
 mod mining;
+mod stats;
