@@ -71,27 +71,116 @@ const REPOSITORIES: &[(&str, &str, &str, u64, u64, f64)] = &[
     ),
 ];
 
-/// `(step, uses, true-positive rate, false-positive rate, share without verdict, model)`.
-const ARMS: &[(&str, &str, f64, f64, f64, Option<&str>)] = &[
-    ("a0", "arm", 1.0, 1.0, 0.0, None),
-    ("a1", "arm", 0.0, 0.0, 0.0, None),
-    ("a3", "arm", 0.95, 0.6, 0.0, None),
-    ("a4", "arm", 0.55, 0.25, 0.0, None),
-    ("a4b", "testmon", 0.87, 0.45, 0.2, None),
-    ("a5", "llm-arm", 0.7, 0.6, 0.0, Some("budget")),
-    ("a5c", "llm-arm", 0.75, 0.62, 0.0, Some("budget")),
-    ("a6_base", "llm-arm", 0.6, 0.1, 0.0, Some("budget")),
-    ("a6_risk", "llm-arm", 0.72, 0.07, 0.03, Some("budget")),
-    ("a6_frontier", "llm-arm", 0.8, 0.03, 0.0, Some("frontier")),
-    ("prose", "llm-arm", 0.65, 0.1, 0.0, Some("budget")),
-    (
-        "a6_shuffled",
-        "shuffle-control",
-        0.02,
-        0.02,
-        0.0,
-        Some("budget"),
-    ),
+/// How a generated arm behaves.
+struct ArmRule {
+    step: &'static str,
+    uses: &'static str,
+    /// The chance it fires on a flipped claim.
+    hit: f64,
+    /// The chance it fires on a held claim.
+    false_alarm: f64,
+    /// The chance it gives no verdict.
+    silent: f64,
+    model: Option<&'static str>,
+}
+
+const ARMS: &[ArmRule] = &[
+    ArmRule {
+        step: "a0",
+        uses: "arm",
+        hit: 1.0,
+        false_alarm: 1.0,
+        silent: 0.0,
+        model: None,
+    },
+    ArmRule {
+        step: "a1",
+        uses: "arm",
+        hit: 0.0,
+        false_alarm: 0.0,
+        silent: 0.0,
+        model: None,
+    },
+    ArmRule {
+        step: "a3",
+        uses: "arm",
+        hit: 0.95,
+        false_alarm: 0.6,
+        silent: 0.0,
+        model: None,
+    },
+    ArmRule {
+        step: "a4",
+        uses: "arm",
+        hit: 0.55,
+        false_alarm: 0.25,
+        silent: 0.0,
+        model: None,
+    },
+    ArmRule {
+        step: "a4b",
+        uses: "testmon",
+        hit: 0.87,
+        false_alarm: 0.45,
+        silent: 0.2,
+        model: None,
+    },
+    ArmRule {
+        step: "a5",
+        uses: "llm-arm",
+        hit: 0.7,
+        false_alarm: 0.6,
+        silent: 0.0,
+        model: Some("budget"),
+    },
+    ArmRule {
+        step: "a5c",
+        uses: "llm-arm",
+        hit: 0.75,
+        false_alarm: 0.62,
+        silent: 0.0,
+        model: Some("budget"),
+    },
+    ArmRule {
+        step: "a6_base",
+        uses: "llm-arm",
+        hit: 0.6,
+        false_alarm: 0.1,
+        silent: 0.0,
+        model: Some("budget"),
+    },
+    ArmRule {
+        step: "a6_risk",
+        uses: "llm-arm",
+        hit: 0.72,
+        false_alarm: 0.07,
+        silent: 0.03,
+        model: Some("budget"),
+    },
+    ArmRule {
+        step: "a6_frontier",
+        uses: "llm-arm",
+        hit: 0.8,
+        false_alarm: 0.03,
+        silent: 0.0,
+        model: Some("frontier"),
+    },
+    ArmRule {
+        step: "prose",
+        uses: "llm-arm",
+        hit: 0.65,
+        false_alarm: 0.1,
+        silent: 0.0,
+        model: Some("budget"),
+    },
+    ArmRule {
+        step: "a6_shuffled",
+        uses: "shuffle-control",
+        hit: 0.02,
+        false_alarm: 0.02,
+        silent: 0.0,
+        model: Some("budget"),
+    },
 ];
 
 const STATIC_ARMS: &[&str] = &["a0", "a1", "a3", "a4"];
@@ -150,7 +239,14 @@ fn fixture() -> Fixture {
         }
     }
     let mut predictions = BTreeMap::new();
-    for &(step, _, hit, false_alarm, silent, model) in ARMS {
+    for rule in ARMS {
+        let (step, hit, false_alarm, silent, model) = (
+            rule.step,
+            rule.hit,
+            rule.false_alarm,
+            rule.silent,
+            rule.model,
+        );
         let records = truth
             .iter()
             .map(|record| {
@@ -198,7 +294,7 @@ fn step(name: &str, uses: &str, needs: &[&str], with: serde_json::Value) -> Step
 }
 
 fn arm_with(step: &str) -> serde_json::Value {
-    let (_, _, _, _, _, model) = ARMS.iter().find(|arm| arm.0 == step).unwrap();
+    let model = ARMS.iter().find(|arm| arm.step == step).unwrap().model;
     let mut with = json!({});
     if let Some(model) = model {
         with["model"] = json!(model);
@@ -223,7 +319,7 @@ fn pipeline(root: &Path, arms: &[&str], stats_with: serde_json::Value) -> Pipeli
         step("truth", "oracle", &["claims"], json!({})),
     ];
     for arm in arms {
-        let uses = ARMS.iter().find(|entry| entry.0 == *arm).unwrap().1;
+        let uses = ARMS.iter().find(|entry| entry.step == *arm).unwrap().uses;
         steps.push(step(arm, uses, &["truth"], arm_with(arm)));
     }
     let mut needs = vec!["truth", "claims"];
@@ -336,7 +432,7 @@ fn run_pipeline(
         output("truth", "oracle", values(&fixture.truth)),
     );
     for arm in arms {
-        let kind = ARMS.iter().find(|entry| entry.0 == *arm).unwrap().1;
+        let kind = ARMS.iter().find(|entry| entry.step == *arm).unwrap().uses;
         let records = values(&fixture.predictions[*arm]);
         upstream
             .steps
@@ -350,7 +446,7 @@ fn run_pipeline(
 }
 
 fn all_arms() -> Vec<&'static str> {
-    ARMS.iter().map(|arm| arm.0).collect()
+    ARMS.iter().map(|arm| arm.step).collect()
 }
 
 fn read(pipeline: &Pipeline, relative: &str) -> String {
