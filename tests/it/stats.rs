@@ -776,3 +776,170 @@ fn statistics_match_scipy_and_statsmodels() {
         );
     }
 }
+
+/// A step kind that emits fixed records per step: stands in for the miner, the oracle and the arms
+/// so `stats` and `report` run under the real engine.
+struct Fixed {
+    kind: &'static str,
+    records: BTreeMap<String, Vec<serde_json::Value>>,
+}
+
+const FIXED_PARAMS: &[claimflow::engine::ParamSpec] = &[
+    claimflow::engine::ParamSpec::optional(
+        "model",
+        claimflow::engine::ParamType::Model,
+        "the model",
+    ),
+    claimflow::engine::ParamSpec::optional(
+        "arm",
+        claimflow::engine::ParamType::Step,
+        "the arm a control wraps",
+    ),
+];
+
+impl StepKind for Fixed {
+    fn name(&self) -> &'static str {
+        self.kind
+    }
+
+    fn version(&self) -> u32 {
+        1
+    }
+
+    fn about(&self) -> &'static str {
+        "fixed records for tests"
+    }
+
+    fn params(&self) -> &'static [claimflow::engine::ParamSpec] {
+        FIXED_PARAMS
+    }
+
+    fn items(
+        &self,
+        ctx: &StepContext,
+        _upstream: &Upstream,
+    ) -> Result<Vec<claimflow::engine::ItemPlan>, StepError> {
+        let records = &self.records[&ctx.step.name];
+        let digest = Digest::of(&serde_json::to_vec(records).unwrap());
+        Ok(vec![
+            claimflow::engine::ItemPlan::new("all").params(json!({"records": digest})),
+        ])
+    }
+
+    fn run(
+        &self,
+        ctx: &StepContext,
+        _item: &claimflow::engine::ItemPlan,
+        _upstream: &Upstream,
+    ) -> Result<ItemOutput, StepError> {
+        Ok(ItemOutput {
+            records: self.records[&ctx.step.name].clone(),
+            blobs: BTreeMap::new(),
+        })
+    }
+
+    fn publish(&self, _ctx: &StepContext, _items: &[ItemResult]) -> Result<(), StepError> {
+        Ok(())
+    }
+}
+
+#[test]
+fn the_engine_runs_stats_and_report_and_restores_them_from_the_cache() {
+    use claimflow::engine::{Engine, RunOptions, Silent};
+
+    let fixture = fixture();
+    let mut by_kind: BTreeMap<&str, BTreeMap<String, Vec<serde_json::Value>>> = BTreeMap::new();
+    by_kind
+        .entry("mine-claims")
+        .or_default()
+        .insert("claims".into(), values(&fixture.claims));
+    by_kind
+        .entry("oracle")
+        .or_default()
+        .insert("truth".into(), values(&fixture.truth));
+    for rule in ARMS {
+        by_kind
+            .entry(rule.uses)
+            .or_default()
+            .insert(rule.step.into(), values(&fixture.predictions[rule.step]));
+    }
+    let mut kinds: Vec<Arc<dyn StepKind>> = by_kind
+        .into_iter()
+        .map(|(kind, records)| Arc::new(Fixed { kind, records }) as Arc<dyn StepKind>)
+        .collect();
+    kinds.push(Arc::new(StatsStep));
+    kinds.push(Arc::new(ReportStep));
+    let registry = claimflow::steps::Registry::with(kinds);
+
+    let mut yaml = String::from("version: 1\nname: engine\nrepos:\n");
+    for &(name, split, source, ..) in REPOSITORIES {
+        yaml.push_str(&format!(
+            "  - {{name: {name}, url: \"{source}\", branch: main, split: {split}}}\n"
+        ));
+    }
+    yaml.push_str(
+        "models:\n  budget: {provider: openai, model: budget-1, price_per_mtok: {input: 0.025, \
+         output: 0.1}}\n  frontier: {provider: openai, model: frontier-1, price_per_mtok: \
+         {input: 1.0, output: 4.0}}\nsteps:\n  claims: {uses: mine-claims}\n  truth: {uses: \
+         oracle, needs: [claims]}\n",
+    );
+    let mut needs = vec!["truth".to_string(), "claims".to_string()];
+    for rule in ARMS {
+        let mut with = Vec::new();
+        if let Some(model) = rule.model {
+            with.push(format!("model: {model}"));
+        }
+        if rule.step == "a6_shuffled" {
+            with.push("arm: a6_risk".to_string());
+        }
+        yaml.push_str(&format!(
+            "  {}: {{uses: {}, needs: [truth], with: {{{}}}}}\n",
+            rule.step,
+            rule.uses,
+            with.join(", ")
+        ));
+        needs.push(rule.step.to_string());
+    }
+    yaml.push_str(&format!(
+        "  stats: {{uses: stats, needs: [{}], with: {{bootstrap: 500, seed: 5, resample: commit, \
+         compare: [[a6_risk, a4]]}}}}\n  report: {{uses: report, needs: [stats], with: {{title: \
+         Engine run, tables: {{arms: [a0, a4, a6_risk]}}}}}}\n",
+        needs.join(", ")
+    ));
+
+    let root = tempfile::tempdir().unwrap();
+    let pipeline =
+        claimflow::pipeline::load_str(&yaml, Path::new("pipeline.yaml"), root.path(), &registry)
+            .unwrap_or_else(|diagnostics| panic!("{diagnostics}\n{yaml}"));
+    let options = RunOptions {
+        jobs: 2,
+        ..RunOptions::default()
+    };
+    let first = Engine::new(&pipeline, &registry, &Silent)
+        .unwrap()
+        .run(&options)
+        .unwrap();
+    assert_eq!(first.cached(), 0);
+    let report = std::fs::read_to_string(pipeline.results.join("report.md")).unwrap();
+    assert!(report.starts_with("# Engine run\n"), "{report}");
+    assert!(report.contains("| a6_risk |"));
+    let stats: StatsDocument =
+        serde_json::from_slice(&std::fs::read(pipeline.results.join("stats.json")).unwrap())
+            .unwrap();
+    assert_eq!(stats.bootstrap.resample, Resample::Commit);
+    assert_eq!(stats.loro.len(), 1);
+
+    // A second run computes nothing and writes the report back from the cache.
+    std::fs::remove_file(pipeline.results.join("report.md")).unwrap();
+    std::fs::remove_dir_all(pipeline.results.join("figures")).unwrap();
+    let second = Engine::new(&pipeline, &registry, &Silent)
+        .unwrap()
+        .run(&options)
+        .unwrap();
+    assert_eq!(second.computed(), 0);
+    assert_eq!(
+        std::fs::read_to_string(pipeline.results.join("report.md")).unwrap(),
+        report
+    );
+    assert!(pipeline.results.join("figures/arms.svg").exists());
+}
