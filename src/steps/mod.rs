@@ -3,10 +3,12 @@
 use std::sync::Arc;
 
 mod command;
+mod rank_commits;
 mod report;
 mod stats;
 
 pub use command::CommandStep;
+pub use rank_commits::RankCommits;
 pub use report::ReportStep;
 pub use stats::StatsStep;
 
@@ -25,6 +27,7 @@ impl Registry {
         let mut kinds = kinds;
         kinds.push(Arc::new(StatsStep));
         kinds.push(Arc::new(ReportStep));
+        kinds.push(Arc::new(RankCommits));
         Registry { kinds }
     }
 

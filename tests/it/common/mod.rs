@@ -6,5 +6,9 @@
     reason = "each test module uses a different part of the helpers"
 )]
 
+pub mod git;
 pub mod project;
+pub mod pytest_jobs;
+pub mod python_env;
 pub mod pytools;
+pub mod step_kinds;
