@@ -892,8 +892,14 @@ fn the_engine_runs_stats_and_report_and_restores_them_from_the_cache() {
         if rule.step == "a6_shuffled" {
             with.push("arm: a6_risk".to_string());
         }
+        // A control reads the arm it wraps, so it needs it.
+        let arm_needs = if rule.step == "a6_shuffled" {
+            "truth, a6_risk"
+        } else {
+            "truth"
+        };
         yaml.push_str(&format!(
-            "  {}: {{uses: {}, needs: [truth], with: {{{}}}}}\n",
+            "  {}: {{uses: {}, needs: [{arm_needs}], with: {{{}}}}}\n",
             rule.step,
             rule.uses,
             with.join(", ")
