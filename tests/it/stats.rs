@@ -949,3 +949,56 @@ fn the_engine_runs_stats_and_report_and_restores_them_from_the_cache() {
     );
     assert!(pipeline.results.join("figures/arms.svg").exists());
 }
+
+#[test]
+fn a_sampling_step_supplies_the_labels_and_the_natural_rate() {
+    let root = tempfile::tempdir().unwrap();
+    let fixture = fixture();
+    let mut pipeline = pipeline(root.path(), &["a0", "a4"], json!({"bootstrap": 100}));
+    pipeline
+        .steps
+        .push(step("sample", "stratify", &["truth"], json!({})));
+    let stats = pipeline
+        .steps
+        .iter_mut()
+        .find(|spec| spec.name == "stats")
+        .unwrap();
+    stats.needs.push("sample".into());
+    let store = Store::open(root.path().join("cache")).unwrap();
+
+    // The sample keeps every other labelled claim and records the rate before sampling.
+    let mut sample: Vec<serde_json::Value> = fixture
+        .truth
+        .iter()
+        .step_by(2)
+        .map(|record| serde_json::to_value(record).unwrap())
+        .collect();
+    sample.push(json!({"natural_rate": 0.0178, "flip_rate": 0.25}));
+    let mut upstream = Upstream::default();
+    upstream.steps.insert(
+        "truth".into(),
+        output("truth", "oracle", values(&fixture.truth)),
+    );
+    upstream
+        .steps
+        .insert("sample".into(), output("sample", "stratify", sample));
+    for arm in ["a0", "a4"] {
+        let records = values(&fixture.predictions[arm]);
+        upstream
+            .steps
+            .insert(arm.into(), output(arm, "arm", records));
+    }
+    run_kind(&StatsStep, &pipeline, "stats", &store, &upstream).unwrap();
+    let stats: StatsDocument = serde_json::from_str(&read(&pipeline, "stats.json")).unwrap();
+    assert_eq!(stats.sample.labels_from, "sample");
+    let sampled = fixture.truth.iter().step_by(2).count() as u64;
+    assert_eq!(stats.sample.claims + stats.sample.discarded, sampled);
+    let rate = stats.natural_rate.unwrap();
+    assert_eq!((rate.value, rate.source.as_str()), (0.0178, "step:sample"));
+    // The corpus still counts the whole oracle population.
+    let corpus_claims: u64 = stats.corpus.iter().map(|row| row.claims).sum();
+    assert_eq!(corpus_claims, fixture.truth.len() as u64);
+    // Always-invalidate reweights to exactly the natural rate.
+    let natural = stats.arms["a0"].natural_precision.unwrap();
+    assert!((natural - 0.0178).abs() < 1e-12);
+}
