@@ -146,19 +146,32 @@ impl EnvironmentRequest {
         specs
     }
 
-    /// The content address: blake3 over the interpreter version, the sorted specs and the installer.
+    /// The content address: blake3 over the interpreter version, the sorted specs, the installer,
+    /// and which specs are the repository's pins (those are never dropped when they will not
+    /// install, so an environment with them is built differently).
     pub fn digest(&self) -> Digest {
         #[derive(Serialize)]
         struct Key<'a> {
             schema: u32,
             python: String,
             requirements: Vec<String>,
+            // Left out when empty, so environments without pins keep their addresses.
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            pinned: Vec<&'a str>,
             installer: &'a Installer,
         }
+        let mut pinned: Vec<&str> = self
+            .requirements
+            .iter()
+            .filter(|requirement| requirement.source == "repository")
+            .map(|requirement| requirement.spec.as_str())
+            .collect();
+        pinned.sort_unstable();
         let key = Key {
             schema: ENVIRONMENT_SCHEMA,
             python: self.interpreter.version.to_string(),
             requirements: self.specs(),
+            pinned,
             installer: &self.installer,
         };
         Digest::of(&serde_json::to_vec(&key).expect("keys serialize"))
@@ -368,6 +381,9 @@ mod tests {
         other.requirements[0].source = "tox.ini".into();
         assert_eq!(one.digest(), other.digest());
         assert_ne!(one.digest(), request(&["attrs", "six>=1.10"]).digest());
+        let mut pinned = request(&["attrs", "six>=1.9"]);
+        pinned.requirements[0].source = "repository".into();
+        assert_ne!(one.digest(), pinned.digest(), "a pin is built differently");
         let mut older = request(&["attrs", "six>=1.9"]);
         older.interpreter.version = "3.11.6".parse().unwrap();
         assert_ne!(one.digest(), older.digest());

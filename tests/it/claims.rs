@@ -62,6 +62,36 @@ fn an_environment_is_content_addressed_and_reused() {
     );
 }
 
+#[test]
+fn a_declared_requirement_that_will_not_install_is_dropped_and_recorded() {
+    let worktree = tempfile::tempdir().unwrap();
+    std::fs::write(
+        worktree.path().join("requirements-test.txt"),
+        "six\nclaimflow-no-such-distribution==9.9\n",
+    )
+    .unwrap();
+    let request = EnvironmentRequest::for_commit(&interpreter("3.11"), worktree.path(), &[]);
+    let environment = python::ensure_environment(&request).unwrap();
+    let dropped: Vec<&str> = environment
+        .dropped
+        .iter()
+        .map(|d| d.spec.as_str())
+        .collect();
+    assert_eq!(dropped, ["claimflow-no-such-distribution==9.9"]);
+    assert_eq!(environment.dropped[0].source, "requirements-test.txt");
+    assert!(environment.has_distribution("six"));
+
+    let pinned = vec!["claimflow-no-such-distribution==9.9".to_string()];
+    let request = EnvironmentRequest::for_commit(&interpreter("3.11"), worktree.path(), &pinned);
+    let error = python::ensure_environment(&request).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with("install `claimflow-no-such-distribution` for python 3.11.7: "),
+        "a repository's pin is never dropped: {error}"
+    );
+}
+
 const DEMO: &str = "def add(a, b):\n    return a + b\n";
 const DEMO_V2: &str = "def add(a, b):\n    return a + b + 0\n";
 const DEMO_V2_SUB: &str =
