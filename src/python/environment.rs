@@ -25,6 +25,8 @@ use crate::cache::Digest;
 
 /// Bump when the layout or the way environments are built changes: it enters every digest.
 const ENVIRONMENT_SCHEMA: u32 = 1;
+/// A scratch build this old was abandoned by a killed process.
+const ABANDONED_AFTER: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
 /// The file that describes a finished environment; written last, before the rename.
 const DESCRIPTION: &str = "claimflow-environment.json";
 
@@ -283,6 +285,7 @@ pub fn ensure_environment_in(
     let scratch_parent = cache.join("envs").join(".building");
     std::fs::create_dir_all(&scratch_parent)
         .map_err(io_error(format!("create {}", scratch_parent.display())))?;
+    prune_abandoned(&scratch_parent, ABANDONED_AFTER);
     let scratch = tempfile::Builder::new()
         .prefix(&format!("{digest}-"))
         .tempdir_in(&scratch_parent)
@@ -306,6 +309,24 @@ pub fn ensure_environment_in(
         path: root.clone(),
         reason: "missing after it was built".into(),
     })
+}
+
+/// Removes builds left behind by killed processes: scratch directories not modified for `age`. A
+/// build in progress is far younger, since every install it runs times out within minutes.
+fn prune_abandoned(scratch_parent: &Path, age: std::time::Duration) {
+    let Ok(entries) = std::fs::read_dir(scratch_parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let abandoned = entry
+            .metadata()
+            .and_then(|metadata| metadata.modified())
+            .is_ok_and(|modified| modified.elapsed().is_ok_and(|elapsed| elapsed > age));
+        if abandoned {
+            // Best effort: another process may be pruning the same directory.
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 fn build_lock(digest: &str) -> Arc<Mutex<()>> {
@@ -405,6 +426,17 @@ mod tests {
         assert_eq!(request.pytest, "pytest==8.0.2");
         assert_eq!(request.specs(), ["Six>=1.16", "mock", "pytest==8.0.2"]);
         assert_eq!(request.requirements[0].source, "repository");
+    }
+
+    #[test]
+    fn abandoned_builds_are_pruned_and_fresh_ones_kept() {
+        let directory = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(directory.path().join("abc-1/bin")).unwrap();
+        prune_abandoned(directory.path(), std::time::Duration::from_secs(3600));
+        assert!(directory.path().join("abc-1").exists());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        prune_abandoned(directory.path(), std::time::Duration::from_millis(1));
+        assert!(!directory.path().join("abc-1").exists());
     }
 
     #[test]
