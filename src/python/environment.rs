@@ -271,7 +271,9 @@ pub fn ensure_environment_in(
 ) -> Result<Environment, PythonError> {
     let digest = request.digest().hex();
     let root = cache.join("envs").join(&digest);
-    if let Some(environment) = load(&root)? {
+    if let Some(environment) = load(&root)?
+        && environment.python.is_file()
+    {
         return Ok(environment);
     }
     // Threads of one process build an environment once; other processes race safely via rename.
@@ -279,8 +281,14 @@ pub fn ensure_environment_in(
     let _held = guard
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(environment) = load(&root)? {
-        return Ok(environment);
+    match load(&root)? {
+        Some(environment) if environment.python.is_file() => return Ok(environment),
+        // Its interpreter is gone (a pyenv version reinstalled or removed): build it again.
+        Some(_) => std::fs::remove_dir_all(&root).map_err(io_error(format!(
+            "remove the broken environment {}",
+            root.display()
+        )))?,
+        None => {}
     }
     let scratch_parent = cache.join("envs").join(".building");
     std::fs::create_dir_all(&scratch_parent)
