@@ -248,7 +248,7 @@ impl StepKind for MineClaims {
         let located = repository::locate(spec, ctx.workdir)?;
         let git = located.open()?;
         let slot = slot_name(&item.id);
-        let worktree = ctx.workdir.join("worktrees").join(&slot);
+        let worktree = ctx.workdir.join("worktrees").join(format!("claims-{slot}"));
         let scratch = ctx.scratch(&slot)?;
         python::checkout_commit(&git, &record.parent, &worktree)
             .map_err(|error| step_message(ctx, &item.id, error))?;
@@ -263,6 +263,10 @@ impl StepKind for MineClaims {
         let _ = std::fs::remove_dir_all(&worktree);
         let _ = std::fs::remove_dir_all(&scratch);
         let mined = mined.map_err(|message| step_message(ctx, &item.id, message))?;
+        // A broken claim fails the item, so it never reaches the cache.
+        for claim in &mined.claims {
+            python::check_claim(claim).map_err(StepError::Invariant)?;
+        }
         let mut output = ItemOutput::records(&mined.claims);
         if let Some(summary) = &mined.summary {
             output
