@@ -170,10 +170,10 @@ pub fn classify(selected: &[String], outcome: &RunOutcome, records: &str) -> Bat
         RunOutcome::Signalled(signal) => {
             Some(UnknownReason::Crash(format!("killed by signal {signal}")))
         }
-        RunOutcome::Exited(code) if !finished => Some(UnknownReason::Crash(format!(
+        RunOutcome::Exited(0 | 1) if finished => None,
+        RunOutcome::Exited(code @ (0 | 1)) => Some(UnknownReason::Crash(format!(
             "pytest exited with code {code} before finishing the session"
         ))),
-        RunOutcome::Exited(0 | 1) => None,
         RunOutcome::Exited(_) if !collection_errors.is_empty() => {
             Some(UnknownReason::CollectionError)
         }
@@ -381,6 +381,12 @@ mod tests {
                 );
             }
         }
+        // A conftest.py that fails to import stops pytest (exit 4) before the plugin writes anything.
+        let batch = classify(&selected(), &RunOutcome::Exited(4), "");
+        assert_eq!(
+            verdict_of(&batch, SELECTED[0]),
+            Verdict::Unknown(UnknownReason::ExitCode(4))
+        );
         assert_eq!(
             UnknownReason::ExitCode(5).to_string(),
             "no tests collected (exit code 5)"

@@ -215,9 +215,10 @@ pub fn judge_commit(
         }
         match own.verdicts.get(node).and_then(|runs| runs.first()) {
             Some(Verdict::Failed(kind)) => new_failures.push(format!("{node} fails ({kind})")),
-            // A test the child removed or renamed is not a failure; a batch without verdicts is
-            // no evidence either way.
-            Some(Verdict::Unknown(UnknownReason::MissingRecord)) | Some(Verdict::Passed) => {}
+            // A test the child removed or renamed is not a failure (when the child renamed every
+            // claim, pytest collects nothing: exit code 5).
+            Some(Verdict::Unknown(UnknownReason::MissingRecord | UnknownReason::ExitCode(5)))
+            | Some(Verdict::Passed) => {}
             Some(Verdict::Unknown(reason)) => own_unknown.push(reason.to_string()),
             None => {}
         }
@@ -499,7 +500,13 @@ impl<'a> Stage<'a> {
                     run,
                     timeout: self.settings.timeout,
                 })?;
-                classify(&selected, &report.outcome, &report.records)
+                let mut batch = classify(&selected, &report.outcome, &report.records);
+                // Messages name files by absolute path; the slot's path must not reach results.
+                let prefix = format!("{}/", worktree.display());
+                for error in &mut batch.collection_errors {
+                    error.message = error.message.replace(&prefix, "");
+                }
+                batch
             };
             let in_batch = |error: &CollectionError| files.contains(&error.node);
             if run == 0
