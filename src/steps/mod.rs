@@ -2,6 +2,10 @@
 
 use std::sync::Arc;
 
+mod command;
+
+pub use command::CommandStep;
+
 use crate::engine::StepKind;
 
 /// The known step kinds, by name.
@@ -13,7 +17,7 @@ pub struct Registry {
 impl Registry {
     /// Every step kind claimflow ships.
     pub fn builtin() -> Self {
-        let kinds: Vec<Arc<dyn StepKind>> = vec![];
+        let kinds: Vec<Arc<dyn StepKind>> = vec![Arc::new(CommandStep)];
         Registry { kinds }
     }
 
