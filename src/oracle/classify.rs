@@ -246,7 +246,13 @@ fn exception_line(longrepr: &str) -> String {
         .iter()
         .rev()
         .find_map(|line| line.strip_prefix("E ").map(str::trim))
-        .or_else(|| lines.iter().rev().find(|line| !line.trim().is_empty()).copied())
+        .or_else(|| {
+            lines
+                .iter()
+                .rev()
+                .find(|line| !line.trim().is_empty())
+                .copied()
+        })
         .unwrap_or_default()
         .to_string()
 }
@@ -396,7 +402,9 @@ mod tests {
     #[test]
     fn crash_mid_run_with_a_truncated_record_file_gives_no_verdicts() {
         let text = full_run();
-        let truncated = &text[..text.find("\"phase\":\"call\",\"outcome\":\"failed\"").unwrap()];
+        let truncated = &text[..text
+            .find("\"phase\":\"call\",\"outcome\":\"failed\"")
+            .unwrap()];
         for outcome in [RunOutcome::Signalled(11), RunOutcome::Exited(1)] {
             let batch = classify(&selected(), &outcome, truncated);
             assert!(batch.aborted);
@@ -421,7 +429,10 @@ mod tests {
             Verdict::Unknown(UnknownReason::Timeout)
         );
         assert_eq!(
-            verdict_of(&batch, SELECTED[0]).run_record(4).detail.as_deref(),
+            verdict_of(&batch, SELECTED[0])
+                .run_record(4)
+                .detail
+                .as_deref(),
             Some("timeout")
         );
     }
@@ -459,7 +470,10 @@ mod tests {
             Verdict::Failed(FailureKind::SetupError("KeyError".into()))
         );
         let skipped = setup_error
-            .replace("\"outcome\":\"failed\",\"exception\":\"KeyError\"", "\"outcome\":\"skipped\"")
+            .replace(
+                "\"outcome\":\"failed\",\"exception\":\"KeyError\"",
+                "\"outcome\":\"skipped\"",
+            )
             .replace("\"exitstatus\":1", "\"exitstatus\":0");
         let batch = classify(&[node.to_string()], &RunOutcome::Exited(0), &skipped);
         assert_eq!(

@@ -26,6 +26,7 @@ use super::command::RunFiles;
 use super::runner::{RunRequest, RunnerError, run_pytest};
 use super::toolchain::Toolchain;
 use super::worktree::{Worktree, WorktreeError, touched_test_files};
+use crate::mining::TestFileRules;
 use crate::records::{ClaimRecord, Label, Outcome, RunRecord, TruthRecord};
 
 /// Failures that stop the oracle for a commit (not test outcomes: those are verdicts).
@@ -91,6 +92,8 @@ pub struct Settings {
     /// Per pytest run.
     pub timeout: Duration,
     pub import_errors: ImportErrorPolicy,
+    /// Which touched files are test files (restored at the child).
+    pub test_files: TestFileRules,
 }
 
 /// The commit to judge and its claims.
@@ -256,7 +259,10 @@ pub fn judge_commit(
 
     // 3. The parent's tests at the child.
     let mut restored: BTreeSet<String> = under_test.test_files.iter().cloned().collect();
-    restored.extend(touched_test_files(repository, parent, commit).map_err(worktree_error)?);
+    restored.extend(
+        touched_test_files(repository, parent, commit, &settings.test_files)
+            .map_err(worktree_error)?,
+    );
     let restored: Vec<String> = restored.into_iter().collect();
     slot.worktree
         .restore(repository, parent, &restored)

@@ -14,6 +14,8 @@ use std::time::SystemTime;
 
 use git2::{ObjectType, Oid, Repository, Tree, TreeWalkMode, TreeWalkResult};
 
+use crate::mining::TestFileRules;
+
 /// Failures to check out or restore files, naming the commit or path.
 #[derive(Debug, thiserror::Error)]
 pub enum WorktreeError {
@@ -39,7 +41,10 @@ fn git_error(what: impl Into<String>) -> impl FnOnce(git2::Error) -> WorktreeErr
     move |source| WorktreeError::Git { what, source }
 }
 
-fn io_error<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> WorktreeError + 'a {
+fn io_error<'a>(
+    action: &'static str,
+    path: &'a Path,
+) -> impl FnOnce(io::Error) -> WorktreeError + 'a {
     move |source| WorktreeError::Io {
         action,
         path: path.to_path_buf(),
@@ -250,25 +255,14 @@ fn remove_untracked(
     Ok(empty)
 }
 
-/// True for paths the oracle treats as tests: files under a `test`/`tests`/`testing` directory
-/// (helpers and data included), `test_*.py`, `*_test.py` and `conftest.py` anywhere.
-pub fn is_test_path(path: &str) -> bool {
-    let mut components: Vec<&str> = path.split('/').collect();
-    let Some(name) = components.pop() else {
-        return false;
-    };
-    components
-        .iter()
-        .any(|dir| matches!(*dir, "test" | "tests" | "testing"))
-        || name == "conftest.py"
-        || (name.ends_with(".py") && (name.starts_with("test_") || name.ends_with("_test.py")))
-}
-
 /// The test files a commit touched, by the diff from `parent` to `commit` (old and new paths).
+/// The rules are mining's, so ranking, restoring and the source-only diff agree on what a test file
+/// is (helpers, data and `conftest.py` under test directories included).
 pub fn touched_test_files(
     repository: &Repository,
     parent: Oid,
     commit: Oid,
+    rules: &TestFileRules,
 ) -> Result<Vec<String>, WorktreeError> {
     let old = commit_tree(repository, parent)?;
     let new = commit_tree(repository, commit)?;
@@ -279,27 +273,11 @@ pub fn touched_test_files(
     for delta in diff.deltas() {
         for file in [delta.old_file(), delta.new_file()] {
             if let Some(path) = file.path().and_then(Path::to_str)
-                && is_test_path(path)
+                && rules.is_test(path)
             {
                 paths.insert(path.to_string());
             }
         }
     }
     Ok(paths.into_iter().collect())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn test_paths_include_helpers_and_conftest() {
-        assert!(is_test_path("tests/test_cache.py"));
-        assert!(is_test_path("tests/__init__.py"));
-        assert!(is_test_path("tests/data/input.json"));
-        assert!(is_test_path("pkg/conftest.py"));
-        assert!(is_test_path("pkg/cache_test.py"));
-        assert!(!is_test_path("pkg/cache.py"));
-        assert!(!is_test_path("pkg/testament.py"));
-    }
 }

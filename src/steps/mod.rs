@@ -3,8 +3,10 @@
 use std::sync::Arc;
 
 mod command;
+mod oracle;
 
 pub use command::CommandStep;
+pub use oracle::{Environments, FixedEnvironment, OracleStep};
 
 use crate::engine::StepKind;
 

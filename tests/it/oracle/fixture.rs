@@ -63,9 +63,12 @@ impl FixtureRepo {
         let tree_id = index.write_tree_to(repository).expect("write the tree");
         let tree = repository.find_tree(tree_id).expect("the tree");
         self.clock += 60;
-        let signature =
-            Signature::new("Fixture Author", "fixture@example.com", &Time::new(self.clock, 0))
-                .expect("a signature");
+        let signature = Signature::new(
+            "Fixture Author",
+            "fixture@example.com",
+            &Time::new(self.clock, 0),
+        )
+        .expect("a signature");
         let parents: Vec<&git2::Commit> = parent_commit.iter().collect();
         repository
             .commit(None, &signature, &signature, message, &tree, &parents)

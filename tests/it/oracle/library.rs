@@ -165,11 +165,11 @@ impl Library {
             self.base,
             "Rename Store.clear to reset",
             &[
-                Change::Write("pkg/core.py", &CORE.replace("def clear(self)", "def reset(self)")),
                 Change::Write(
-                    "tests/test_store.py",
-                    &TEST_STORE.replace("clear", "reset"),
+                    "pkg/core.py",
+                    &CORE.replace("def clear(self)", "def reset(self)"),
                 ),
+                Change::Write("tests/test_store.py", &TEST_STORE.replace("clear", "reset")),
             ],
         )
     }
@@ -195,7 +195,10 @@ impl Library {
             self.base,
             "Speed up mul",
             &[
-                Change::Write("pkg/core.py", &CORE.replace("return a * b", "return a * b + 1")),
+                Change::Write(
+                    "pkg/core.py",
+                    &CORE.replace("return a * b", "return a * b + 1"),
+                ),
                 Change::Write(
                     "tests/test_core.py",
                     &format!("{TEST_CORE}\n\ndef test_add_zero():\n    assert add(0, 0) == 0\n"),

@@ -5,3 +5,4 @@ mod fixture;
 mod library;
 mod procedure;
 mod python;
+mod step;

@@ -3,6 +3,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use claimflow::mining::TestFileRules;
 use claimflow::oracle::invariants::check_judgements;
 use claimflow::oracle::{
     CommitUnderTest, ImportErrorPolicy, Judgement, Settings, Slot, Worktree, judge_commit,
@@ -42,6 +43,7 @@ fn judge(
         runs,
         timeout: Duration::from_secs(120),
         import_errors: policy,
+        test_files: TestFileRules::default(),
     };
     let mut slot = Slot {
         worktree: Worktree::new(workdir.join("worktrees/oracle-0")),
@@ -62,7 +64,8 @@ fn judge(
         },
     )
     .expect("judge the commit");
-    let problems = check_judgements(&claims, &judgements, runs, policy);
+    let ids: Vec<String> = claims.iter().map(|claim| claim.id.clone()).collect();
+    let problems = check_judgements(&ids, &judgements, runs, policy);
     assert!(problems.is_empty(), "{problems:?}");
     judgements
 }
@@ -83,7 +86,12 @@ pub fn render(judgements: &[Judgement]) -> String {
         .iter()
         .map(|judgement| {
             let truth = &judgement.truth;
-            let node = truth.claim.split("::").skip(1).collect::<Vec<_>>().join("::");
+            let node = truth
+                .claim
+                .split("::")
+                .skip(1)
+                .collect::<Vec<_>>()
+                .join("::");
             format!(
                 "{node}\n  label: {:?}\n  cause: {:?}\n  reason: {}\n  parent: {}\n  child: {}\n",
                 truth.label,
@@ -110,7 +118,10 @@ fn assertion_flip_with_the_test_updated_in_the_same_commit_is_flipped() {
         &library,
         dir.path(),
         case,
-        &["tests/test_core.py::test_add", "tests/test_core.py::test_mul"],
+        &[
+            "tests/test_core.py::test_add",
+            "tests/test_core.py::test_mul",
+        ],
         3,
         ImportErrorPolicy::Discard,
     );
@@ -160,7 +171,10 @@ fn broken_child_is_excluded_with_the_reason() {
         &library,
         dir.path(),
         case,
-        &["tests/test_core.py::test_add", "tests/test_core.py::test_mul"],
+        &[
+            "tests/test_core.py::test_add",
+            "tests/test_core.py::test_mul",
+        ],
         3,
         ImportErrorPolicy::Discard,
     );
@@ -218,7 +232,10 @@ fn collection_error_batch_yields_no_verdicts_never_failures() {
         &library,
         dir.path(),
         case,
-        &["tests/test_core.py::test_add", "tests/test_core.py::test_mul"],
+        &[
+            "tests/test_core.py::test_add",
+            "tests/test_core.py::test_mul",
+        ],
         3,
         ImportErrorPolicy::Discard,
     );

@@ -15,7 +15,9 @@ const PYTEST: &str = "pytest==8.3.5";
 fn cache_dir() -> PathBuf {
     match std::env::var_os("CLAIMFLOW_CACHE_DIR") {
         Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache/claimflow"),
+        None => {
+            PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache/claimflow")
+        }
     }
 }
 
@@ -48,7 +50,14 @@ fn ensure_venv() -> PathBuf {
             .expect("run venv");
         assert!(status.success(), "create {}", venv.display());
         let status = Command::new(&python)
-            .args(["-m", "pip", "install", "-q", "--disable-pip-version-check", PYTEST])
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                PYTEST,
+            ])
             .status()
             .expect("run pip");
         assert!(status.success(), "install {PYTEST}");

@@ -1,0 +1,163 @@
+//! The `oracle` step kind under the real engine: items per commit, result files, invariants, and a
+//! re-run that takes every item from the cache.
+
+use std::sync::Arc;
+
+use claimflow::engine::{
+    Engine, ItemOutput, ItemPlan, ItemResult, ParamSpec, Recording, RunOptions, StepContext,
+    StepError, StepKind, Upstream,
+};
+use claimflow::records::ClaimRecord;
+use claimflow::steps::{FixedEnvironment, OracleStep, Registry};
+
+use super::library::Library;
+use super::procedure::{claims, render};
+use super::python::toolchain;
+
+/// Stands in for `mine-claims`: one item per commit, emitting claims fixed by the test.
+struct FixedClaims(Vec<ClaimRecord>);
+
+impl StepKind for FixedClaims {
+    fn name(&self) -> &'static str {
+        "mine-claims"
+    }
+    fn version(&self) -> u32 {
+        1
+    }
+    fn about(&self) -> &'static str {
+        "claims fixed by the test"
+    }
+    fn params(&self) -> &'static [ParamSpec] {
+        &[]
+    }
+    fn items(&self, _ctx: &StepContext, _upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
+        let commits: std::collections::BTreeSet<&str> =
+            self.0.iter().map(|claim| claim.commit.as_str()).collect();
+        Ok(commits.into_iter().map(ItemPlan::new).collect())
+    }
+    fn run(
+        &self,
+        _ctx: &StepContext,
+        item: &ItemPlan,
+        _upstream: &Upstream,
+    ) -> Result<ItemOutput, StepError> {
+        Ok(ItemOutput::records(
+            self.0.iter().filter(|claim| claim.commit == item.id),
+        ))
+    }
+    fn publish(&self, _ctx: &StepContext, _items: &[ItemResult]) -> Result<(), StepError> {
+        Ok(())
+    }
+}
+
+fn pipeline_text(with: &str) -> String {
+    format!(
+        "version: 1\nname: oracle\nrepos:\n  - name: demo\n    path: repo\n    branch: main\n\
+         steps:\n  claims: {{uses: mine-claims}}\n  truth: {{uses: oracle, needs: [claims], with: {with}}}\n"
+    )
+}
+
+#[test]
+fn step_labels_commits_in_parallel_and_a_rerun_runs_no_pytest() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let mut library = Library::create(&root.join("repo"));
+    let flip = library.assertion_flip();
+    let removed = library.removed_api();
+    let broken = library.broken_child();
+    let import = library.import_error();
+    library
+        .repo
+        .repository
+        .reference(
+            "refs/heads/main",
+            import.commit,
+            true,
+            "branch for the pipeline",
+        )
+        .unwrap();
+    let mut all = claims(
+        flip,
+        &[
+            "tests/test_core.py::test_add",
+            "tests/test_core.py::test_mul",
+        ],
+    );
+    all.extend(claims(removed, &["tests/test_store.py::test_clear"]));
+    all.extend(claims(broken, &["tests/test_core.py::test_mul"]));
+    all.extend(claims(
+        import,
+        &[
+            "tests/test_legacy.py::test_legacy",
+            "tests/test_core.py::test_add",
+        ],
+    ));
+    let registry = Registry::with(vec![
+        Arc::new(FixedClaims(all)),
+        Arc::new(OracleStep::new(Arc::new(FixedEnvironment(toolchain())))),
+    ]);
+    let run = |with: &str| {
+        let file = root.join("pipeline.yaml");
+        std::fs::write(&file, pipeline_text(with)).unwrap();
+        let pipeline = claimflow::pipeline::load(&file, root, &registry)
+            .unwrap_or_else(|errors| panic!("{errors:?}"));
+        let reporter = Recording::default();
+        let engine = Engine::new(&pipeline, &registry, &reporter).unwrap();
+        let options = RunOptions {
+            pytest_slots: 2,
+            ..RunOptions::default()
+        };
+        engine
+            .run(&options)
+            .unwrap_or_else(|error| panic!("{error}: {:?}", reporter.events()))
+    };
+
+    let first = run("{runs: 3, slots: 2}");
+    assert_eq!(first.computed(), 8, "{:?}", first.steps);
+
+    let results = root.join("results/oracle");
+    let truth = std::fs::read_to_string(results.join("truth.jsonl")).unwrap();
+    let judgements: Vec<_> = truth
+        .lines()
+        .map(|line| {
+            let value: serde_json::Value = serde_json::from_str(line).unwrap();
+            claimflow::oracle::Judgement {
+                truth: serde_json::from_value(value.clone()).unwrap(),
+                cause: serde_json::from_value(value["cause"].clone()).unwrap(),
+            }
+        })
+        .collect();
+    insta::assert_snapshot!("step_truth", render(&judgements));
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(results.join("oracle_summary.json")).unwrap(),
+    )
+    .unwrap();
+    insta::assert_json_snapshot!("step_summary", summary);
+
+    // The same commits again, with another timeout and slot count: nothing is computed.
+    let second = run("{runs: 3, timeout: 60, slots: 1}");
+    assert_eq!(second.computed(), 0, "{:?}", second.steps);
+    assert_eq!(second.cached(), 8);
+    assert_eq!(
+        std::fs::read_to_string(results.join("truth.jsonl")).unwrap(),
+        truth
+    );
+}
+
+#[test]
+fn key_params_leave_out_timeout_and_slots_and_write_defaults() {
+    let step = OracleStep::new(Arc::new(FixedEnvironment(toolchain())));
+    let key = |with: serde_json::Value| step.key_params(&with);
+    assert_eq!(
+        key(serde_json::json!({"runs": 3, "timeout": 5, "slots": 4})),
+        key(serde_json::json!({"runs": 3}))
+    );
+    assert_eq!(
+        key(serde_json::json!({})),
+        key(serde_json::json!({"runs": 10, "import_errors": "discard"}))
+    );
+    assert_ne!(
+        key(serde_json::json!({})),
+        key(serde_json::json!({"import_errors": "flip"}))
+    );
+}
