@@ -74,12 +74,23 @@ struct ProbeAnswer {
 impl Toolchain {
     /// Asks `python` for its version, pytest's version and the installed pytest plugins.
     pub fn probe(python: &Path) -> Result<Self, ToolchainError> {
+        Self::probe_with_paths(python, Vec::new())
+    }
+
+    /// Like [`Toolchain::probe`], for an environment whose packages live in `extra_paths` (a
+    /// `pip install --target` directory, as Python 2 environments are built).
+    pub fn probe_with_paths(
+        python: &Path,
+        extra_paths: Vec<PathBuf>,
+    ) -> Result<Self, ToolchainError> {
+        let python_path = std::env::join_paths(&extra_paths).unwrap_or_default();
         let output = Command::new(python)
             .arg("-c")
             .arg(PROBE)
             .env_clear()
             .env("PATH", "/usr/bin:/bin")
             .env("PYTHONDONTWRITEBYTECODE", "1")
+            .env("PYTHONPATH", python_path)
             .stdin(Stdio::null())
             .output()
             .map_err(|source| ToolchainError::Spawn {
@@ -104,7 +115,7 @@ impl Toolchain {
             python_version: answer.python,
             pytest_version: answer.pytest,
             plugins: answer.plugins,
-            extra_paths: Vec::new(),
+            extra_paths,
         })
     }
 

@@ -5,4 +5,5 @@ mod fixture;
 mod library;
 mod procedure;
 mod python;
+mod runner;
 mod step;

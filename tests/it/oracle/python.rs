@@ -11,6 +11,7 @@ use claimflow::oracle::Toolchain;
 
 const INTERPRETER: &str = "/root/.pyenv/versions/3.11.7/bin/python";
 const PYTEST: &str = "pytest==8.3.5";
+const PYTHON2: &str = "/root/.pyenv/versions/2.7.18/bin/python";
 
 fn cache_dir() -> PathBuf {
     match std::env::var_os("CLAIMFLOW_CACHE_DIR") {
@@ -64,4 +65,40 @@ fn ensure_venv() -> PathBuf {
         fs::write(&ready, PYTEST).expect("mark the environment ready");
     }
     python
+}
+
+/// A Python 2.7 toolchain (pytest 4.6 installed with `--target`, as old environments are built):
+/// the result plugin must keep running there.
+pub fn toolchain_python2() -> Toolchain {
+    static TOOLCHAIN: OnceLock<Toolchain> = OnceLock::new();
+    TOOLCHAIN
+        .get_or_init(|| {
+            let root = cache_dir().join("oracle-tests");
+            fs::create_dir_all(&root).expect("create the test cache");
+            let target = root.join("py2.7-pytest4.6.11");
+            let ready = target.join("claimflow-ready");
+            let lock = File::create(root.join("lock")).expect("create the lock file");
+            lock.lock().expect("lock the test cache");
+            if !ready.exists() {
+                let _ = fs::remove_dir_all(&target);
+                let status = Command::new(PYTHON2)
+                    .args([
+                        "-m",
+                        "pip",
+                        "install",
+                        "-q",
+                        "--disable-pip-version-check",
+                        "--target",
+                    ])
+                    .arg(&target)
+                    .arg("pytest==4.6.11")
+                    .status()
+                    .expect("run pip");
+                assert!(status.success(), "install pytest 4.6.11 for Python 2.7");
+                fs::write(&ready, "pytest==4.6.11").expect("mark the environment ready");
+            }
+            Toolchain::probe_with_paths(std::path::Path::new(PYTHON2), vec![target])
+                .expect("probe the Python 2.7 environment")
+        })
+        .clone()
 }
