@@ -161,3 +161,71 @@ fn key_params_leave_out_timeout_and_slots_and_write_defaults() {
         key(serde_json::json!({"import_errors": "flip"}))
     );
 }
+
+/// A flipped label over a partial child verdict must never be published.
+#[test]
+fn an_invariant_failure_fails_the_step_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let library = Library::create(&root.join("repo"));
+    library
+        .repo
+        .repository
+        .reference(
+            "refs/heads/main",
+            library.base,
+            true,
+            "branch for the pipeline",
+        )
+        .unwrap();
+    let registry = Registry::with(vec![
+        Arc::new(FixedClaims(Vec::new())),
+        Arc::new(OracleStep::new(Arc::new(FixedEnvironment(toolchain())))),
+    ]);
+    let file = root.join("pipeline.yaml");
+    std::fs::write(&file, pipeline_text("{runs: 3}")).unwrap();
+    let pipeline = claimflow::pipeline::load(&file, root, &registry).unwrap();
+    let store = claimflow::cache::Store::open(root.join("cache")).unwrap();
+    let ctx = StepContext {
+        pipeline: &pipeline,
+        step: pipeline.step("truth").unwrap(),
+        root,
+        workdir: &root.join(".claimflow"),
+        results: &pipeline.results,
+        store: &store,
+    };
+    let record = serde_json::json!({
+        "claim": "demo@p::tests/test_core.py::test_add",
+        "label": "flipped",
+        "reason": "failed 3 of 3 runs at the child: assertion",
+        "parent_runs": [
+            {"run": 0, "outcome": "passed"}, {"run": 1, "outcome": "passed"},
+            {"run": 2, "outcome": "passed"}
+        ],
+        "child_runs": [
+            {"run": 0, "outcome": "failed", "detail": "assertion"},
+            {"run": 1, "outcome": "failed", "detail": "assertion"},
+            {"run": 2, "outcome": "unknown", "detail": "timeout"}
+        ],
+        "cause": null
+    });
+    let output = ItemOutput {
+        records: vec![record],
+        blobs: Default::default(),
+    };
+    let item = ItemResult {
+        plan: ItemPlan::new("demo@c").params(serde_json::json!({
+            "repo": "demo", "parent": "p", "commit": "c",
+            "claims": ["demo@p::tests/test_core.py::test_add"]
+        })),
+        digest: claimflow::cache::Digest::of(b"tampered"),
+        output: Arc::new(output),
+        cached: false,
+    };
+    let step = OracleStep::new(Arc::new(FixedEnvironment(toolchain())));
+    let error = step.publish(&ctx, &[item]).unwrap_err();
+    assert!(matches!(error, StepError::Invariant(_)), "{error}");
+    insta::assert_snapshot!(error.to_string());
+    assert!(!pipeline.results.join("truth.jsonl").exists());
+    assert!(!pipeline.results.join("oracle_summary.json").exists());
+}
