@@ -4,11 +4,17 @@ use std::sync::Arc;
 
 mod command;
 mod oracle;
+mod report;
+mod stats;
 
 pub use command::CommandStep;
 pub use oracle::{Environments, FixedEnvironment, OracleStep};
+pub use report::ReportStep;
+pub use stats::StatsStep;
 
 use crate::engine::StepKind;
+
+pub mod rank_commits;
 
 /// The known step kinds, by name.
 #[derive(Clone)]
@@ -20,6 +26,10 @@ impl Registry {
     /// Every step kind claimflow ships.
     pub fn builtin() -> Self {
         let kinds: Vec<Arc<dyn StepKind>> = vec![Arc::new(CommandStep)];
+        let mut kinds = kinds;
+        kinds.push(Arc::new(StatsStep));
+        kinds.push(Arc::new(ReportStep));
+        kinds.push(Arc::new(rank_commits::RankCommits));
         Registry { kinds }
     }
 

@@ -6,4 +6,6 @@
     reason = "each test module uses a different part of the helpers"
 )]
 
+pub mod git;
 pub mod project;
+pub mod pytools;
