@@ -13,7 +13,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::toolchain::Toolchain;
+use crate::python::{Environment, PytestLaunch};
 
 /// The module name pytest loads the result plugin as.
 pub const PLUGIN_MODULE: &str = "claimflow_result_plugin";
@@ -21,25 +21,18 @@ pub const PLUGIN_MODULE: &str = "claimflow_result_plugin";
 /// The plugin's source, written into each run's directory at run time.
 pub const PLUGIN_SOURCE: &str = include_str!("result_plugin.py");
 
-/// Plugins whose behaviour would make runs differ from one another or from a plain run: random
-/// order, parallel workers, reruns of failures, coverage gates, repeats, their own timeouts.
-/// Entry-point names; blocked only when installed, so pytest never sees an unknown name.
-const UNWANTED_PLUGINS: &[&str] = &[
-    "randomly",
-    "random_order",
-    "xdist",
-    "xdist.looponfail",
-    "rerunfailures",
-    "pytest_cov",
-    "cov",
-    "flaky",
-    "repeat",
-    "timeout",
+/// Plugins whose behaviour would make runs differ from one another or from a plain run, beyond the
+/// random order and parallel workers [`PytestLaunch`] already blocks: reruns of failures, coverage
+/// gates, repeats, their own timeouts, another random order. (distribution, entry-point name);
+/// blocked only when installed, so pytest never sees an unknown name.
+const UNWANTED_PLUGINS: &[(&str, &str)] = &[
+    ("pytest-rerunfailures", "rerunfailures"),
+    ("pytest-cov", "pytest_cov"),
+    ("flaky", "flaky"),
+    ("pytest-repeat", "repeat"),
+    ("pytest-timeout", "timeout"),
+    ("pytest-random-order", "random_order"),
 ];
-
-/// Variables inherited from the caller when set: the dynamic loader's path, which some
-/// interpreters are built to need. Nothing else of the caller's environment reaches mined code.
-const INHERITED: &[&str] = &["LD_LIBRARY_PATH"];
 
 /// The files of one run's private directory.
 #[derive(Debug, Clone)]
@@ -88,7 +81,7 @@ impl RunFiles {
 /// Everything one pytest invocation depends on.
 #[derive(Debug, Clone)]
 pub struct PytestInvocation<'a> {
-    pub toolchain: &'a Toolchain,
+    pub environment: &'a Environment,
     /// The checkout the tests run in (the working directory and rootdir).
     pub worktree: &'a Path,
     pub files: &'a RunFiles,
@@ -112,82 +105,40 @@ pub fn looks_secret(name: &str) -> bool {
         .any(|word| upper.contains(word))
 }
 
-/// Builds the pytest command of one run. The caller writes the plugin and selection files first
-/// (see [`super::runner`]).
-pub fn pytest_command(invocation: &PytestInvocation) -> Command {
+/// Builds the pytest command of one run on top of [`PytestLaunch`] (the allow-listed environment,
+/// private `HOME` and `TMPDIR` under the run's directory, the worktree on `PYTHONPATH`, `addopts`,
+/// the cache, random order and workers switched off). The caller writes the plugin and selection
+/// files first (see [`super::runner`]).
+pub fn pytest_command(invocation: &PytestInvocation) -> std::io::Result<Command> {
     let PytestInvocation {
-        toolchain,
+        environment,
         worktree,
         files,
         test_files,
         run,
     } = invocation;
-    let mut command = Command::new(&toolchain.python);
-    command.arg("-m").arg("pytest");
-    command.arg("-p").arg(PLUGIN_MODULE);
-    command.arg("-o").arg("addopts=");
-    command.arg("-o").arg("console_output_style=classic");
-    command.arg("-p").arg("no:cacheprovider");
-    for plugin in UNWANTED_PLUGINS {
-        if toolchain.plugins.contains(*plugin) {
-            command.arg("-p").arg(format!("no:{plugin}"));
+    let mut arguments: Vec<OsString> = vec!["-p".into(), PLUGIN_MODULE.into()];
+    arguments.extend(["-o".into(), "console_output_style=classic".into()]);
+    for (distribution, plugin) in UNWANTED_PLUGINS {
+        if environment.has_distribution(distribution) {
+            arguments.extend(["-p".into(), format!("no:{plugin}").into()]);
         }
     }
-    command.arg("--rootdir").arg(worktree);
-    command.arg("-q");
-    command.arg("--");
-    command.args(test_files.iter());
-
-    command.current_dir(worktree);
-    command.env_clear();
-    for name in INHERITED {
-        if let Some(value) = std::env::var_os(name)
-            && !looks_secret(name)
-        {
-            command.env(name, value);
-        }
-    }
-    command.env("PATH", search_path(toolchain));
-    command.env("HOME", files.home());
-    command.env("TMPDIR", files.tmp());
-    command.env("LC_ALL", "C.UTF-8");
-    command.env("LANG", "C.UTF-8");
+    arguments.push("-q".into());
+    arguments.push("--".into());
+    arguments.extend(test_files.iter().map(OsString::from));
+    let mut command = PytestLaunch::new(environment, worktree, &files.dir)
+        .hash_seed(hash_seed(*run))
+        .plugin_dir(files.plugin_dir())
+        .command(&arguments)?;
     command.env("TZ", "UTC");
-    command.env("PYTHONDONTWRITEBYTECODE", "1");
-    command.env("PYTHONHASHSEED", hash_seed(*run).to_string());
     command.env("PYTHONIOENCODING", "utf-8");
-    command.env("PYTHONPATH", python_path(toolchain, worktree, files));
     command.env("CLAIMFLOW_RESULT_FILE", files.records());
     command.env("CLAIMFLOW_SELECT_FILE", files.selection());
-
     command.stdin(Stdio::null());
     // Its own process group, so a timeout or the end of a run can kill everything it started.
     command.process_group(0);
-    command
-}
-
-/// The interpreter's directory first (a virtual environment's scripts), then the system's.
-fn search_path(toolchain: &Toolchain) -> OsString {
-    let mut entries: Vec<PathBuf> = Vec::new();
-    if let Some(bin) = toolchain.python.parent() {
-        entries.push(bin.to_path_buf());
-    }
-    entries.push(PathBuf::from("/usr/local/bin"));
-    entries.push(PathBuf::from("/usr/bin"));
-    entries.push(PathBuf::from("/bin"));
-    std::env::join_paths(entries).expect("paths without separators")
-}
-
-/// The plugin, the environment's extra entries, then the worktree (and its `src/` layout).
-fn python_path(toolchain: &Toolchain, worktree: &Path, files: &RunFiles) -> OsString {
-    let mut entries = vec![files.plugin_dir()];
-    entries.extend(toolchain.extra_paths.iter().cloned());
-    entries.push(worktree.to_path_buf());
-    let source_layout = worktree.join("src");
-    if source_layout.is_dir() {
-        entries.push(source_layout);
-    }
-    std::env::join_paths(entries).expect("paths without separators")
+    Ok(command)
 }
 
 #[cfg(test)]
@@ -195,26 +146,36 @@ mod tests {
     use super::*;
     use std::collections::BTreeSet;
 
-    fn toolchain(plugins: &[&str]) -> Toolchain {
-        Toolchain {
+    fn environment(distributions: &[&str]) -> Environment {
+        Environment {
+            root: PathBuf::from("/venv"),
             python: PathBuf::from("/venv/bin/python"),
-            python_version: "3.11.7".into(),
-            pytest_version: "8.3.5".into(),
-            plugins: plugins.iter().map(|name| name.to_string()).collect(),
-            extra_paths: Vec::new(),
+            interpreter: "3.11.7".into(),
+            pytest: "8.3.5".into(),
+            installer: "pip".into(),
+            digest: "abc".into(),
+            site_packages: PathBuf::from("/venv/lib/python3.11/site-packages"),
+            python_path: Vec::new(),
+            distributions: distributions
+                .iter()
+                .map(|name| (name.to_string(), "1.0".to_string()))
+                .collect(),
+            dropped: Vec::new(),
         }
     }
 
-    fn build(plugins: &[&str], run: u32) -> Command {
-        let files = RunFiles::new("/work/oracle/slot-0/run");
+    fn build(distributions: &[&str], run: u32) -> Command {
+        let scratch = std::env::temp_dir().join(format!("claimflow-command-test-{run}"));
+        let files = RunFiles::new(scratch.join("run"));
         let test_files = vec!["tests/test_a.py".to_string()];
         pytest_command(&PytestInvocation {
-            toolchain: &toolchain(plugins),
+            environment: &environment(distributions),
             worktree: Path::new("/work/worktrees/oracle-0"),
             files: &files,
             test_files: &test_files,
             run,
         })
+        .expect("the run directory can be created")
     }
 
     fn arguments(command: &Command) -> Vec<String> {
@@ -224,7 +185,7 @@ mod tests {
             .collect()
     }
 
-    fn environment(command: &Command) -> BTreeSet<String> {
+    fn variable_names(command: &Command) -> BTreeSet<String> {
         command
             .get_envs()
             .filter(|(_, value)| value.is_some())
@@ -235,7 +196,7 @@ mod tests {
     #[test]
     fn environment_is_the_allow_list_and_nothing_secret() {
         let command = build(&[], 3);
-        let names = environment(&command);
+        let names = variable_names(&command);
         assert!(!names.iter().any(|name| looks_secret(name)), "{names:?}");
         assert!(!names.contains("PYTEST_ADDOPTS"));
         let expected: BTreeSet<String> = [
@@ -248,18 +209,13 @@ mod tests {
             "PYTHONDONTWRITEBYTECODE",
             "PYTHONHASHSEED",
             "PYTHONIOENCODING",
+            "PYTHONNOUSERSITE",
             "PYTHONPATH",
             "TMPDIR",
             "TZ",
         ]
         .into_iter()
         .map(String::from)
-        .chain(
-            INHERITED
-                .iter()
-                .filter(|name| std::env::var_os(name).is_some())
-                .map(|name| name.to_string()),
-        )
         .collect();
         assert_eq!(names, expected);
         let seed = command
@@ -273,12 +229,10 @@ mod tests {
     #[test]
     fn home_and_tmp_are_private_to_the_run() {
         let command = build(&[], 0);
+        let run_dir = std::env::temp_dir().join("claimflow-command-test-0/run");
         for (name, value) in command.get_envs() {
             if name == "HOME" || name == "TMPDIR" {
-                assert!(
-                    Path::new(value.unwrap()).starts_with("/work/oracle/slot-0/run"),
-                    "{name:?}"
-                );
+                assert!(Path::new(value.unwrap()).starts_with(&run_dir), "{name:?}");
             }
         }
     }
@@ -289,10 +243,19 @@ mod tests {
         assert!(!plain.iter().any(|arg| arg == "no:xdist"));
         assert!(plain.iter().any(|arg| arg == "no:cacheprovider"));
         assert!(plain.iter().any(|arg| arg == "addopts="));
-        let loaded = arguments(&build(&["xdist", "randomly", "subtests"], 0));
+        let loaded = arguments(&build(
+            &[
+                "pytest-xdist",
+                "pytest-rerunfailures",
+                "pytest-cov",
+                "pytest-subtests",
+            ],
+            0,
+        ));
         assert!(loaded.iter().any(|arg| arg == "no:xdist"));
-        assert!(loaded.iter().any(|arg| arg == "no:randomly"));
-        assert!(!loaded.iter().any(|arg| arg == "no:subtests"));
+        assert!(loaded.iter().any(|arg| arg == "no:rerunfailures"));
+        assert!(loaded.iter().any(|arg| arg == "no:pytest_cov"));
+        assert!(!loaded.iter().any(|arg| arg.contains("subtests")));
     }
 
     #[test]

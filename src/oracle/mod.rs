@@ -9,17 +9,17 @@
 pub mod classify;
 pub mod command;
 pub mod invariants;
+pub mod probe;
 pub mod procedure;
 pub mod runner;
 pub mod summary;
-pub mod toolchain;
 pub mod worktree;
 
 pub use classify::{BatchVerdicts, CollectionError, FailureKind, UnknownReason, Verdict, classify};
+pub use probe::{ProbeError, probe_environment};
 pub use procedure::{
     Cause, CommitUnderTest, ImportErrorPolicy, Judgement, ProcedureError, Settings, Slot,
     judge_commit,
 };
 pub use summary::OracleSummary;
-pub use toolchain::{Toolchain, ToolchainError};
 pub use worktree::Worktree;

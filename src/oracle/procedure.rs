@@ -24,9 +24,9 @@ use serde::{Deserialize, Serialize};
 use super::classify::{BatchVerdicts, CollectionError, UnknownReason, Verdict, classify};
 use super::command::RunFiles;
 use super::runner::{RunRequest, RunnerError, run_pytest};
-use super::toolchain::Toolchain;
 use super::worktree::{Worktree, WorktreeError, touched_test_files};
 use crate::mining::TestFileRules;
+use crate::python::Environment;
 use crate::records::{ClaimRecord, Label, Outcome, RunRecord, TruthRecord};
 
 /// Failures that stop the oracle for a commit (not test outcomes: those are verdicts).
@@ -115,7 +115,7 @@ pub struct Slot {
 /// Labels every claim of one commit.
 pub fn judge_commit(
     settings: &Settings,
-    toolchain: &Toolchain,
+    environment: &Environment,
     slot: &mut Slot,
     under_test: &CommitUnderTest,
 ) -> Result<Vec<Judgement>, ProcedureError> {
@@ -150,7 +150,7 @@ pub fn judge_commit(
     slot.worktree
         .checkout(repository, parent)
         .map_err(worktree_error)?;
-    let at_parent = Stage::new(settings, toolchain, slot)
+    let at_parent = Stage::new(settings, environment, slot)
         .run(&nodes, runs)
         .map_err(runner_error)?;
     let kept: Vec<String> = nodes
@@ -203,7 +203,7 @@ pub fn judge_commit(
     slot.worktree
         .checkout(repository, commit)
         .map_err(worktree_error)?;
-    let own = Stage::new(settings, toolchain, slot)
+    let own = Stage::new(settings, environment, slot)
         .run(&kept, 1)
         .map_err(runner_error)?;
     let mut new_failures: Vec<String> = own
@@ -267,7 +267,7 @@ pub fn judge_commit(
     slot.worktree
         .restore(repository, parent, &restored)
         .map_err(worktree_error)?;
-    let at_child = Stage::new(settings, toolchain, slot)
+    let at_child = Stage::new(settings, environment, slot)
         .run(&kept, runs)
         .map_err(runner_error)?;
     for claim in under_test.claims {
@@ -420,7 +420,7 @@ fn file_of(node: &str) -> &str {
 /// Repeated runs of one set of node ids in the slot's current checkout.
 struct Stage<'a> {
     settings: &'a Settings,
-    toolchain: &'a Toolchain,
+    environment: &'a Environment,
     slot: &'a Slot,
 }
 
@@ -454,10 +454,10 @@ impl StageResult {
 }
 
 impl<'a> Stage<'a> {
-    fn new(settings: &'a Settings, toolchain: &'a Toolchain, slot: &'a Slot) -> Self {
+    fn new(settings: &'a Settings, environment: &'a Environment, slot: &'a Slot) -> Self {
         Stage {
             settings,
-            toolchain,
+            environment,
             slot,
         }
     }
@@ -498,7 +498,7 @@ impl<'a> Stage<'a> {
                 }
             } else {
                 let report = run_pytest(&RunRequest {
-                    toolchain: self.toolchain,
+                    environment: self.environment,
                     worktree,
                     files: &RunFiles::new(self.slot.runs.join("run")),
                     test_files: &files,

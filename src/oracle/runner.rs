@@ -11,7 +11,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::command::{PLUGIN_MODULE, PLUGIN_SOURCE, PytestInvocation, RunFiles, pytest_command};
-use super::toolchain::Toolchain;
+use crate::python::Environment;
 
 /// Failures to run pytest at all (as opposed to tests failing, which is an outcome).
 #[derive(Debug, thiserror::Error)]
@@ -57,7 +57,7 @@ pub struct RunReport {
 
 /// What one run executes.
 pub struct RunRequest<'a> {
-    pub toolchain: &'a Toolchain,
+    pub environment: &'a Environment,
     pub worktree: &'a Path,
     /// The run's directory; emptied first.
     pub files: &'a RunFiles,
@@ -72,18 +72,22 @@ pub struct RunRequest<'a> {
 pub fn run_pytest(request: &RunRequest) -> Result<RunReport, RunnerError> {
     prepare(request.files, request.nodes)?;
     let mut command = pytest_command(&PytestInvocation {
-        toolchain: request.toolchain,
+        environment: request.environment,
         worktree: request.worktree,
         files: request.files,
         test_files: request.test_files,
         run: request.run,
-    });
+    })
+    .map_err(|source| RunnerError::Prepare {
+        path: request.files.dir.display().to_string(),
+        source,
+    })?;
     command.stdout(create(&request.files.stdout())?);
     command.stderr(create(&request.files.stderr())?);
 
     let started = Instant::now();
     let mut child = command.spawn().map_err(|source| RunnerError::Spawn {
-        python: request.toolchain.python.display().to_string(),
+        python: request.environment.python.display().to_string(),
         source,
     })?;
     let group = child.id() as libc::pid_t;

@@ -8,7 +8,7 @@ mod report;
 mod stats;
 
 pub use command::CommandStep;
-pub use oracle::{Environments, FixedEnvironment, OracleStep};
+pub use oracle::{Environments, FixedEnvironment, OracleStep, PythonEnvironments};
 pub use report::ReportStep;
 pub use stats::StatsStep;
 
@@ -30,6 +30,7 @@ impl Registry {
         kinds.push(Arc::new(StatsStep));
         kinds.push(Arc::new(ReportStep));
         kinds.push(Arc::new(rank_commits::RankCommits));
+        kinds.push(Arc::new(OracleStep::new(Arc::new(PythonEnvironments))));
         Registry { kinds }
     }
 

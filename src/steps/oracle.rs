@@ -28,10 +28,11 @@ use crate::mining::TestFileRules;
 use crate::oracle::invariants::{check_claims, check_judgements};
 use crate::oracle::worktree::slot_dir;
 use crate::oracle::{
-    Cause, CommitUnderTest, ImportErrorPolicy, Judgement, OracleSummary, Settings, Slot, Toolchain,
-    Worktree, judge_commit,
+    Cause, CommitUnderTest, ImportErrorPolicy, Judgement, OracleSummary, Settings, Slot, Worktree,
+    judge_commit,
 };
 use crate::pipeline::RepoSpec;
+use crate::python::{self, Environment, EnvironmentRequest, Installer};
 use crate::records::{ClaimRecord, CommitRecord, TruthRecord};
 
 const PARAMS: &[ParamSpec] = &[
@@ -88,35 +89,93 @@ struct CommitItem {
     claims: Vec<String>,
 }
 
-/// Where the oracle gets the interpreter it runs a repository's tests with.
+/// Where the oracle gets the Python environment it runs a repository's tests in.
 pub trait Environments: Send + Sync {
     /// What enters the keys of `repo`'s items: interpreter and pytest versions, never paths.
-    fn fingerprint(&self, ctx: &StepContext, repo: &RepoSpec) -> Result<String, StepError>;
+    fn fingerprint(&self, repo: &RepoSpec) -> Result<BTreeMap<String, String>, StepError>;
 
-    /// The toolchain for a commit of `repo` whose parent is checked out at `worktree`.
-    fn toolchain(
-        &self,
-        ctx: &StepContext,
-        repo: &RepoSpec,
-        worktree: &Path,
-    ) -> Result<Toolchain, StepError>;
+    /// The environment for a commit of `repo` whose parent is checked out at `worktree`. The
+    /// parent's environment serves the child too, so a difference in outcome comes from the code.
+    fn environment(&self, repo: &RepoSpec, worktree: &Path) -> Result<Environment, StepError>;
 }
 
-/// One interpreter for every repository (tests, and users who bring their own environment).
-pub struct FixedEnvironment(pub Toolchain);
+/// One environment for every repository (tests, and users who bring their own environment).
+pub struct FixedEnvironment(pub Environment);
 
 impl Environments for FixedEnvironment {
-    fn fingerprint(&self, _ctx: &StepContext, _repo: &RepoSpec) -> Result<String, StepError> {
+    fn fingerprint(&self, _repo: &RepoSpec) -> Result<BTreeMap<String, String>, StepError> {
         Ok(self.0.fingerprint())
     }
 
-    fn toolchain(
-        &self,
-        _ctx: &StepContext,
-        _repo: &RepoSpec,
-        _worktree: &Path,
-    ) -> Result<Toolchain, StepError> {
+    fn environment(&self, _repo: &RepoSpec, _worktree: &Path) -> Result<Environment, StepError> {
         Ok(self.0.clone())
+    }
+}
+
+/// The environments `mine-claims` uses: interpreters chosen by the repository's `python:` list or
+/// the commit's metadata, the commit's declared test dependencies plus the repository's pinned
+/// `dependencies:`, built once per content and shared through the user's cache.
+pub struct PythonEnvironments;
+
+/// The repository's pinned `dependencies:` (strings), if it lists any.
+fn pinned_dependencies(repo: &RepoSpec) -> Vec<String> {
+    repo.extra
+        .get("dependencies")
+        .and_then(serde_json::Value::as_array)
+        .map(|list| {
+            list.iter()
+                .filter_map(|value| value.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl Environments for PythonEnvironments {
+    fn fingerprint(&self, repo: &RepoSpec) -> Result<BTreeMap<String, String>, StepError> {
+        let installed = python::installed_interpreters();
+        let series: Vec<String> = installed
+            .iter()
+            .map(|interpreter| {
+                format!(
+                    "{}={}",
+                    interpreter.version,
+                    python::pytest_requirement(interpreter.version)
+                )
+            })
+            .collect();
+        let installer = match Installer::detect() {
+            Installer::Pip => "pip",
+            Installer::Uv => "uv",
+        };
+        Ok(BTreeMap::from([
+            ("interpreters".to_string(), series.join(";")),
+            ("installer".to_string(), installer.to_string()),
+            ("declared".to_string(), repo.python.join(",")),
+            ("pinned".to_string(), pinned_dependencies(repo).join(",")),
+        ]))
+    }
+
+    fn environment(&self, repo: &RepoSpec, worktree: &Path) -> Result<Environment, StepError> {
+        let metadata = python::ProjectMetadata::read(worktree);
+        let interpreters =
+            python::choose_interpreters(&metadata, &repo.python, python::installed_interpreters())
+                .map_err(|error| {
+                    StepError::Message(format!("repository `{}`: {error}", repo.name))
+                })?;
+        let pinned = pinned_dependencies(repo);
+        let mut failures = Vec::new();
+        for interpreter in &interpreters {
+            let request = EnvironmentRequest::for_commit(interpreter, worktree, &pinned);
+            match python::ensure_environment(&request) {
+                Ok(environment) => return Ok(environment),
+                Err(error) => failures.push(format!("python {}: {error}", interpreter.version)),
+            }
+        }
+        Err(StepError::Message(format!(
+            "repository `{}`: no environment could be built: {}",
+            repo.name,
+            failures.join("; ")
+        )))
     }
 }
 
@@ -296,7 +355,7 @@ impl StepKind for OracleStep {
             }
             let spec = repo_spec(ctx, &repo)?;
             if !fingerprints.contains_key(&repo) {
-                let fingerprint = self.environments.fingerprint(ctx, spec)?;
+                let fingerprint = self.environments.fingerprint(spec)?;
                 fingerprints.insert(repo.clone(), fingerprint);
             }
             let claims_bytes = serde_json::to_vec(&claims).expect("claims serialize");
@@ -311,10 +370,12 @@ impl StepKind for OracleStep {
                     .expect("item params serialize"),
                 )
                 .read("claims", Digest::of(&claims_bytes))
-                .tool("python", fingerprints[&repo].clone())
                 .tool("parent", parent)
                 .tool("commit", commit.clone())
                 .pool(Pool::Pytest);
+            for (name, fingerprint) in &fingerprints[&repo] {
+                plan = plan.tool(format!("python:{name}"), fingerprint.clone());
+            }
             if let Some(record) = commits.get(&(repo, commit)) {
                 let bytes = serde_json::to_vec(record).expect("commit records serialize");
                 plan = plan.read("commit", Digest::of(&bytes));
@@ -368,12 +429,10 @@ impl StepKind for OracleStep {
                 .worktree
                 .checkout(&repository, parent)
                 .map_err(|error| StepError::Message(format!("item {}: {error}", item.id)))?;
-            let toolchain = self
-                .environments
-                .toolchain(ctx, spec, slot.1.worktree.dir())?;
+            let environment = self.environments.environment(spec, slot.1.worktree.dir())?;
             judge_commit(
                 &settings,
-                &toolchain,
+                &environment,
                 &mut slot.1,
                 &CommitUnderTest {
                     repository: &repository,

@@ -11,7 +11,7 @@ use claimflow::oracle::{
 use claimflow::records::{ClaimRecord, Outcome, claim_id};
 
 use super::library::{Case, Library};
-use super::python::toolchain;
+use super::python::environment;
 
 /// Claims for `nodes` of a case, as mining would write them.
 pub fn claims(case: Case, nodes: &[&str]) -> Vec<ClaimRecord> {
@@ -53,7 +53,7 @@ fn judge(
     let commit = case.commit.to_string();
     let judgements = judge_commit(
         &settings,
-        &toolchain(),
+        &environment(),
         &mut slot,
         &CommitUnderTest {
             repository: &library.repo.repository,

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
 
-use claimflow::oracle::Toolchain;
+use claimflow::oracle::probe_environment;
+use claimflow::python::Environment;
 
 const INTERPRETER: &str = "/root/.pyenv/versions/3.11.7/bin/python";
 const PYTEST: &str = "pytest==8.3.5";
@@ -22,13 +23,13 @@ fn cache_dir() -> PathBuf {
     }
 }
 
-/// The toolchain of the shared test environment, created on first use.
-pub fn toolchain() -> Toolchain {
-    static TOOLCHAIN: OnceLock<Toolchain> = OnceLock::new();
-    TOOLCHAIN
+/// The shared test environment, created on first use.
+pub fn environment() -> Environment {
+    static ENVIRONMENT: OnceLock<Environment> = OnceLock::new();
+    ENVIRONMENT
         .get_or_init(|| {
             let python = ensure_venv();
-            Toolchain::probe(&python).expect("probe the test environment")
+            probe_environment(&python, Vec::new()).expect("probe the test environment")
         })
         .clone()
 }
@@ -67,11 +68,11 @@ fn ensure_venv() -> PathBuf {
     python
 }
 
-/// A Python 2.7 toolchain (pytest 4.6 installed with `--target`, as old environments are built):
+/// A Python 2.7 environment (pytest 4.6 installed with `--target`, as old environments are built):
 /// the result plugin must keep running there.
-pub fn toolchain_python2() -> Toolchain {
-    static TOOLCHAIN: OnceLock<Toolchain> = OnceLock::new();
-    TOOLCHAIN
+pub fn environment_python2() -> Environment {
+    static ENVIRONMENT: OnceLock<Environment> = OnceLock::new();
+    ENVIRONMENT
         .get_or_init(|| {
             let root = cache_dir().join("oracle-tests");
             fs::create_dir_all(&root).expect("create the test cache");
@@ -97,7 +98,7 @@ pub fn toolchain_python2() -> Toolchain {
                 assert!(status.success(), "install pytest 4.6.11 for Python 2.7");
                 fs::write(&ready, "pytest==4.6.11").expect("mark the environment ready");
             }
-            Toolchain::probe_with_paths(std::path::Path::new(PYTHON2), vec![target])
+            probe_environment(std::path::Path::new(PYTHON2), vec![target])
                 .expect("probe the Python 2.7 environment")
         })
         .clone()

@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use claimflow::oracle::command::RunFiles;
 use claimflow::oracle::runner::{RunOutcome, RunRequest, run_pytest};
-use claimflow::oracle::{Toolchain, UnknownReason, Verdict, classify};
+use claimflow::oracle::{UnknownReason, Verdict, classify};
+use claimflow::python::Environment;
 
-use super::python::{toolchain, toolchain_python2};
+use super::python::{environment, environment_python2};
 
 fn write(dir: &Path, relative: &str, content: &str) {
     let path = dir.join(relative);
@@ -18,7 +19,7 @@ fn write(dir: &Path, relative: &str, content: &str) {
 }
 
 fn run(
-    toolchain: &Toolchain,
+    environment: &Environment,
     dir: &Path,
     files: &[&str],
     nodes: &[&str],
@@ -27,7 +28,7 @@ fn run(
     let files: Vec<String> = files.iter().map(|file| file.to_string()).collect();
     let nodes: Vec<String> = nodes.iter().map(|node| node.to_string()).collect();
     let report = run_pytest(&RunRequest {
-        toolchain,
+        environment,
         worktree: &dir.join("worktree"),
         files: &RunFiles::new(dir.join("run")),
         test_files: &files,
@@ -81,7 +82,7 @@ fn mined_code_sees_only_the_allow_listed_environment() {
         "import json, os\n\n\ndef test_env():\n    with open('env.json', 'w') as handle:\n        json.dump(dict(os.environ), handle)\n",
     );
     let (outcome, verdicts) = run(
-        &toolchain(),
+        &environment(),
         dir.path(),
         &["tests/test_env.py"],
         &["tests/test_env.py::test_env"],
@@ -115,7 +116,7 @@ fn a_process_started_by_a_test_does_not_outlive_the_run() {
         "from helper import spawn\n\n\ndef test_spawn():\n    spawn()\n",
     );
     let (outcome, verdicts) = run(
-        &toolchain(),
+        &environment(),
         dir.path(),
         &["tests/test_spawn.py"],
         &["tests/test_spawn.py::test_spawn"],
@@ -142,7 +143,7 @@ fn a_hanging_test_times_out_with_no_verdict_and_its_group_is_killed() {
     );
     let started = std::time::Instant::now();
     let (outcome, verdicts) = run(
-        &toolchain(),
+        &environment(),
         dir.path(),
         &["tests/test_hang.py"],
         &["tests/test_hang.py::test_hang"],
@@ -174,7 +175,7 @@ fn collection_error_aborting_a_batch_yields_no_verdicts() {
         "from nowhere import something\n\n\ndef test_bad():\n    assert something\n",
     );
     let (outcome, verdicts) = run(
-        &toolchain(),
+        &environment(),
         dir.path(),
         &["tests/test_bad.py", "tests/test_good.py"],
         &[
@@ -202,10 +203,10 @@ fn the_result_plugin_runs_under_python_2() {
         "tests/test_old.py",
         "def test_passes():\n    assert 1 + 1 == 2\n\n\ndef test_fails():\n    assert 1 + 1 == 3\n\n\ndef test_raises():\n    {}.pop('missing')\n\n\ndef test_unselected():\n    assert False\n",
     );
-    let toolchain = toolchain_python2();
-    assert_eq!(toolchain.python_major(), 2);
+    let python2 = environment_python2();
+    assert!(python2.interpreter.starts_with("2.7"));
     let (outcome, verdicts) = run(
-        &toolchain,
+        &python2,
         dir.path(),
         &["tests/test_old.py"],
         &[

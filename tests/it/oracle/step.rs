@@ -12,7 +12,7 @@ use claimflow::steps::{FixedEnvironment, OracleStep, Registry};
 
 use super::library::Library;
 use super::procedure::{claims, render};
-use super::python::toolchain;
+use super::python::environment;
 
 /// Stands in for `mine-claims`: one item per commit, emitting claims fixed by the test.
 struct FixedClaims(Vec<ClaimRecord>);
@@ -94,7 +94,7 @@ fn step_labels_commits_in_parallel_and_a_rerun_runs_no_pytest() {
     ));
     let registry = Registry::with(vec![
         Arc::new(FixedClaims(all)),
-        Arc::new(OracleStep::new(Arc::new(FixedEnvironment(toolchain())))),
+        Arc::new(OracleStep::new(Arc::new(FixedEnvironment(environment())))),
     ]);
     let run = |with: &str| {
         let file = root.join("pipeline.yaml");
@@ -146,7 +146,7 @@ fn step_labels_commits_in_parallel_and_a_rerun_runs_no_pytest() {
 
 #[test]
 fn key_params_leave_out_timeout_and_slots_and_write_defaults() {
-    let step = OracleStep::new(Arc::new(FixedEnvironment(toolchain())));
+    let step = OracleStep::new(Arc::new(FixedEnvironment(environment())));
     let key = |with: serde_json::Value| step.key_params(&with);
     assert_eq!(
         key(serde_json::json!({"runs": 3, "timeout": 5, "slots": 4})),
@@ -180,7 +180,7 @@ fn an_invariant_failure_fails_the_step_and_writes_nothing() {
         .unwrap();
     let registry = Registry::with(vec![
         Arc::new(FixedClaims(Vec::new())),
-        Arc::new(OracleStep::new(Arc::new(FixedEnvironment(toolchain())))),
+        Arc::new(OracleStep::new(Arc::new(FixedEnvironment(environment())))),
     ]);
     let file = root.join("pipeline.yaml");
     std::fs::write(&file, pipeline_text("{runs: 3}")).unwrap();
@@ -222,7 +222,7 @@ fn an_invariant_failure_fails_the_step_and_writes_nothing() {
         output: Arc::new(output),
         cached: false,
     };
-    let step = OracleStep::new(Arc::new(FixedEnvironment(toolchain())));
+    let step = OracleStep::new(Arc::new(FixedEnvironment(environment())));
     let error = step.publish(&ctx, &[item]).unwrap_err();
     assert!(matches!(error, StepError::Invariant(_)), "{error}");
     insta::assert_snapshot!(error.to_string());
