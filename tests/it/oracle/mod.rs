@@ -7,3 +7,4 @@ mod procedure;
 mod python;
 mod runner;
 mod step;
+mod worktree;
