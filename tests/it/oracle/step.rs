@@ -8,7 +8,7 @@ use claimflow::engine::{
     StepError, StepKind, Upstream,
 };
 use claimflow::records::ClaimRecord;
-use claimflow::steps::{FixedEnvironment, OracleStep, Registry};
+use claimflow::steps::{FixedEnvironment, OracleStep, PythonEnvironments, Registry};
 
 use super::library::Library;
 use super::procedure::{claims, render};
@@ -228,4 +228,65 @@ fn an_invariant_failure_fails_the_step_and_writes_nothing() {
     insta::assert_snapshot!(error.to_string());
     assert!(!pipeline.results.join("truth.jsonl").exists());
     assert!(!pipeline.results.join("oracle_summary.json").exists());
+}
+
+/// The builtin registry's environments: the interpreter the repository declares, pytest of its
+/// era, built once under the user's cache and shared with `mine-claims`.
+#[test]
+fn builtin_environments_run_the_oracle_under_the_declared_interpreter() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let mut library = Library::create(&root.join("repo"));
+    let flip = library.assertion_flip();
+    library
+        .repo
+        .repository
+        .reference(
+            "refs/heads/main",
+            flip.commit,
+            true,
+            "branch for the pipeline",
+        )
+        .unwrap();
+    let registry = Registry::with(vec![
+        Arc::new(FixedClaims(claims(
+            flip,
+            &[
+                "tests/test_core.py::test_add",
+                "tests/test_core.py::test_mul",
+            ],
+        ))),
+        Arc::new(OracleStep::new(Arc::new(PythonEnvironments))),
+    ]);
+    let file = root.join("pipeline.yaml");
+    let text = pipeline_text("{runs: 2}").replace(
+        "    branch: main\n",
+        "    branch: main\n    python: [\"3.11\"]\n",
+    );
+    std::fs::write(&file, text).unwrap();
+    let pipeline = claimflow::pipeline::load(&file, root, &registry)
+        .unwrap_or_else(|errors| panic!("{errors:?}"));
+    let reporter = Recording::default();
+    let engine = Engine::new(&pipeline, &registry, &reporter).unwrap();
+    engine
+        .run(&RunOptions::default())
+        .unwrap_or_else(|error| panic!("{error}: {:?}", reporter.events()));
+    let truth = std::fs::read_to_string(root.join("results/oracle/truth.jsonl")).unwrap();
+    let labels: Vec<String> = truth
+        .lines()
+        .map(|line| {
+            let value: serde_json::Value = serde_json::from_str(line).unwrap();
+            format!(
+                "{} {}",
+                value["claim"]
+                    .as_str()
+                    .unwrap()
+                    .rsplit("::")
+                    .next()
+                    .unwrap(),
+                value["label"]
+            )
+        })
+        .collect();
+    assert_eq!(labels, ["test_add \"flipped\"", "test_mul \"held\""]);
 }
