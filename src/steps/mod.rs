@@ -4,17 +4,17 @@ use std::sync::Arc;
 
 mod command;
 mod oracle;
+mod rank_commits;
 mod report;
 mod stats;
 
 pub use command::CommandStep;
 pub use oracle::{Environments, FixedEnvironment, OracleStep, PythonEnvironments};
+pub use rank_commits::RankCommits;
 pub use report::ReportStep;
 pub use stats::StatsStep;
 
 use crate::engine::StepKind;
-
-pub mod rank_commits;
 
 /// The known step kinds, by name.
 #[derive(Clone)]
@@ -29,7 +29,7 @@ impl Registry {
         let mut kinds = kinds;
         kinds.push(Arc::new(StatsStep));
         kinds.push(Arc::new(ReportStep));
-        kinds.push(Arc::new(rank_commits::RankCommits));
+        kinds.push(Arc::new(RankCommits));
         kinds.push(Arc::new(OracleStep::new(Arc::new(PythonEnvironments))));
         Registry { kinds }
     }

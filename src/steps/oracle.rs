@@ -275,6 +275,13 @@ fn repo_spec<'a>(ctx: &'a StepContext, name: &str) -> Result<&'a RepoSpec, StepE
     })
 }
 
+/// The repository's test-file rules, as mining reads them.
+fn test_rules(ctx: &StepContext, spec: &RepoSpec) -> Result<TestFileRules, StepError> {
+    TestFileRules::for_repository(spec, &[]).map_err(|error| {
+        StepError::Input(format!("step `{}`: {error}", ctx.step.name))
+    })
+}
+
 /// A truth record with its cause, as one line of `truth.jsonl`.
 fn truth_line(judgement: &Judgement) -> serde_json::Value {
     let mut value = serde_json::to_value(&judgement.truth).expect("truth records serialize");
@@ -378,6 +385,8 @@ impl StepKind for OracleStep {
                 .tool("parent", parent)
                 .tool("commit", commit.clone())
                 .pool(Pool::Pytest);
+            // The repository's test-file rules decide which files are restored at the child.
+            plan = plan.tool("test_files", test_rules(ctx, spec)?.patterns().join(","));
             for (name, fingerprint) in &fingerprints[&repo] {
                 plan = plan.tool(format!("python:{name}"), fingerprint.clone());
             }
@@ -420,7 +429,7 @@ impl StepKind for OracleStep {
             runs: params.runs,
             timeout: Duration::from_secs_f64(params.timeout.max(1.0)),
             import_errors: params.import_errors,
-            test_files: TestFileRules::default(),
+            test_files: test_rules(ctx, spec)?,
         };
         let slots = params.slots.unwrap_or_else(|| {
             std::thread::available_parallelism().map_or(1, std::num::NonZero::get)

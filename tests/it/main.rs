@@ -2,7 +2,9 @@
 
 mod claims;
 mod common;
+mod corpus;
+mod dsl;
 mod engine;
-mod stats;
 mod mining;
+mod stats;
 mod oracle;

@@ -72,7 +72,16 @@ const REPOSITORIES: &[(&str, &str, &str, u64, u64, f64)] = &[
 ];
 
 /// `(step, uses, true-positive rate, false-positive rate, share without verdict, model)`.
-const ARMS: &[(&str, &str, f64, f64, f64, Option<&str>)] = &[
+type ArmShape = (
+    &'static str,
+    &'static str,
+    f64,
+    f64,
+    f64,
+    Option<&'static str>,
+);
+
+const ARMS: &[ArmShape] = &[
     ("a0", "arm", 1.0, 1.0, 0.0, None),
     ("a1", "arm", 0.0, 0.0, 0.0, None),
     ("a3", "arm", 0.95, 0.6, 0.0, None),
