@@ -179,9 +179,8 @@ impl Environments for PythonEnvironments {
                     StepError::Message(format!("repository `{}`: {error}", repo.name))
                 })?;
         // The claims passed under the interpreter they were mined with: try it first.
-        interpreters.sort_by_key(|candidate| {
-            interpreter != Some(candidate.version.to_string().as_str())
-        });
+        interpreters
+            .sort_by_key(|candidate| interpreter != Some(candidate.version.to_string().as_str()));
         let pinned = pinned_dependencies(repo);
         let mut failures = Vec::new();
         for interpreter in &interpreters {
@@ -275,7 +274,9 @@ struct Claim {
 impl Claim {
     /// The interpreter version the miner collected the claim under (`3.11.7`), if it says.
     fn interpreter(&self) -> Option<&str> {
-        self.line.get("interpreter").and_then(serde_json::Value::as_str)
+        self.line
+            .get("interpreter")
+            .and_then(serde_json::Value::as_str)
     }
 }
 
@@ -323,9 +324,8 @@ fn repo_spec<'a>(ctx: &'a StepContext, name: &str) -> Result<&'a RepoSpec, StepE
 
 /// The repository's test-file rules, as mining reads them.
 fn test_rules(ctx: &StepContext, spec: &RepoSpec) -> Result<TestFileRules, StepError> {
-    TestFileRules::for_repository(spec, &[]).map_err(|error| {
-        StepError::Input(format!("step `{}`: {error}", ctx.step.name))
-    })
+    TestFileRules::for_repository(spec, &[])
+        .map_err(|error| StepError::Input(format!("step `{}`: {error}", ctx.step.name)))
 }
 
 /// A truth record with its cause, as one line of `truth.jsonl`.
