@@ -7,3 +7,4 @@ mod dsl;
 mod engine;
 mod mining;
 mod stats;
+mod oracle;
