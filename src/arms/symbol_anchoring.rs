@@ -1,0 +1,662 @@
+//! A4, symbol anchoring: invalidate a claim when a symbol it references had its definition text
+//! changed. This is static change-impact analysis, strengthened with the paper's three repairs:
+//!
+//! 1. Definitions are keyed by qualified name (`pkg.mod.Class.method`), so an edit to one class's
+//!    `pop` or `__init__` does not fire for a claim about another class.
+//! 2. Fixtures are followed: a test written `def test_x(cr)` names no class, so the fixture `cr` is
+//!    found (test file first, then each `conftest.py` from the test's directory up to the root), the
+//!    names its body references are the claim's too, and what it returns or yields (`Cache()`) types
+//!    the parameter. Fixtures a fixture requests are followed the same way.
+//! 3. Fixtures are matched by their registered name (`@pytest.fixture(name="cr")`), not the
+//!    function's.
+//!
+//! How references resolve, against the parent commit:
+//! - a name imported by the test module (or inside the test) maps to its absolute name, and names
+//!   re-exported by a package (`from .cache import Cache` in `pkg/__init__.py`) are followed to the
+//!   module that defines them;
+//! - `obj.method` where `obj` was bound from a constructor call (`c = Cache()`, `self.c = Cache()`
+//!   in `setUp`, `with Cache() as c`, or a fixture that returns `Cache()`) is `Cache.method`, looked
+//!   up through the class's bases when the class does not define it;
+//! - calling a class references its `__init__` and `__new__`;
+//! - an attribute on a receiver whose class is unknown (`x.pop` for a parameter `x` with no fixture
+//!   product) is a *bare* attribute: it matches that method of every class the claim references or
+//!   constructs, and of no other class. A changed `pop` in a class the claim never mentions does not
+//!   fire.
+//!
+//! A definition changed when its text differs between parent and child, or it exists at only one of
+//! them (removed or renamed away, or added, e.g. an override that now shadows a base method).
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::rc::Rc;
+
+use serde_json::json;
+
+use super::claim::{ArmError, Change, Claim};
+use super::modules::ModuleIndex;
+use super::python_source::{
+    Definition, DefinitionKind, ParsedModule, References, parameters, parse_function,
+};
+use crate::records::{PredictionRecord, Verdict};
+
+/// How deep re-exports, base classes and fixture requests are followed.
+const MAX_DEPTH: usize = 8;
+
+/// The methods a test class runs before each test, whose names the test therefore depends on.
+const SETUP_METHODS: &[&str] = &[
+    "setUp",
+    "asyncSetUp",
+    "setUpClass",
+    "setup_method",
+    "setup_class",
+    "setup",
+];
+
+/// Parameters that are never user fixtures worth following.
+const IGNORED_PARAMETERS: &[&str] = &["self", "cls", "request"];
+
+/// The symbol-anchoring arm.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SymbolAnchoring;
+
+impl SymbolAnchoring {
+    /// The arm's prediction for `claim` under `change`.
+    pub fn predict(&self, claim: &Claim, change: &Change) -> Result<PredictionRecord, ArmError> {
+        let changed = changed_definitions(change)?;
+        let world = World::new(change);
+        let mut unparsed: BTreeSet<String> = changed.unparsed.iter().cloned().collect();
+        let analysis = match analyse(claim, change, &world) {
+            Ok(analysis) => Some(analysis),
+            Err(Unreadable::Parse(failure)) => {
+                unparsed.insert(failure);
+                None
+            }
+            Err(Unreadable::Arm(error)) => return Err(error),
+        };
+        unparsed.extend(world.unparsed.borrow().iter().cloned());
+        let (referenced, via_fixture) = analysis.unwrap_or_default();
+        let matched: Vec<&String> = changed
+            .names
+            .iter()
+            .filter(|name| referenced.contains(*name))
+            .collect();
+        // Lookups also produce names nothing defines (`Cache.assertEqual` from the bare rule); the
+        // evidence shows only real definitions.
+        let mut shown = Vec::new();
+        for name in &referenced {
+            if changed.names.contains(name) || world.definition(name)?.is_some() {
+                shown.push(name);
+            }
+        }
+        let mut evidence = json!({
+            "changed": matched,
+            "referenced": shown,
+            "via_fixture": via_fixture,
+        });
+        if !unparsed.is_empty() {
+            evidence["unparsed"] = json!(unparsed);
+        }
+        let verdict = if !matched.is_empty() {
+            Verdict::Flipped
+        } else if unparsed.is_empty() {
+            Verdict::Held
+        } else {
+            // A file we could not read may hold the reference or the change that would have fired.
+            Verdict::None
+        };
+        Ok(PredictionRecord {
+            claim: claim.id.clone(),
+            verdict,
+            evidence,
+            tokens_in: None,
+            tokens_out: None,
+            cost: None,
+        })
+    }
+}
+
+/// The definitions the commit changed, by qualified name, and the touched files that did not parse.
+#[derive(Debug, Default)]
+struct ChangedDefinitions {
+    names: BTreeSet<String>,
+    unparsed: Vec<String>,
+}
+
+fn changed_definitions(change: &Change) -> Result<ChangedDefinitions, ArmError> {
+    let mut changed = ChangedDefinitions::default();
+    for path in &change.touched.source {
+        let sides = [
+            (&change.parent, &change.parent_modules),
+            (&change.child, &change.child_modules),
+        ];
+        let mut definitions: Vec<BTreeMap<String, Definition>> = Vec::new();
+        for (files, modules) in sides {
+            let parsed = match files.read(path)? {
+                None => BTreeMap::new(),
+                Some(text) => match ParsedModule::parse(path, &text) {
+                    Ok(module) => module.definitions(&modules.module_name(path)),
+                    Err(failure) => {
+                        changed.unparsed.push(failure.to_string());
+                        break;
+                    }
+                },
+            };
+            definitions.push(parsed);
+        }
+        let [before, after] = definitions.as_slice() else {
+            continue;
+        };
+        for name in before.keys().chain(after.keys()) {
+            let text_before = before.get(name).map(|definition| &definition.text);
+            let text_after = after.get(name).map(|definition| &definition.text);
+            if text_before != text_after {
+                changed.names.insert(name.clone());
+            }
+        }
+    }
+    Ok(changed)
+}
+
+/// Why the claim's own files could not be analysed.
+enum Unreadable {
+    Parse(String),
+    Arm(ArmError),
+}
+
+impl From<ArmError> for Unreadable {
+    fn from(error: ArmError) -> Self {
+        Unreadable::Arm(error)
+    }
+}
+
+/// The names a claim references (qualified, inside the repository) and the classes its fixtures
+/// produce.
+fn analyse(
+    claim: &Claim,
+    change: &Change,
+    world: &World,
+) -> Result<(BTreeSet<String>, BTreeMap<String, String>), Unreadable> {
+    let test_path = claim.test_file();
+    let test_text = change.test_source(claim)?;
+    let test_module = ParsedModule::parse(&test_path, &test_text)
+        .map_err(|failure| Unreadable::Parse(failure.to_string()))?;
+    let function = parse_function(&test_path, &claim.source)
+        .map_err(|failure| Unreadable::Parse(format!("claim {}: {failure}", claim.id)))?;
+    let mut resolved = Resolved::default();
+    let mut scope = Scope::of_module(world.index(), &test_module);
+
+    // Fixtures first: their products type the test's parameters.
+    let mut requested: Vec<String> = parameters(&function);
+    requested.extend(claim.fixtures.iter().cloned());
+    let via_fixture = follow_fixtures(world, &test_module, requested, &mut resolved)?;
+    for (name, class) in &via_fixture {
+        scope.bindings.insert(name.clone(), class.clone());
+    }
+
+    if let Some(class) = claim.test_class() {
+        for method in test_module.methods_of(&class) {
+            if SETUP_METHODS.contains(&method.name.as_str()) {
+                let references = References::of_function(&method);
+                world.walk(&mut scope, &references, &mut resolved)?;
+            }
+        }
+    }
+    let references = References::of_function(&function);
+    world.walk(&mut scope, &references, &mut resolved)?;
+    world.apply_bare_attributes(&mut resolved)?;
+    let referenced = resolved
+        .referenced
+        .into_iter()
+        .filter(|name| world.in_repository(name))
+        .collect();
+    Ok((referenced, via_fixture))
+}
+
+/// Follows requested fixtures to their definitions (by registered name) and walks their bodies;
+/// returns the class each fixture produces, when it produces one.
+fn follow_fixtures(
+    world: &World,
+    test_module: &ParsedModule,
+    requested: Vec<String>,
+    resolved: &mut Resolved,
+) -> Result<BTreeMap<String, String>, Unreadable> {
+    let mut providers: Vec<Rc<ParsedModule>> = Vec::new();
+    let test_path = test_module.path.clone();
+    let mut directory: Vec<&str> = test_path.split('/').collect();
+    directory.pop();
+    loop {
+        let conftest = if directory.is_empty() {
+            "conftest.py".to_string()
+        } else {
+            format!("{}/conftest.py", directory.join("/"))
+        };
+        if conftest != test_path
+            && let Some(module) = world.parsed(&conftest)?
+        {
+            providers.push(module);
+        }
+        if directory.pop().is_none() {
+            break;
+        }
+    }
+
+    let mut products = BTreeMap::new();
+    let mut visited = BTreeSet::new();
+    let mut queue: VecDeque<(String, usize)> =
+        requested.into_iter().map(|name| (name, 0)).collect();
+    while let Some((name, depth)) = queue.pop_front() {
+        if depth > MAX_DEPTH || IGNORED_PARAMETERS.contains(&name.as_str()) {
+            continue;
+        }
+        if !visited.insert(name.clone()) {
+            continue;
+        }
+        let found = std::iter::once(test_module)
+            .chain(providers.iter().map(Rc::as_ref))
+            .find_map(|module| {
+                module
+                    .fixtures()
+                    .into_iter()
+                    .find(|fixture| fixture.name == name)
+                    .map(|fixture| (module, fixture))
+            });
+        let Some((module, fixture)) = found else {
+            continue;
+        };
+        let mut scope = Scope::of_module(world.index(), module);
+        let references = References::of_function(&fixture.function);
+        world.walk(&mut scope, &references, resolved)?;
+        for product in &references.returned {
+            if let Some(class) = world.class_of_call(&scope, product)? {
+                products.insert(name.clone(), class);
+                break;
+            }
+        }
+        for parameter in parameters(&fixture.function) {
+            queue.push_back((parameter, depth + 1));
+        }
+    }
+    Ok(products)
+}
+
+/// The names visible to one function: its module's imports and the locals bound to classes.
+#[derive(Debug, Clone, Default)]
+struct Scope {
+    /// The file the function is in (relative imports resolve against it).
+    path: String,
+    /// Local name → absolute dotted name.
+    imports: BTreeMap<String, String>,
+    /// Modules star-imported.
+    stars: Vec<String>,
+    /// Local names (dotted for `self.x`) → the class their value was constructed from.
+    bindings: BTreeMap<String, String>,
+}
+
+impl Scope {
+    fn of_module(index: &ModuleIndex, module: &ParsedModule) -> Self {
+        let mut scope = Scope {
+            path: module.path.clone(),
+            ..Scope::default()
+        };
+        scope.add_imports(index, &module.imports());
+        scope
+    }
+
+    fn add_imports(&mut self, index: &ModuleIndex, imports: &[super::python_source::Import]) {
+        for import in imports {
+            for (local, absolute) in index.bindings(&self.path, import) {
+                if local == "*" {
+                    self.stars.push(absolute);
+                } else {
+                    self.imports.entry(local).or_insert(absolute);
+                }
+            }
+        }
+    }
+}
+
+/// What a claim references, as it accumulates.
+#[derive(Debug, Default)]
+struct Resolved {
+    /// Qualified names (canonical: where they are defined).
+    referenced: BTreeSet<String>,
+    /// Classes referenced or constructed.
+    classes: BTreeSet<String>,
+    /// Attributes read from receivers of unknown class.
+    bare: BTreeSet<String>,
+}
+
+/// Facts about one repository module at the parent.
+#[derive(Debug)]
+struct Facts {
+    module: String,
+    scope: Scope,
+    definitions: BTreeMap<String, Definition>,
+}
+
+/// The parent commit's modules, parsed on demand.
+struct World<'c> {
+    change: &'c Change<'c>,
+    modules: RefCell<BTreeMap<String, Option<Rc<ParsedModule>>>>,
+    facts: RefCell<BTreeMap<String, Option<Rc<Facts>>>>,
+    unparsed: RefCell<BTreeSet<String>>,
+}
+
+impl<'c> World<'c> {
+    fn new(change: &'c Change<'c>) -> Self {
+        World {
+            change,
+            modules: RefCell::new(BTreeMap::new()),
+            facts: RefCell::new(BTreeMap::new()),
+            unparsed: RefCell::new(BTreeSet::new()),
+        }
+    }
+
+    fn index(&self) -> &ModuleIndex {
+        &self.change.parent_modules
+    }
+
+    /// The parsed file at `path` in the parent, `None` when absent or unparsable (noted).
+    fn parsed(&self, path: &str) -> Result<Option<Rc<ParsedModule>>, ArmError> {
+        if let Some(known) = self.modules.borrow().get(path) {
+            return Ok(known.clone());
+        }
+        let parsed = match self.change.parent.read(path)? {
+            None => None,
+            Some(text) => match ParsedModule::parse(path, &text) {
+                Ok(module) => Some(Rc::new(module)),
+                Err(failure) => {
+                    self.unparsed.borrow_mut().insert(failure.to_string());
+                    None
+                }
+            },
+        };
+        self.modules
+            .borrow_mut()
+            .insert(path.to_string(), parsed.clone());
+        Ok(parsed)
+    }
+
+    /// The facts of the repository module `module`, if it is one.
+    fn facts(&self, module: &str) -> Result<Option<Rc<Facts>>, ArmError> {
+        let Some(path) = self.index().path_of(module).map(str::to_string) else {
+            return Ok(None);
+        };
+        if let Some(known) = self.facts.borrow().get(&path) {
+            return Ok(known.clone());
+        }
+        let facts = self.parsed(&path)?.map(|parsed| {
+            let module = self.index().module_name(&path);
+            Rc::new(Facts {
+                scope: Scope::of_module(self.index(), &parsed),
+                definitions: parsed.definitions(&module),
+                module,
+            })
+        });
+        self.facts.borrow_mut().insert(path, facts.clone());
+        Ok(facts)
+    }
+
+    /// The longest prefix of `name` that is a repository module, with its facts and the rest.
+    fn split_module(&self, name: &str) -> Result<Option<(Rc<Facts>, Vec<String>)>, ArmError> {
+        let parts: Vec<&str> = name.split('.').collect();
+        for end in (1..=parts.len()).rev() {
+            if let Some(facts) = self.facts(&parts[..end].join("."))? {
+                let rest = parts[end..].iter().map(|part| part.to_string()).collect();
+                return Ok(Some((facts, rest)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Whether `name` lies inside a repository module (at the parent or the child).
+    fn in_repository(&self, name: &str) -> bool {
+        let parts: Vec<&str> = name.split('.').collect();
+        (1..=parts.len()).any(|end| {
+            let module = parts[..end].join(".");
+            self.index().path_of(&module).is_some()
+                || self.change.child_modules.path_of(&module).is_some()
+        })
+    }
+
+    /// Where `name` is defined: re-exports followed through the importing module's imports.
+    fn canonical(&self, name: &str, depth: usize) -> Result<String, ArmError> {
+        if depth > MAX_DEPTH {
+            return Ok(name.to_string());
+        }
+        let Some((facts, rest)) = self.split_module(name)? else {
+            return Ok(name.to_string());
+        };
+        let Some(first) = rest.first() else {
+            return Ok(facts.module.clone());
+        };
+        let defined = format!("{}.{}", facts.module, rest.join("."));
+        if facts
+            .definitions
+            .contains_key(&format!("{}.{first}", facts.module))
+        {
+            return Ok(defined);
+        }
+        if let Some(target) = facts.scope.imports.get(first) {
+            let mut target = target.clone();
+            for part in &rest[1..] {
+                target.push('.');
+                target.push_str(part);
+            }
+            return self.canonical(&target, depth + 1);
+        }
+        for star in &facts.scope.stars {
+            let candidate = self.canonical(&format!("{star}.{}", rest.join(".")), depth + 1)?;
+            if self.definition(&candidate)?.is_some() {
+                return Ok(candidate);
+            }
+        }
+        Ok(defined)
+    }
+
+    /// The definition named `name` (canonical), if the parent has one.
+    fn definition(&self, name: &str) -> Result<Option<Definition>, ArmError> {
+        Ok(self
+            .split_module(name)?
+            .and_then(|(facts, _)| facts.definitions.get(name).cloned()))
+    }
+
+    fn is_class(&self, name: &str) -> Result<bool, ArmError> {
+        Ok(self
+            .definition(name)?
+            .is_some_and(|definition| definition.kind == DefinitionKind::Class))
+    }
+
+    /// `class.attribute`, and where the class's bases define it when the class does not.
+    fn member(&self, class: &str, attribute: &str, depth: usize) -> Result<Vec<String>, ArmError> {
+        let own = format!("{class}.{attribute}");
+        let mut found = vec![own.clone()];
+        if depth > MAX_DEPTH || self.definition(&own)?.is_some() {
+            return Ok(found);
+        }
+        let Some(definition) = self.definition(class)? else {
+            return Ok(found);
+        };
+        let Some((facts, _)) = self.split_module(class)? else {
+            return Ok(found);
+        };
+        for base in &definition.bases {
+            let Some(base) = self.resolve_in_module(&facts, base)? else {
+                continue;
+            };
+            let inherited = self.member(&base, attribute, depth + 1)?;
+            if let Some(last) = inherited.last()
+                && self.definition(last)?.is_some()
+            {
+                found.extend(inherited);
+                break;
+            }
+        }
+        Ok(found)
+    }
+
+    /// A dotted name as written in a repository module (a base class), made canonical.
+    fn resolve_in_module(
+        &self,
+        facts: &Facts,
+        chain: &[String],
+    ) -> Result<Option<String>, ArmError> {
+        let Some((head, rest)) = chain.split_first() else {
+            return Ok(None);
+        };
+        let base = if let Some(imported) = facts.scope.imports.get(head) {
+            imported.clone()
+        } else if facts
+            .definitions
+            .contains_key(&format!("{}.{head}", facts.module))
+        {
+            format!("{}.{head}", facts.module)
+        } else {
+            return Ok(None);
+        };
+        let mut name = base;
+        for part in rest {
+            name.push('.');
+            name.push_str(part);
+        }
+        self.canonical(&name, 0).map(Some)
+    }
+
+    /// The canonical name a chain's head resolves to in `scope`: an import or a star-imported
+    /// definition. `None` for locals, builtins and anything else.
+    fn resolve_head(&self, scope: &Scope, head: &str) -> Result<Option<String>, ArmError> {
+        if let Some(imported) = scope.imports.get(head) {
+            return self.canonical(imported, 0).map(Some);
+        }
+        for star in &scope.stars {
+            let candidate = self.canonical(&format!("{star}.{head}"), 0)?;
+            if self.definition(&candidate)?.is_some() {
+                return Ok(Some(candidate));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Records what a chain references; returns its canonical name when fully resolved.
+    fn walk_chain(
+        &self,
+        scope: &Scope,
+        chain: &[String],
+        resolved: &mut Resolved,
+    ) -> Result<Option<String>, ArmError> {
+        // The longest prefix bound to a constructed class (`self.cache`, `c`).
+        for end in (1..=chain.len()).rev() {
+            if let Some(class) = scope.bindings.get(&chain[..end].join(".")) {
+                resolved.classes.insert(class.clone());
+                resolved.referenced.insert(class.clone());
+                return self.walk_members(class, &chain[end..], resolved);
+            }
+        }
+        let Some((head, rest)) = chain.split_first() else {
+            return Ok(None);
+        };
+        let Some(mut name) = self.resolve_head(scope, head)? else {
+            // An unknown receiver: what is read from it is a bare attribute.
+            resolved.bare.extend(rest.iter().cloned());
+            return Ok(None);
+        };
+        resolved.referenced.insert(name.clone());
+        for (position, part) in rest.iter().enumerate() {
+            if self.is_class(&name)? {
+                resolved.classes.insert(name.clone());
+                return self.walk_members(&name, &rest[position..], resolved);
+            }
+            name = self.canonical(&format!("{name}.{part}"), 0)?;
+            resolved.referenced.insert(name.clone());
+        }
+        if self.is_class(&name)? {
+            resolved.classes.insert(name.clone());
+        }
+        Ok(Some(name))
+    }
+
+    /// Records `class.first` (through bases); what is read beyond it has an unknown receiver.
+    fn walk_members(
+        &self,
+        class: &str,
+        members: &[String],
+        resolved: &mut Resolved,
+    ) -> Result<Option<String>, ArmError> {
+        let Some((first, beyond)) = members.split_first() else {
+            return Ok(Some(class.to_string()));
+        };
+        let found = self.member(class, first, 0)?;
+        let last = found.last().cloned();
+        resolved.referenced.extend(found);
+        resolved.bare.extend(beyond.iter().cloned());
+        Ok(if beyond.is_empty() { last } else { None })
+    }
+
+    /// The class a call of `callee` constructs, if it names one.
+    fn class_of_call(&self, scope: &Scope, callee: &[String]) -> Result<Option<String>, ArmError> {
+        let mut scratch = Resolved::default();
+        let Some(name) = self.walk_chain(scope, callee, &mut scratch)? else {
+            return Ok(None);
+        };
+        Ok(self.is_class(&name)?.then_some(name))
+    }
+
+    /// Records everything one function references, in `scope` (whose bindings it extends).
+    fn walk(
+        &self,
+        scope: &mut Scope,
+        references: &References,
+        resolved: &mut Resolved,
+    ) -> Result<(), ArmError> {
+        scope.add_imports(self.index(), &references.imports);
+        for (local, callee) in &references.bindings {
+            if let Some(class) = self.class_of_call(scope, callee)? {
+                scope.bindings.entry(local.clone()).or_insert(class);
+            }
+        }
+        for chain in &references.chains {
+            self.walk_chain(scope, chain, resolved)?;
+        }
+        for callee in &references.calls {
+            if let Some(class) = self.class_of_call(scope, callee)? {
+                for constructor in ["__init__", "__new__"] {
+                    resolved
+                        .referenced
+                        .extend(self.member(&class, constructor, 0)?);
+                }
+            }
+        }
+        for (callee, attribute) in &references.receiver_calls {
+            match self.class_of_call(scope, callee)? {
+                Some(class) => {
+                    resolved.classes.insert(class.clone());
+                    resolved
+                        .referenced
+                        .extend(self.member(&class, attribute, 0)?);
+                }
+                None => {
+                    resolved.bare.insert(attribute.clone());
+                }
+            }
+        }
+        resolved
+            .bare
+            .extend(references.loose_attributes.iter().cloned());
+        Ok(())
+    }
+
+    /// The bare-attribute rule: an attribute of unknown receiver references that member of every
+    /// class the claim references or constructs.
+    fn apply_bare_attributes(&self, resolved: &mut Resolved) -> Result<(), ArmError> {
+        let classes: Vec<String> = resolved.classes.iter().cloned().collect();
+        let bare: Vec<String> = resolved.bare.iter().cloned().collect();
+        for class in &classes {
+            for attribute in &bare {
+                resolved
+                    .referenced
+                    .extend(self.member(class, attribute, 0)?);
+            }
+        }
+        Ok(())
+    }
+}
