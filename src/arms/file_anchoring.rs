@@ -121,3 +121,100 @@ fn prediction(claim: &Claim, verdict: Verdict, evidence: serde_json::Value) -> P
         cost: None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arms::test_repository::{TwoCommits, two_commits};
+
+    fn repository(changes: &[(&str, Option<&str>)]) -> TwoCommits {
+        two_commits(
+            &[
+                ("src/pkg/__init__.py", ""),
+                ("src/pkg/cache.py", "class Cache:\n    pass\n"),
+                ("src/pkg/stack.py", "class Stack:\n    pass\n"),
+                ("src/pkg/sub/__init__.py", ""),
+                ("src/pkg/sub/deep.py", "DEPTH = 1\n"),
+                ("src/pkg/tests/__init__.py", ""),
+                (
+                    "src/pkg/tests/test_inner.py",
+                    "from ..cache import Cache\n\ndef test_inner():\n    assert Cache()\n",
+                ),
+                ("tests/__init__.py", ""),
+                ("tests/unit/__init__.py", ""),
+                ("tests/unit/helpers.py", "from pkg import stack\n"),
+                (
+                    "tests/unit/test_outer.py",
+                    "from . import helpers\nimport pkg.sub.deep\n\ndef test_outer():\n    assert helpers\n",
+                ),
+            ],
+            changes,
+        )
+    }
+
+    fn predict(fixture: &TwoCommits, node: &str, transitive: bool) -> PredictionRecord {
+        let claim = Claim {
+            id: format!("demo@{}::{node}", fixture.parent),
+            repo: "demo".into(),
+            parent: fixture.parent.clone(),
+            commit: fixture.child.clone(),
+            node: node.into(),
+            source: String::new(),
+            fixtures: Vec::new(),
+            file: None,
+        };
+        let change = Change::load(&fixture.repository, &fixture.parent, &fixture.child).unwrap();
+        FileAnchoring { transitive }
+            .predict(&claim, &change)
+            .unwrap()
+    }
+
+    #[test]
+    fn a_relative_import_from_the_parent_package_fires() {
+        let fixture = repository(&[("src/pkg/cache.py", Some("class Cache:\n    x = 1\n"))]);
+        let prediction = predict(&fixture, "src/pkg/tests/test_inner.py::test_inner", false);
+        assert_eq!(prediction.verdict, Verdict::Flipped);
+        assert_eq!(prediction.evidence["matched"], json!("pkg.cache"));
+        assert_eq!(prediction.evidence["touched_modules"], json!(["pkg.cache"]));
+        // The outer test imports neither the cache nor anything that does.
+        let outer = predict(&fixture, "tests/unit/test_outer.py::test_outer", true);
+        assert_eq!(outer.verdict, Verdict::Held, "{}", outer.evidence);
+    }
+
+    #[test]
+    fn importing_a_submodule_loads_every_package_on_the_way() {
+        let fixture = repository(&[("src/pkg/sub/__init__.py", Some("VERSION = 2\n"))]);
+        let prediction = predict(&fixture, "tests/unit/test_outer.py::test_outer", false);
+        assert_eq!(prediction.verdict, Verdict::Flipped);
+        assert_eq!(prediction.evidence["matched"], json!("pkg.sub"));
+        assert_eq!(
+            prediction.evidence["imported"],
+            json!([
+                "pkg",
+                "pkg.sub",
+                "pkg.sub.deep",
+                "tests",
+                "tests.unit",
+                "tests.unit.helpers"
+            ])
+        );
+    }
+
+    #[test]
+    fn transitive_imports_count_only_when_asked_for() {
+        let fixture = repository(&[("src/pkg/stack.py", Some("class Stack:\n    y = 2\n"))]);
+        let direct = predict(&fixture, "tests/unit/test_outer.py::test_outer", false);
+        assert_eq!(direct.verdict, Verdict::Held);
+        let transitive = predict(&fixture, "tests/unit/test_outer.py::test_outer", true);
+        assert_eq!(transitive.verdict, Verdict::Flipped);
+        assert_eq!(transitive.evidence["matched"], json!("pkg.stack"));
+    }
+
+    #[test]
+    fn touched_test_files_carry_no_change() {
+        let fixture = repository(&[("tests/unit/helpers.py", Some("from pkg import cache\n"))]);
+        let prediction = predict(&fixture, "tests/unit/test_outer.py::test_outer", false);
+        assert_eq!(prediction.verdict, Verdict::Held);
+        assert_eq!(prediction.evidence["touched_modules"], json!([]));
+    }
+}

@@ -17,3 +17,5 @@ pub use always::ConstantArm;
 pub use claim::{ArmError, Change, Claim};
 pub use file_anchoring::FileAnchoring;
 pub use symbol_anchoring::SymbolAnchoring;
+#[cfg(test)]
+mod test_repository;

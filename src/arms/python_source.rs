@@ -200,36 +200,33 @@ impl ParsedModule {
         text
     }
 
-    /// A class's text with its directly nested function and class definitions cut out.
+    /// A class's text without its directly nested function and class definitions: the header and
+    /// the other body statements, each as written. Built from statements rather than by cutting the
+    /// nested definitions out, so removing a method leaves no stray blank lines that would read as a
+    /// change to the class itself.
     fn class_text(&self, class: &ast::StmtClassDef, statement: &Stmt) -> String {
-        let range = statement.range();
-        let (start, end) = (range.start().to_usize(), range.end().to_usize());
         let mut text = String::new();
         for decorator in &class.decorator_list {
             text.push('@');
             text.push_str(&self.slice(decorator.range()));
             text.push('\n');
         }
-        let mut cursor = start;
+        let start = statement.range().start().to_usize();
+        let header_end = class
+            .body
+            .first()
+            .map(start_with_decorators)
+            .unwrap_or(statement.range().end().to_usize());
+        text.push_str(self.text[start..header_end].trim_end());
         for nested in &class.body {
-            let cut = match nested {
-                Stmt::FunctionDef(function) => {
-                    Some(span_with_decorators(&function.decorator_list, nested))
-                }
-                Stmt::AsyncFunctionDef(function) => {
-                    Some(span_with_decorators(&function.decorator_list, nested))
-                }
-                Stmt::ClassDef(inner) => Some(span_with_decorators(&inner.decorator_list, nested)),
-                _ => None,
-            };
-            if let Some((cut_start, cut_end)) = cut
-                && cut_start >= cursor
-            {
-                text.push_str(&self.text[cursor..cut_start]);
-                cursor = cut_end;
+            if !matches!(
+                nested,
+                Stmt::FunctionDef(_) | Stmt::AsyncFunctionDef(_) | Stmt::ClassDef(_)
+            ) {
+                text.push('\n');
+                text.push_str(&self.slice(nested.range()));
             }
         }
-        text.push_str(&self.text[cursor.min(end)..end]);
         text
     }
 
@@ -277,17 +274,21 @@ fn add_definition(
         .or_insert(Definition { kind, text, bases });
 }
 
-fn span_with_decorators(decorators: &[Expr], statement: &Stmt) -> (usize, usize) {
-    let range = statement.range();
-    let start = decorators
+/// Where a statement starts, counting the decorators of a decorated definition (the `@` sits one
+/// byte before the decorator expression).
+fn start_with_decorators(statement: &Stmt) -> usize {
+    let decorators = match statement {
+        Stmt::FunctionDef(function) => function.decorator_list.as_slice(),
+        Stmt::AsyncFunctionDef(function) => function.decorator_list.as_slice(),
+        Stmt::ClassDef(class) => class.decorator_list.as_slice(),
+        _ => &[],
+    };
+    decorators
         .iter()
-        .map(|decorator| decorator.range().start().to_usize())
-        // The `@` sits one byte before the decorator expression.
-        .map(|start| start.saturating_sub(1))
-        .chain([range.start().to_usize()])
+        .map(|decorator| decorator.range().start().to_usize().saturating_sub(1))
+        .chain([statement.range().start().to_usize()])
         .min()
-        .unwrap_or(range.start().to_usize());
-    (start, range.end().to_usize())
+        .unwrap_or_default()
 }
 
 fn assigned_names(target: &Expr) -> Vec<String> {
@@ -617,6 +618,10 @@ import pytest
 LIMIT = 3
 
 class A(Base):
+    @staticmethod
+    def make():
+        return A()
+
     size = 1
 
     def pop(self):
@@ -652,6 +657,7 @@ def plain():
             names,
             [
                 "pkg.mod.A",
+                "pkg.mod.A.make",
                 "pkg.mod.A.pop",
                 "pkg.mod.A.value",
                 "pkg.mod.B",
@@ -666,6 +672,8 @@ def plain():
         assert!(class.text.contains("size = 1"));
         assert!(!class.text.contains("def pop"), "{}", class.text);
         assert!(!class.text.contains("property"), "{}", class.text);
+        assert!(!class.text.contains("staticmethod"), "{}", class.text);
+        assert!(class.text.starts_with("class A(Base):\n"), "{}", class.text);
         assert_eq!(class.bases, vec![vec!["Base".to_string()]]);
         assert!(definitions["pkg.mod.A.value"].text.contains("@property"));
     }

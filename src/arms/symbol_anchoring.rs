@@ -660,3 +660,228 @@ impl<'c> World<'c> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arms::test_repository::{TwoCommits, two_commits};
+
+    const INIT: &str = "from .cache import Cache\nfrom .stack import Stack\n";
+    const CACHE: &str = "\
+class Base:
+    def clear(self):
+        self.data = {}
+
+
+class Cache(Base):
+    def __init__(self, maxsize=2):
+        self.data = {}
+
+    def get(self, key):
+        return self.data.get(key)
+
+    def pop(self, key):
+        return self.data.pop(key)
+";
+    const STACK: &str = "\
+class Stack:
+    def __init__(self):
+        self.items = []
+
+    def pop(self):
+        return self.items.pop()
+
+    def push(self, item):
+        self.items.append(item)
+";
+    const CONFTEST: &str = "\
+import pytest
+from pkg import Cache
+
+
+@pytest.fixture(name=\"cr\")
+def make_cache():
+    return Cache()
+";
+    const TEST_STACK: &str = "\
+from pkg import Stack
+
+
+def test_pop():
+    s = Stack()
+    s.push(1)
+    assert s.pop() == 1
+";
+    const TEST_CACHE: &str = "\
+def test_get(cr):
+    assert cr.get(\"x\") is None
+
+
+class TestClear:
+    def setup_method(self):
+        from pkg.cache import Cache
+        self.cache = Cache()
+
+    def test_clear(self):
+        self.cache.clear()
+        assert self.cache.data == {}
+";
+
+    fn repository(changes: &[(&str, Option<&str>)]) -> TwoCommits {
+        two_commits(
+            &[
+                ("src/pkg/__init__.py", INIT),
+                ("src/pkg/cache.py", CACHE),
+                ("src/pkg/stack.py", STACK),
+                ("tests/conftest.py", CONFTEST),
+                ("tests/test_stack.py", TEST_STACK),
+                ("tests/test_cache.py", TEST_CACHE),
+            ],
+            changes,
+        )
+    }
+
+    fn claim(fixture: &TwoCommits, node: &str, source: &str) -> Claim {
+        Claim {
+            id: format!("demo@{}::{node}", fixture.parent),
+            repo: "demo".into(),
+            parent: fixture.parent.clone(),
+            commit: fixture.child.clone(),
+            node: node.into(),
+            source: source.into(),
+            fixtures: Vec::new(),
+            file: None,
+        }
+    }
+
+    fn predict(fixture: &TwoCommits, claim: &Claim) -> PredictionRecord {
+        let change = Change::load(&fixture.repository, &fixture.parent, &fixture.child).unwrap();
+        SymbolAnchoring.predict(claim, &change).unwrap()
+    }
+
+    fn test_pop(fixture: &TwoCommits) -> Claim {
+        claim(
+            fixture,
+            "tests/test_stack.py::test_pop",
+            "def test_pop():\n    s = Stack()\n    s.push(1)\n    assert s.pop() == 1\n",
+        )
+    }
+
+    #[test]
+    fn a_change_to_one_classs_pop_does_not_fire_for_another_classs_pop() {
+        let changed = CACHE.replace("self.data.pop(key)", "self.data.pop(key, None)");
+        let fixture = repository(&[("src/pkg/cache.py", Some(&changed))]);
+        let prediction = predict(&fixture, &test_pop(&fixture));
+        assert_eq!(prediction.verdict, Verdict::Held, "{}", prediction.evidence);
+        assert_eq!(prediction.evidence["changed"], json!([]));
+        let referenced = &prediction.evidence["referenced"];
+        assert!(
+            referenced
+                .as_array()
+                .unwrap()
+                .contains(&json!("pkg.stack.Stack.pop"))
+        );
+    }
+
+    #[test]
+    fn a_change_to_the_referenced_classs_pop_fires() {
+        let changed = STACK.replace("self.items.pop()", "self.items.pop(0)");
+        let fixture = repository(&[("src/pkg/stack.py", Some(&changed))]);
+        let prediction = predict(&fixture, &test_pop(&fixture));
+        assert_eq!(prediction.verdict, Verdict::Flipped);
+        assert_eq!(
+            prediction.evidence["changed"],
+            json!(["pkg.stack.Stack.pop"])
+        );
+    }
+
+    #[test]
+    fn a_constructor_change_fires_for_a_claim_that_constructs_the_class() {
+        let changed = STACK.replace("self.items = []", "self.items = [None]");
+        let fixture = repository(&[("src/pkg/stack.py", Some(&changed))]);
+        let prediction = predict(&fixture, &test_pop(&fixture));
+        assert_eq!(
+            prediction.evidence["changed"],
+            json!(["pkg.stack.Stack.__init__"])
+        );
+    }
+
+    #[test]
+    fn a_fixture_only_reference_is_followed_through_an_aliased_fixture() {
+        let changed = CACHE.replace("self.data.get(key)", "self.data.get(key, 0)");
+        let fixture = repository(&[("src/pkg/cache.py", Some(&changed))]);
+        let test_get = claim(
+            &fixture,
+            "tests/test_cache.py::test_get",
+            "def test_get(cr):\n    assert cr.get(\"x\") is None\n",
+        );
+        let prediction = predict(&fixture, &test_get);
+        assert_eq!(
+            prediction.verdict,
+            Verdict::Flipped,
+            "{}",
+            prediction.evidence
+        );
+        assert_eq!(
+            prediction.evidence["changed"],
+            json!(["pkg.cache.Cache.get"])
+        );
+        assert_eq!(
+            prediction.evidence["via_fixture"],
+            json!({"cr": "pkg.cache.Cache"})
+        );
+        // The same claim does not fire for a change to `Stack.pop`.
+        let other = repository(&[(
+            "src/pkg/stack.py",
+            Some(&STACK.replace("self.items.pop()", "self.items.pop(0)")),
+        )]);
+        let test_get = claim(&other, "tests/test_cache.py::test_get", &test_get.source);
+        assert_eq!(predict(&other, &test_get).verdict, Verdict::Held);
+    }
+
+    #[test]
+    fn methods_inherited_through_a_setup_binding_resolve_to_the_base_class() {
+        let changed = CACHE.replace(
+            "    def clear(self):\n        self.data = {}",
+            "    def clear(self):\n        self.data = dict()",
+        );
+        let fixture = repository(&[("src/pkg/cache.py", Some(&changed))]);
+        let test_clear = claim(
+            &fixture,
+            "tests/test_cache.py::TestClear::test_clear",
+            "    def test_clear(self):\n        self.cache.clear()\n        assert self.cache.data == {}\n",
+        );
+        let prediction = predict(&fixture, &test_clear);
+        assert_eq!(
+            prediction.evidence["changed"],
+            json!(["pkg.cache.Base.clear"])
+        );
+    }
+
+    #[test]
+    fn a_removed_definition_counts_as_changed() {
+        let changed = STACK.replace(
+            "    def push(self, item):\n        self.items.append(item)\n",
+            "",
+        );
+        let fixture = repository(&[("src/pkg/stack.py", Some(&changed))]);
+        let prediction = predict(&fixture, &test_pop(&fixture));
+        assert_eq!(
+            prediction.evidence["changed"],
+            json!(["pkg.stack.Stack.push"])
+        );
+    }
+
+    #[test]
+    fn an_unparsable_touched_file_gives_no_verdict_unless_something_else_fires() {
+        let fixture = repository(&[("src/pkg/cache.py", Some("print 'python 2'\n"))]);
+        let prediction = predict(&fixture, &test_pop(&fixture));
+        assert_eq!(prediction.verdict, Verdict::None);
+        assert!(
+            prediction.evidence["unparsed"][0]
+                .as_str()
+                .unwrap()
+                .starts_with("parse src/pkg/cache.py")
+        );
+    }
+}
