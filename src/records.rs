@@ -22,6 +22,24 @@ pub struct CommitRecord {
     pub test_files: Vec<String>,
     /// Non-test Python files the commit touched.
     pub source_files: Vec<String>,
+    /// What the score counts: `assertion-deletions` or `keywords`.
+    #[serde(default)]
+    pub by: String,
+    /// 1-based position in its repository's ranking.
+    #[serde(default)]
+    pub rank: u32,
+    /// Assertion lines deleted from test files (whatever `by` is).
+    #[serde(default)]
+    pub assertions_deleted: u32,
+    /// Ranking keywords in the subject (whatever `by` is).
+    #[serde(default)]
+    pub keyword_hits: u32,
+    /// True for a merge commit (diffed against its first parent).
+    #[serde(default)]
+    pub merge: bool,
+    /// Committer time, seconds since the epoch.
+    #[serde(default)]
+    pub time: i64,
 }
 
 /// A claim: a test at the parent commit with its assertions (`claims.jsonl`).

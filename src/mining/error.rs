@@ -1,0 +1,72 @@
+//! Why mining a repository failed: every message names the repository, branch, commit or path.
+
+use std::path::PathBuf;
+
+use crate::engine::StepError;
+
+/// A failure while opening, walking or diffing a repository.
+#[derive(Debug, thiserror::Error)]
+pub enum MiningError {
+    /// libgit2 refused an operation on a repository.
+    #[error("{action} in repository `{repo}`: {source}")]
+    Git {
+        action: String,
+        repo: String,
+        #[source]
+        source: git2::Error,
+    },
+    /// The branch a `repos:` entry names does not exist there.
+    #[error("branch `{branch}` not found in repository `{repo}` (looked for refs/heads/{branch} and refs/remotes/origin/{branch}; HEAD is never used)")]
+    BranchNotFound { repo: String, branch: String },
+    /// A directory for a clone could not be created.
+    #[error("create {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A test-file pattern is not a valid glob.
+    #[error("test file pattern `{pattern}` is not a valid glob: {message}")]
+    Pattern { pattern: String, message: String },
+    /// A commit id in a key or record does not parse or is missing from the repository.
+    #[error("commit `{commit}` of repository `{repo}`: {message}")]
+    Commit {
+        repo: String,
+        commit: String,
+        message: String,
+    },
+    /// The repository's source is not available (a corpus without the corpus builder).
+    #[error("repository `{repo}`: {message}")]
+    Source { repo: String, message: String },
+    /// A source-only diff would have shown a test file (never written anywhere).
+    #[error("{0}")]
+    Invariant(String),
+}
+
+impl MiningError {
+    /// A closure turning a libgit2 error into [`MiningError::Git`], for `map_err`.
+    pub(crate) fn git(
+        action: impl Into<String>,
+        repo: impl Into<String>,
+    ) -> impl FnOnce(git2::Error) -> MiningError {
+        let action = action.into();
+        let repo = repo.into();
+        move |source| MiningError::Git {
+            action,
+            repo,
+            source,
+        }
+    }
+}
+
+impl From<MiningError> for StepError {
+    fn from(error: MiningError) -> Self {
+        match error {
+            MiningError::Invariant(message) => StepError::Invariant(message),
+            MiningError::Pattern { .. } | MiningError::BranchNotFound { .. } => {
+                StepError::Input(error.to_string())
+            }
+            other => StepError::Message(other.to_string()),
+        }
+    }
+}

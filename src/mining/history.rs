@@ -1,0 +1,198 @@
+//! Walking a branch's first-parent history and scoring what each commit changed.
+//!
+//! Every commit on the first-parent chain is diffed against its first parent (a merge included, unless
+//! merges are skipped): that is the change the mainline saw. Scoring reads the tree diff for every
+//! commit but generates line-level patches only for test files that are Python and existed at the
+//! parent, which is where deleted assertions can be. Commits are scored in parallel with one
+//! `git2::Repository` per worker, since a repository handle is not `Sync`.
+
+use std::path::Path;
+
+use git2::{Delta, Oid, Patch, Repository};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::assertions::is_assertion_line;
+use super::test_files::{FileClass, TestFileRules, is_python};
+use super::tree_diff::{commit_diff, side_path};
+use super::MiningError;
+
+/// Whether merge commits on the first-parent chain are scored (against their first parent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Merges {
+    #[default]
+    Include,
+    Skip,
+}
+
+/// What one first-parent commit changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitScore {
+    pub commit: Oid,
+    /// The first parent; `None` for a root commit.
+    pub parent: Option<Oid>,
+    /// The first line of the message.
+    pub subject: String,
+    /// Committer time, seconds since the epoch.
+    pub time: i64,
+    pub merge: bool,
+    /// Test files touched (paths at the child; deleted files at the parent).
+    pub test_files: Vec<String>,
+    /// Non-test Python files touched.
+    pub source_files: Vec<String>,
+    /// Assertion lines deleted from Python test files.
+    pub assertions_deleted: u32,
+}
+
+impl CommitScore {
+    /// A candidate has a parent and touches a Python test file and a non-test Python file.
+    pub fn is_candidate(&self) -> bool {
+        self.parent.is_some()
+            && !self.source_files.is_empty()
+            && self.test_files.iter().any(|path| is_python(path))
+    }
+}
+
+/// The first-parent chain from `tip`, newest first.
+pub fn first_parent_chain(
+    repository: &Repository,
+    repo: &str,
+    tip: Oid,
+) -> Result<Vec<Oid>, MiningError> {
+    let mut walk = repository
+        .revwalk()
+        .map_err(MiningError::git("start a history walk", repo))?;
+    walk.simplify_first_parent()
+        .and_then(|()| walk.push(tip))
+        .map_err(MiningError::git(format!("walk from {tip}"), repo))?;
+    walk.map(|oid| oid.map_err(MiningError::git(format!("walk from {tip}"), repo)))
+        .collect()
+}
+
+/// Scores every commit of the first-parent chain from `tip` (merges per `merges`), newest first.
+pub fn score_history(
+    path: &Path,
+    repo: &str,
+    tip: Oid,
+    rules: &TestFileRules,
+    merges: Merges,
+) -> Result<Vec<CommitScore>, MiningError> {
+    let open = || {
+        Repository::open(path).map_err(MiningError::git(format!("open {}", path.display()), repo))
+    };
+    let chain = first_parent_chain(&open()?, repo, tip)?;
+    let scores: Vec<Option<CommitScore>> = chain
+        .par_iter()
+        .map_init(open, |repository, &oid| {
+            let repository = repository.as_ref().map_err(|error| MiningError::Source {
+                repo: repo.to_string(),
+                message: error.to_string(),
+            })?;
+            score_commit(repository, repo, oid, rules, merges)
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(scores.into_iter().flatten().collect())
+}
+
+/// Scores one commit against its first parent; `None` for a merge when merges are skipped.
+pub fn score_commit(
+    repository: &Repository,
+    repo: &str,
+    oid: Oid,
+    rules: &TestFileRules,
+    merges: Merges,
+) -> Result<Option<CommitScore>, MiningError> {
+    let commit = repository
+        .find_commit(oid)
+        .map_err(MiningError::git(format!("read commit {oid}"), repo))?;
+    let merge = commit.parent_count() > 1;
+    if merge && merges == Merges::Skip {
+        return Ok(None);
+    }
+    let subject = String::from_utf8_lossy(commit.message_bytes())
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    let mut score = CommitScore {
+        commit: oid,
+        parent: None,
+        subject,
+        time: commit.time().seconds(),
+        merge,
+        test_files: Vec::new(),
+        source_files: Vec::new(),
+        assertions_deleted: 0,
+    };
+    // A root commit only adds files: nothing is deleted and there is no parent to be a claim's t.
+    let Ok(parent) = commit.parent(0) else {
+        return Ok(Some(score));
+    };
+    score.parent = Some(parent.id());
+    let diff = commit_diff(repository, repo, Some(&parent), &commit, 0)?;
+    for (index, delta) in diff.deltas().enumerate() {
+        let old_path = side_path(delta.old_file());
+        let new_path = side_path(delta.new_file());
+        let shown = match delta.status() {
+            Delta::Deleted => old_path.clone(),
+            _ => new_path.clone().or_else(|| old_path.clone()),
+        };
+        let Some(shown) = shown else { continue };
+        let classes = [&old_path, &new_path]
+            .into_iter()
+            .flatten()
+            .map(|path| rules.classify(path))
+            .collect::<Vec<_>>();
+        if classes.contains(&FileClass::Test) {
+            score.test_files.push(shown);
+        } else if classes.contains(&FileClass::Source) {
+            score.source_files.push(shown);
+        }
+        let old_is_python_test = delta.status() != Delta::Added
+            && old_path
+                .as_deref()
+                .is_some_and(|path| is_python(path) && rules.is_test(path));
+        if old_is_python_test {
+            score.assertions_deleted += deleted_assertions(&diff, index, repo, oid)?;
+        }
+    }
+    score.test_files.sort();
+    score.test_files.dedup();
+    score.source_files.sort();
+    score.source_files.dedup();
+    Ok(Some(score))
+}
+
+fn deleted_assertions(
+    diff: &git2::Diff<'_>,
+    index: usize,
+    repo: &str,
+    oid: Oid,
+) -> Result<u32, MiningError> {
+    let Some(patch) = Patch::from_diff(diff, index)
+        .map_err(MiningError::git(format!("build a patch of commit {oid}"), repo))?
+    else {
+        return Ok(0);
+    };
+    let mut count = 0;
+    for hunk in 0..patch.num_hunks() {
+        let lines = patch
+            .num_lines_in_hunk(hunk)
+            .map_err(MiningError::git(format!("read a hunk of commit {oid}"), repo))?;
+        for line in 0..lines {
+            let line = patch
+                .line_in_hunk(hunk, line)
+                .map_err(MiningError::git(format!("read a hunk of commit {oid}"), repo))?;
+            if line.origin() != '-' {
+                continue;
+            }
+            let text = String::from_utf8_lossy(line.content());
+            if is_assertion_line(text.trim_end_matches(['\n', '\r'])) {
+                count += 1;
+            }
+        }
+    }
+    Ok(count)
+}

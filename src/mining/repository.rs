@@ -1,0 +1,171 @@
+//! The repositories a pipeline mines, made available as git repositories with their branch resolved.
+//!
+//! A `url:` entry is fetched into a bare repository at `<workdir>/repos/<name>` (only the named branch,
+//! into `refs/remotes/origin/<branch>`), and fetched again on every later run so a moved branch is seen.
+//! A `path:` entry is read in place and never written to. A `corpus:` entry is a scripted history that
+//! the corpus builder materializes under the workdir. The branch is always the one the entry names:
+//! `HEAD` is never used, so what is mined does not depend on what someone has checked out. Its tip is
+//! the commit id that enters every key built from the repository.
+
+use std::path::{Path, PathBuf};
+
+use git2::{Oid, Repository};
+
+use super::MiningError;
+use crate::pipeline::{RepoSource, RepoSpec};
+
+/// A repository ready to be read: where its git directory is, and the commit its branch points at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreparedRepository {
+    /// The `repos:` entry's name.
+    pub name: String,
+    /// A path `git2::Repository::open` accepts (a bare git directory or a work tree).
+    pub path: PathBuf,
+    pub branch: String,
+    /// The commit the branch points at.
+    pub tip: Oid,
+}
+
+impl PreparedRepository {
+    /// Opens the repository (one handle per thread: `git2::Repository` is not `Sync`).
+    pub fn open(&self) -> Result<Repository, MiningError> {
+        open_at(&self.name, &self.path)
+    }
+
+    /// The key name under which the tip enters an item's `tools` (`repo:<name>`).
+    pub fn tool_name(&self) -> String {
+        tool_name(&self.name)
+    }
+}
+
+/// The key name under which a repository's tip enters an item's `tools`.
+pub fn tool_name(repo: &str) -> String {
+    format!("repo:{repo}")
+}
+
+/// Where a `url:` repository is cloned.
+pub fn clone_dir(workdir: &Path, repo: &str) -> PathBuf {
+    workdir.join("repos").join(repo)
+}
+
+/// Makes `spec` available (cloning or fetching a `url:` entry, materializing a `corpus:` entry) and
+/// resolves its branch. Network and disk writes happen here, never in [`locate`].
+pub fn prepare(spec: &RepoSpec, workdir: &Path) -> Result<PreparedRepository, MiningError> {
+    let path = match &spec.source {
+        RepoSource::Url(url) => {
+            fetch(spec, url, &clone_dir(workdir, &spec.name))?;
+            clone_dir(workdir, &spec.name)
+        }
+        RepoSource::Path(path) => path.clone(),
+        RepoSource::Corpus(script) => materialize_corpus(spec, script, workdir)?,
+    };
+    resolve(spec, path)
+}
+
+/// Finds an already prepared repository without touching the network: for computing items whose
+/// key (and so whose tip) was fixed by [`prepare`] during planning.
+pub fn locate(spec: &RepoSpec, workdir: &Path) -> Result<PreparedRepository, MiningError> {
+    let path = match &spec.source {
+        RepoSource::Url(_) => clone_dir(workdir, &spec.name),
+        RepoSource::Path(path) => path.clone(),
+        RepoSource::Corpus(script) => corpus_location(&spec.name, script, workdir),
+    };
+    resolve(spec, path)
+}
+
+fn resolve(spec: &RepoSpec, path: PathBuf) -> Result<PreparedRepository, MiningError> {
+    let repository = open_at(&spec.name, &path)?;
+    let tip = branch_tip(&repository, &spec.name, &spec.branch)?;
+    Ok(PreparedRepository {
+        name: spec.name.clone(),
+        path,
+        branch: spec.branch.clone(),
+        tip,
+    })
+}
+
+fn open_at(name: &str, path: &Path) -> Result<Repository, MiningError> {
+    Repository::open(path).map_err(MiningError::git(format!("open {}", path.display()), name))
+}
+
+/// The commit `branch` points at: the local branch, else the remote-tracking one from `origin`.
+pub fn branch_tip(repository: &Repository, name: &str, branch: &str) -> Result<Oid, MiningError> {
+    for reference in [
+        format!("refs/heads/{branch}"),
+        format!("refs/remotes/origin/{branch}"),
+    ] {
+        if let Ok(found) = repository.find_reference(&reference) {
+            let commit = found.peel_to_commit().map_err(MiningError::git(
+                format!("resolve {reference} to a commit"),
+                name,
+            ))?;
+            return Ok(commit.id());
+        }
+    }
+    Err(MiningError::BranchNotFound {
+        repo: name.to_string(),
+        branch: branch.to_string(),
+    })
+}
+
+/// Initializes the bare clone if needed and fetches the branch into `refs/remotes/origin/<branch>`.
+fn fetch(spec: &RepoSpec, url: &str, dir: &Path) -> Result<(), MiningError> {
+    let repository = if dir.join("HEAD").exists() {
+        open_at(&spec.name, dir)?
+    } else {
+        std::fs::create_dir_all(dir).map_err(|source| MiningError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        Repository::init_bare(dir).map_err(MiningError::git(
+            format!("create a bare repository at {}", dir.display()),
+            &spec.name,
+        ))?
+    };
+    // An anonymous remote: the URL in the pipeline is the truth, even if it changed since the clone.
+    let mut remote = repository
+        .remote_anonymous(url)
+        .map_err(MiningError::git(format!("use remote {url}"), &spec.name))?;
+    let refspec = format!(
+        "+refs/heads/{branch}:refs/remotes/origin/{branch}",
+        branch = spec.branch
+    );
+    remote
+        .fetch(&[refspec.as_str()], None, None)
+        .map_err(MiningError::git(
+            format!("fetch branch `{}` from {url}", spec.branch),
+            &spec.name,
+        ))?;
+    Ok(())
+}
+
+/// Where a corpus entry's repository is: the script path itself when it already is a git repository,
+/// else the materialized copy under the workdir.
+fn corpus_location(repo: &str, script: &Path, workdir: &Path) -> PathBuf {
+    if Repository::open(script).is_ok() {
+        script.to_path_buf()
+    } else {
+        workdir.join("corpus").join(repo)
+    }
+}
+
+/// A corpus entry until the corpus builder lands: a script path that already is a git repository is
+/// read in place; anything else is an error that says so.
+fn materialize_corpus(
+    spec: &RepoSpec,
+    script: &Path,
+    workdir: &Path,
+) -> Result<PathBuf, MiningError> {
+    let location = corpus_location(&spec.name, script, workdir);
+    if location == script {
+        return Ok(location);
+    }
+    Err(MiningError::Source {
+        repo: spec.name.clone(),
+        message: format!(
+            "corpus script {} cannot be materialized: this build has no corpus builder \
+             (give a git repository path instead)",
+            script.display()
+        ),
+    })
+}
