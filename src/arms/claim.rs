@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use super::modules::ModuleIndex;
 use super::source::{RepoFiles, SourceError, TouchedFiles, touched_python_files};
+use crate::mining::test_files::TestFileRules;
 
 /// Why a static arm could not judge a claim.
 #[derive(Debug, thiserror::Error)]
@@ -80,11 +81,21 @@ pub struct Change<'r> {
 }
 
 impl<'r> Change<'r> {
-    /// Loads the change from `parent` to `child` in `repository`.
+    /// Loads the change from `parent` to `child` in `repository`, with the default test-file rules.
     pub fn load(repository: &'r Repository, parent: &str, child: &str) -> Result<Self, ArmError> {
+        Self::load_with(repository, parent, child, &TestFileRules::default())
+    }
+
+    /// Loads the change from `parent` to `child`, test files classified by `rules`.
+    pub fn load_with(
+        repository: &'r Repository,
+        parent: &str,
+        child: &str,
+        rules: &TestFileRules,
+    ) -> Result<Self, ArmError> {
         let parent = RepoFiles::at(repository, parent)?;
         let child = RepoFiles::at(repository, child)?;
-        let touched = touched_python_files(&parent, &child)?;
+        let touched = touched_python_files(&parent, &child, rules)?;
         let parent_modules = ModuleIndex::new(&parent.python_files()?);
         let child_modules = ModuleIndex::new(&child.python_files()?);
         Ok(Change {

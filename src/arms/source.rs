@@ -2,14 +2,16 @@
 //! straight from git objects (no checkout, so arms never disturb a worktree the oracle uses), and the
 //! Python files a commit touched, split into test and source files.
 //!
-//! Test-file classification is owned by the mining helper (`crate::mining::test_files`, not merged
-//! yet); [`is_test_file`] is a minimal private copy of its default rules so the arms agree with the
-//! oracle on which files are restored at the child and so cannot carry a change.
+//! Test files are classified by mining's [`TestFileRules`], the same rules the oracle uses to decide
+//! which files it restores at the child, so the arms agree with it on which files cannot carry a
+//! change to a claim.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
 use git2::{Delta, Oid, Repository, Tree};
+
+use crate::mining::test_files::TestFileRules;
 
 /// Failures reading a repository, each naming the repository path and commit.
 #[derive(Debug, thiserror::Error)]
@@ -135,10 +137,11 @@ pub struct TouchedFiles {
     pub test: BTreeSet<String>,
 }
 
-/// The `.py` files that differ between `parent` and `child`.
+/// The `.py` files that differ between `parent` and `child`, classified by `rules`.
 pub fn touched_python_files(
     parent: &RepoFiles,
     child: &RepoFiles,
+    rules: &TestFileRules,
 ) -> Result<TouchedFiles, SourceError> {
     let repository = parent.repository;
     let mut options = git2::DiffOptions::new();
@@ -164,7 +167,7 @@ pub fn touched_python_files(
             if !path.ends_with(".py") {
                 continue;
             }
-            if is_test_file(path) {
+            if rules.is_test(path) {
                 touched.test.insert(path.to_string());
             } else {
                 touched.source.insert(path.to_string());
@@ -172,40 +175,4 @@ pub fn touched_python_files(
         }
     }
     Ok(touched)
-}
-
-/// Directory names under which every file is test code (helpers and conftests included).
-const TEST_DIRECTORIES: &[&str] = &["test", "tests", "testing"];
-
-/// The default test-file rules: a file under a `test`/`tests`/`testing` directory, a
-/// `test_*.py` or `*_test.py` file, or a `conftest.py`.
-pub fn is_test_file(path: &str) -> bool {
-    let mut components: Vec<&str> = path.split('/').collect();
-    let Some(name) = components.pop() else {
-        return false;
-    };
-    components
-        .iter()
-        .any(|directory| TEST_DIRECTORIES.contains(directory))
-        || name == "conftest.py"
-        || (name.starts_with("test_") && name.ends_with(".py"))
-        || name.ends_with("_test.py")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn classifies_test_files_by_the_default_rules() {
-        assert!(is_test_file("tests/test_cache.py"));
-        assert!(is_test_file("tests/helpers.py"));
-        assert!(is_test_file("src/pkg/tests/__init__.py"));
-        assert!(is_test_file("conftest.py"));
-        assert!(is_test_file("test_top.py"));
-        assert!(is_test_file("pkg/cache_test.py"));
-        assert!(!is_test_file("src/pkg/cache.py"));
-        assert!(!is_test_file("pkg/testing_utils.py"));
-        assert!(!is_test_file("pkg/contest.py"));
-    }
 }

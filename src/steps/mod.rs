@@ -1,5 +1,7 @@
 //! The step kinds a pipeline can `use`, and the registry that finds them by name.
 
+pub mod arm;
+
 use std::sync::Arc;
 
 use crate::engine::StepKind;
@@ -13,7 +15,9 @@ pub struct Registry {
 impl Registry {
     /// Every step kind claimflow ships.
     pub fn builtin() -> Self {
-        let kinds: Vec<Arc<dyn StepKind>> = vec![];
+        let kinds: Vec<Arc<dyn StepKind>> = vec![
+            Arc::new(arm::Arm),
+        ];
         Registry { kinds }
     }
 

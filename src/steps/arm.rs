@@ -1,0 +1,244 @@
+//! The `arm` step kind: the baseline arms that read no model, over the claims of a `mine-claims`
+//! step, written to `predictions/<step>.jsonl`.
+//!
+//! ```yaml
+//! a3: {uses: arm, needs: [claims], with: {arm: file-anchoring, transitive: false}}
+//! ```
+//! The constant arms (`a0`, `a1`) are one cheap item for the whole step, keyed by every upstream
+//! item's output digest. The anchoring arms are one item per claim, keyed by the claim record's
+//! digest and the parent and child commit ids, so a new claim or a changed one is all a re-run
+//! computes.
+
+use std::collections::BTreeSet;
+
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::arms::{Change, Claim, ConstantArm, FileAnchoring, SymbolAnchoring};
+use crate::cache::Digest;
+use crate::engine::{
+    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, StepContext, StepError, StepKind,
+    Upstream,
+};
+use crate::records::PredictionRecord;
+
+/// The step kinds whose records are claims.
+const CLAIM_KINDS: &[&str] = &["mine-claims"];
+
+/// The arm names `with: {arm: ...}` accepts.
+const ARM_NAMES: &[&str] = &["a0", "a1", "file-anchoring", "symbol-anchoring"];
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec::required(
+        "arm",
+        ParamType::Enum(ARM_NAMES),
+        "which arm: a0 (always invalidate), a1 (never), file-anchoring (A3), symbol-anchoring (A4)",
+    ),
+    ParamSpec::optional(
+        "transitive",
+        ParamType::Bool,
+        "file-anchoring: also count modules the test's imports import (default false)",
+    ),
+];
+
+/// The `arm` step kind.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Arm;
+
+/// The arm a step runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum ArmName {
+    A0,
+    A1,
+    FileAnchoring,
+    SymbolAnchoring,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Params {
+    arm: ArmName,
+    #[serde(default)]
+    transitive: bool,
+}
+
+/// One claim record from upstream, as stored.
+struct UpstreamClaim {
+    record: serde_json::Value,
+    claim: Claim,
+}
+
+impl Arm {
+    /// Every claim record of the needed claim steps, in step and item order.
+    fn claims(ctx: &StepContext, upstream: &Upstream) -> Result<Vec<UpstreamClaim>, StepError> {
+        let steps: Vec<_> = upstream
+            .all()
+            .filter(|output| CLAIM_KINDS.contains(&output.kind.as_str()))
+            .collect();
+        if steps.is_empty() {
+            return Err(StepError::Input(format!(
+                "step `{}`: an arm needs a step of kind {}",
+                ctx.step.name,
+                CLAIM_KINDS.join(" or ")
+            )));
+        }
+        let mut claims = Vec::new();
+        let mut seen = BTreeSet::new();
+        for output in steps {
+            for item in &output.items {
+                for record in &item.output.records {
+                    let claim = Claim::from_record(record).map_err(|error| {
+                        StepError::Message(format!(
+                            "step `{}`: read a claim of step `{}` item {}: {error}",
+                            ctx.step.name, output.step, item.plan.id
+                        ))
+                    })?;
+                    if !seen.insert(claim.id.clone()) {
+                        return Err(StepError::Invariant(format!(
+                            "step `{}`: claim {} appears twice upstream",
+                            ctx.step.name, claim.id
+                        )));
+                    }
+                    claims.push(UpstreamClaim {
+                        record: record.clone(),
+                        claim,
+                    });
+                }
+            }
+        }
+        Ok(claims)
+    }
+
+    /// Judges one claim with an anchoring arm's `predict`.
+    fn anchor(
+        ctx: &StepContext,
+        claim: &Claim,
+        predict: impl Fn(&Claim, &Change) -> Result<PredictionRecord, crate::arms::ArmError>,
+    ) -> Result<PredictionRecord, StepError> {
+        let failed = |error: &dyn std::fmt::Display| {
+            StepError::Message(format!(
+                "step `{}`: claim {}: {error}",
+                ctx.step.name, claim.id
+            ))
+        };
+        let spec = ctx.pipeline.repo(&claim.repo).ok_or_else(|| {
+            StepError::Invariant(format!(
+                "step `{}`: claim {} names repository `{}`, which the pipeline does not declare",
+                ctx.step.name, claim.id, claim.repo
+            ))
+        })?;
+        let repository = crate::mining::repository::locate(spec, ctx.workdir)
+            .and_then(|prepared| prepared.open())
+            .map_err(|error| failed(&error))?;
+        let change =
+            Change::load(&repository, &claim.parent, &claim.commit).map_err(|error| failed(&error))?;
+        predict(claim, &change).map_err(|error| failed(&error))
+    }
+}
+
+impl StepKind for Arm {
+    fn name(&self) -> &'static str {
+        "arm"
+    }
+
+    fn version(&self) -> u32 {
+        1
+    }
+
+    fn about(&self) -> &'static str {
+        "baseline arms without a model: always/never invalidate, file anchoring, symbol anchoring"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
+
+    fn key_params(&self, with: &serde_json::Value) -> serde_json::Value {
+        // `transitive` changes only file anchoring; leaving it out of the other arms' keys keeps
+        // their cache entries when someone toggles it.
+        let mut key = with.clone();
+        if key.get("arm").and_then(|arm| arm.as_str()) != Some("file-anchoring")
+            && let Some(map) = key.as_object_mut()
+        {
+            map.remove("transitive");
+        }
+        key
+    }
+
+    fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
+        let params: Params = ctx.params()?;
+        match params.arm {
+            ArmName::A0 | ArmName::A1 => {
+                Self::claims(ctx, upstream)?;
+                let mut plan = ItemPlan::new("all");
+                for output in upstream.all() {
+                    if CLAIM_KINDS.contains(&output.kind.as_str()) {
+                        for item in &output.items {
+                            plan = plan.read(format!("{}/{}", output.step, item.plan.id), item.digest);
+                        }
+                    }
+                }
+                Ok(vec![plan])
+            }
+            ArmName::FileAnchoring | ArmName::SymbolAnchoring => Ok(Self::claims(ctx, upstream)?
+                .into_iter()
+                .map(|upstream_claim| {
+                    let bytes = serde_json::to_vec(&upstream_claim.record)
+                        .expect("a JSON value serializes");
+                    let claim = &upstream_claim.claim;
+                    ItemPlan::new(claim.id.clone())
+                        .params(json!({ "claim": upstream_claim.record }))
+                        .read("claim", Digest::of(&bytes))
+                        .tool("parent", claim.parent.clone())
+                        .tool("child", claim.commit.clone())
+                })
+                .collect()),
+        }
+    }
+
+    fn run(
+        &self,
+        ctx: &StepContext,
+        item: &ItemPlan,
+        upstream: &Upstream,
+    ) -> Result<ItemOutput, StepError> {
+        let params: Params = ctx.params()?;
+        let constant = |arm: ConstantArm| -> Result<ItemOutput, StepError> {
+            let claims = Self::claims(ctx, upstream)?;
+            Ok(ItemOutput::records(
+                claims.iter().map(|claim| arm.predict(&claim.claim.id)),
+            ))
+        };
+        let claim = || {
+            Claim::from_record(&item.params["claim"]).map_err(|error| {
+                StepError::Message(format!(
+                    "step `{}` item {}: {error}",
+                    ctx.step.name, item.id
+                ))
+            })
+        };
+        let prediction = match params.arm {
+            ArmName::A0 => return constant(ConstantArm::Always),
+            ArmName::A1 => return constant(ConstantArm::Never),
+            ArmName::FileAnchoring => {
+                let arm = FileAnchoring {
+                    transitive: params.transitive,
+                };
+                Self::anchor(ctx, &claim()?, |claim, change| arm.predict(claim, change))?
+            }
+            ArmName::SymbolAnchoring => Self::anchor(ctx, &claim()?, |claim, change| {
+                SymbolAnchoring.predict(claim, change)
+            })?,
+        };
+        Ok(ItemOutput::records([prediction]))
+    }
+
+    fn publish(&self, ctx: &StepContext, items: &[ItemResult]) -> Result<(), StepError> {
+        let mut predictions = Vec::new();
+        for item in items {
+            predictions.extend(item.output.decode::<PredictionRecord>()?);
+        }
+        ctx.write_jsonl(&format!("predictions/{}.jsonl", ctx.step.name), predictions)
+    }
+}
