@@ -1,1 +1,373 @@
 //! The command line: clap definitions (doc comments are the help text) and the verbs they run.
+//! Errors go back to `main`, the one place that turns them into exit codes.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::cache::Store;
+use crate::engine::{Engine, RunOptions, Silent, live_set};
+use crate::pipeline::{self, Pipeline};
+use crate::progress::{Progress, Verbosity};
+use crate::steps::Registry;
+
+/// Decide which stored claims about a repository a commit has made false, and measure how well each
+/// strategy decides it. Runs pipelines declared in YAML; every item of work is cached by content.
+#[derive(Debug, Parser)]
+#[command(name = "claimflow", version, about, long_about = None)]
+pub struct Cli {
+    /// Run as if started in DIR: the project root that relative paths in a pipeline resolve against.
+    #[arg(short = 'C', global = true, value_name = "DIR")]
+    pub directory: Option<PathBuf>,
+
+    /// Print nothing but errors.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+
+    #[command(subcommand)]
+    pub command: Verb,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Verb {
+    /// Run a pipeline: compute what the cache lacks, then write the result files.
+    Run {
+        /// The pipeline file.
+        pipeline: PathBuf,
+        /// How many CPU-bound items may run at once (default: the number of cores).
+        #[arg(short, long, value_name = "N")]
+        jobs: Option<usize>,
+        /// How many pytest processes may run at once (default: the number of cores).
+        #[arg(long, value_name = "N")]
+        pytest_slots: Option<usize>,
+        /// Recompute this step's items even when cached (repeatable).
+        #[arg(long, value_name = "STEP")]
+        force: Vec<String>,
+        /// Run only this step and the steps it needs.
+        #[arg(long, value_name = "STEP")]
+        until: Option<String>,
+        /// Make no network requests: repositories are not fetched and model calls must be cached.
+        #[arg(long)]
+        offline: bool,
+    },
+    /// Show what a run would compute, and why, without computing anything.
+    Plan {
+        /// The pipeline file.
+        pipeline: PathBuf,
+        /// Print JSON: {"steps":[{"name","uses","items_total","items_to_run","reasons"}]}.
+        #[arg(long)]
+        json: bool,
+        /// Plan only this step and the steps it needs.
+        #[arg(long, value_name = "STEP")]
+        until: Option<String>,
+        /// Plan as if this step were forced (repeatable).
+        #[arg(long, value_name = "STEP")]
+        force: Vec<String>,
+    },
+    /// Show the key record of a step's items and which part changed since the last run.
+    Explain {
+        /// The pipeline file.
+        pipeline: PathBuf,
+        /// The step.
+        step: String,
+        /// One item of the step (default: all of them).
+        item: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Inspect or clean the cache.
+    Cache {
+        #[command(subcommand)]
+        action: CacheAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CacheAction {
+    /// Count objects, bytes and action records.
+    Stats(CacheTarget),
+    /// Re-hash every object and check every action record; exits 1 if anything is corrupt.
+    Verify(CacheTarget),
+    /// Remove everything the last run of no pipeline in the workdir used.
+    Gc(CacheTarget),
+    /// Copy what the last run of every pipeline in the workdir used into DIR (a cache of the same
+    /// layout), to share it with another machine.
+    Export {
+        /// The directory to write.
+        dir: PathBuf,
+        #[command(flatten)]
+        target: CacheTarget,
+    },
+    /// Take every sound object and action record of an exported cache in DIR.
+    Import {
+        /// The exported directory.
+        dir: PathBuf,
+        #[command(flatten)]
+        target: CacheTarget,
+    },
+}
+
+/// Which workdir a cache command works on.
+#[derive(Debug, clap::Args)]
+pub struct CacheTarget {
+    /// A pipeline whose workdir to use.
+    pub pipeline: Option<PathBuf>,
+    /// The workdir itself (default `.claimflow`).
+    #[arg(long, value_name = "DIR", conflicts_with = "pipeline")]
+    pub workdir: Option<PathBuf>,
+}
+
+/// Output formats for `graph`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum GraphFormat {
+    Dot,
+    Mermaid,
+}
+
+/// A step failed or the cache is corrupt: exit code 1, the message already printed.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Failed(pub String);
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> Result<()> {
+    let root = match &cli.directory {
+        Some(dir) => dir
+            .canonicalize()
+            .with_context(|| format!("cannot enter -C {}", dir.display()))?,
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let verbosity = if cli.quiet {
+        Verbosity::Quiet
+    } else {
+        Verbosity::Normal
+    };
+    let registry = Registry::builtin();
+    match cli.command {
+        Verb::Run {
+            pipeline,
+            jobs,
+            pytest_slots,
+            force,
+            until,
+            offline,
+        } => {
+            let pipeline = load(&pipeline, &root, &registry)?;
+            let progress = Progress::new(verbosity);
+            let engine = Engine::new(&pipeline, &registry, &progress)?;
+            let defaults = RunOptions::default();
+            let options = RunOptions {
+                jobs: jobs.unwrap_or(defaults.jobs),
+                pytest_slots: pytest_slots.unwrap_or(defaults.pytest_slots),
+                force: force.into_iter().collect(),
+                until,
+            };
+            crate::engine::set_offline(offline);
+            let summary = engine.run(&options)?;
+            if verbosity == Verbosity::Normal {
+                eprintln!(
+                    "run finished: {} computed, {} cached; results in {}",
+                    summary.computed(),
+                    summary.cached(),
+                    display_relative(&pipeline.results, &root)
+                );
+            }
+            Ok(())
+        }
+        Verb::Plan {
+            pipeline,
+            json,
+            until,
+            force,
+        } => {
+            let pipeline = load(&pipeline, &root, &registry)?;
+            let engine = Engine::new(&pipeline, &registry, &Silent)?;
+            let plan = engine.plan(&force, until.as_deref())?;
+            let mut out = std::io::stdout().lock();
+            if json {
+                serde_json::to_writer_pretty(&mut out, &plan)?;
+                writeln!(out)?;
+            } else {
+                write!(out, "{}", render_plan(&plan))?;
+            }
+            Ok(())
+        }
+        Verb::Explain {
+            pipeline,
+            step,
+            item,
+            json,
+        } => {
+            let pipeline = load(&pipeline, &root, &registry)?;
+            let engine = Engine::new(&pipeline, &registry, &Silent)?;
+            let explanations = engine.explain(&step, item.as_deref())?;
+            let mut out = std::io::stdout().lock();
+            if json {
+                serde_json::to_writer_pretty(&mut out, &explanations)?;
+                writeln!(out)?;
+                return Ok(());
+            }
+            for explanation in explanations {
+                writeln!(out, "item `{}`", explanation.item)?;
+                writeln!(out, "  key:    {}", explanation.key)?;
+                writeln!(
+                    out,
+                    "  cached: {}",
+                    if explanation.cached { "yes" } else { "no" }
+                )?;
+                if !explanation.ran_before {
+                    writeln!(out, "  since the last run: new item")?;
+                } else if explanation.changed.is_empty() {
+                    writeln!(out, "  since the last run: unchanged")?;
+                } else {
+                    writeln!(
+                        out,
+                        "  since the last run: {}",
+                        explanation.changed.join("; ")
+                    )?;
+                }
+                let record = serde_json::to_string_pretty(&explanation.record)?;
+                writeln!(out, "  key record:")?;
+                for line in record.lines() {
+                    writeln!(out, "    {line}")?;
+                }
+            }
+            Ok(())
+        }
+        Verb::Cache { action } => cache(action, &root, &registry),
+    }
+}
+
+fn cache(action: CacheAction, root: &Path, registry: &Registry) -> Result<()> {
+    let target = match &action {
+        CacheAction::Stats(target) | CacheAction::Verify(target) | CacheAction::Gc(target) => {
+            target
+        }
+        CacheAction::Export { target, .. } | CacheAction::Import { target, .. } => target,
+    };
+    let workdir = match (&target.pipeline, &target.workdir) {
+        (Some(pipeline), _) => load(pipeline, root, registry)?.workdir,
+        (None, Some(dir)) => root.join(dir),
+        (None, None) => root.join(".claimflow"),
+    };
+    let store = Store::open(workdir.join("cache"))?;
+    let mut out = std::io::stdout().lock();
+    match action {
+        CacheAction::Stats(_) => {
+            let stats = store.stats()?;
+            writeln!(
+                out,
+                "objects:      {} ({} bytes)",
+                stats.objects, stats.object_bytes
+            )?;
+            writeln!(out, "actions:      {}", stats.actions)?;
+            writeln!(out, "temp files:   {}", stats.temp_files)?;
+        }
+        CacheAction::Verify(_) => {
+            let report = store.verify()?;
+            writeln!(out, "checked {} objects", report.objects_checked)?;
+            for path in &report.corrupt_objects {
+                writeln!(out, "corrupt object: {path}")?;
+            }
+            for path in &report.broken_actions {
+                writeln!(out, "broken action record: {path}")?;
+            }
+            let problems = report.corrupt_objects.len() + report.broken_actions.len();
+            if problems > 0 {
+                return Err(Failed(format!(
+                    "the cache has {problems} problems; `claimflow cache gc` removes them"
+                ))
+                .into());
+            }
+            writeln!(out, "no corrupt object, no broken action record")?;
+        }
+        CacheAction::Gc(_) => {
+            let _lock = store.lock_exclusive()?;
+            let (keys, objects) = live_set(&workdir, &store)?;
+            let (actions, removed) = store.gc(&keys, &objects)?;
+            writeln!(
+                out,
+                "removed {actions} action records and {removed} objects"
+            )?;
+        }
+        CacheAction::Export { dir, .. } => {
+            let _lock = store.lock_shared()?;
+            let (keys, objects) = live_set(&workdir, &store)?;
+            let dest = Store::open(root.join(&dir))?;
+            let (actions, copied) = store.export_to(&dest, &keys, &objects)?;
+            writeln!(
+                out,
+                "exported {actions} action records and {copied} objects to {}",
+                dir.display()
+            )?;
+        }
+        CacheAction::Import { dir, .. } => {
+            let source = Store::open(root.join(&dir))?;
+            let (actions, objects, refused) = store.import_from(&source)?;
+            writeln!(
+                out,
+                "imported {actions} action records and {objects} objects; refused {refused}"
+            )?;
+            if refused > 0 {
+                return Err(Failed(format!(
+                    "{refused} entries of {} did not verify",
+                    dir.display()
+                ))
+                .into());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn load(file: &Path, root: &Path, registry: &Registry) -> Result<Pipeline> {
+    Ok(pipeline::load(file, root, registry)?)
+}
+
+/// The plan as a table.
+pub fn render_plan(plan: &crate::engine::Plan) -> String {
+    let width = plan
+        .steps
+        .iter()
+        .map(|step| step.name.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let uses_width = plan
+        .steps
+        .iter()
+        .map(|step| step.uses.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let mut text = format!(
+        "{:<width$}  {:<uses_width$}  {:>6}  {:>6}  WHY\n",
+        "STEP", "USES", "ITEMS", "TO RUN"
+    );
+    for step in &plan.steps {
+        let number = |n: Option<usize>| n.map_or_else(|| "?".to_string(), |n| n.to_string());
+        let why = if step.reasons.is_empty() {
+            "cached".to_string()
+        } else {
+            step.reasons.join("; ")
+        };
+        text.push_str(&format!(
+            "{:<width$}  {:<uses_width$}  {:>6}  {:>6}  {why}\n",
+            step.name,
+            step.uses,
+            number(step.items_total),
+            number(step.items_to_run)
+        ));
+    }
+    text
+}
+
+fn display_relative(path: &Path, root: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}

@@ -16,6 +16,7 @@ pub mod engine;
 pub mod mining;
 pub mod oracle;
 pub mod pipeline;
+pub mod progress;
 pub mod python;
 pub mod records;
 pub mod stats;

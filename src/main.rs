@@ -1,5 +1,44 @@
-//! The `claimflow` binary: parses the command line and maps errors to exit codes.
+//! The `claimflow` binary: parses the command line, runs it, and is the one place that turns errors
+//! into exit codes: 0 success, 1 a step failed, 2 the user's input is wrong.
 
-fn main() {
-    std::process::exit(0)
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use claimflow::cli::{self, Cli};
+use claimflow::engine::EngineError;
+use claimflow::pipeline::Diagnostics;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli::run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            // A closed pipe (`claimflow plan … | head`) is not a failure.
+            if let Some(io) = error.downcast_ref::<std::io::Error>()
+                && io.kind() == std::io::ErrorKind::BrokenPipe
+            {
+                return ExitCode::SUCCESS;
+            }
+            if let Some(diagnostics) = error.downcast_ref::<Diagnostics>() {
+                eprintln!("{diagnostics}");
+                return ExitCode::from(2);
+            }
+            match error.downcast_ref::<EngineError>() {
+                Some(EngineError::Input(_)) => {
+                    eprintln!("error: {error}");
+                    ExitCode::from(2)
+                }
+                // Each failure was already reported as it happened; this is the summary line.
+                Some(EngineError::StepsFailed(_)) => {
+                    eprintln!("error: {error}");
+                    ExitCode::from(1)
+                }
+                _ => {
+                    eprintln!("error: {error:#}");
+                    ExitCode::from(1)
+                }
+            }
+        }
+    }
 }

@@ -2,13 +2,14 @@
 
 use std::path::Path;
 
-use super::{Diagnostics, Pipeline};
+use super::yaml;
+use super::{Diagnostic, Diagnostics, Pipeline};
 use crate::steps::Registry;
 
 /// Loads and validates the pipeline at `file`; relative paths resolve against `root`.
 pub fn load(file: &Path, root: &Path, registry: &Registry) -> Result<Pipeline, Diagnostics> {
     let text = std::fs::read_to_string(root.join(file)).map_err(|error| {
-        Diagnostics(vec![super::Diagnostic {
+        Diagnostics(vec![Diagnostic {
             file: file.to_path_buf(),
             line: 1,
             column: 1,
@@ -29,6 +30,18 @@ pub fn load_str(
     root: &Path,
     registry: &Registry,
 ) -> Result<Pipeline, Diagnostics> {
-    let _ = (text, file, root, registry);
-    todo!("the DSL loader")
+    let document = yaml::parse(text).map_err(|error| {
+        Diagnostics(vec![Diagnostic {
+            file: file.to_path_buf(),
+            line: error.mark.line,
+            column: error.mark.column,
+            message: format!("invalid YAML: {}", error.message),
+            hint: Some(
+                "check the indentation and quoting here; a value containing `: ` or starting \
+                 with `[`, `{`, `*` or `&` needs quotes"
+                    .into(),
+            ),
+        }])
+    })?;
+    super::validate::validate(&document, file, root, registry).map_err(Diagnostics)
 }

@@ -4,6 +4,10 @@ pub mod arm;
 
 use std::sync::Arc;
 
+mod command;
+
+pub use command::CommandStep;
+
 use crate::engine::StepKind;
 
 /// The known step kinds, by name.
@@ -16,6 +20,7 @@ impl Registry {
     /// Every step kind claimflow ships.
     pub fn builtin() -> Self {
         let kinds: Vec<Arc<dyn StepKind>> = vec![
+            Arc::new(CommandStep),
             Arc::new(arm::Arm),
         ];
         Registry { kinds }

@@ -1,3 +1,4 @@
 //! The integration tests: one binary, one module per area, shared helpers in `common`.
 
 mod common;
+mod engine;

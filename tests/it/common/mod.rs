@@ -1,2 +1,9 @@
 //! Helpers shared by the integration tests: fixture repositories, test environments, snapshot
 //! filters.
+
+#![allow(
+    dead_code,
+    reason = "each test module uses a different part of the helpers"
+)]
+
+pub mod project;

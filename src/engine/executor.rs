@@ -1,0 +1,540 @@
+//! Running a pipeline: every step waits for the steps it needs, splits into items, takes what the
+//! cache has, computes the rest in their pools, stores each output before its action record, and
+//! then publishes its result files. A failed item is never cached; a step whose need failed is
+//! skipped; the run reports every failure at the end.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::cache::{ActionRecord, Digest, KEY_SCHEMA, KeyRecord, Store, StoreError};
+use crate::engine::events::{Event, Reporter};
+use crate::engine::pools::{PoolSizes, Pools};
+use crate::engine::state::{ItemState, RunState, StepState};
+use crate::engine::{
+    ItemOutput, ItemPlan, ItemResult, StepContext, StepError, StepKind, StepOutput, Upstream,
+};
+use crate::pipeline::{Pipeline, StepSpec};
+use crate::steps::Registry;
+
+/// How a run is carried out. None of it enters a key.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Cap on CPU-bound items at once (`-j`).
+    pub jobs: usize,
+    /// Cap on pytest processes at once.
+    pub pytest_slots: usize,
+    /// Steps whose items are recomputed even when cached (`--force`).
+    pub force: BTreeSet<String>,
+    /// Run only this step and the steps it needs (`--until`).
+    pub until: Option<String>,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
+        RunOptions {
+            jobs: cores,
+            pytest_slots: cores,
+            force: BTreeSet::new(),
+            until: None,
+        }
+    }
+}
+
+/// Why the engine could not run a pipeline.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The cache could not be opened or written.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The user named something that does not exist (exit code 2).
+    #[error("{0}")]
+    Input(String),
+    /// One or more steps failed (exit code 1); their errors were reported as events.
+    #[error("{} step{} failed: {}", .0.len(), if .0.len() == 1 { "" } else { "s" }, .0.join(", "))]
+    StepsFailed(Vec<String>),
+}
+
+/// What happened to one step in a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StepStatus {
+    Done { computed: usize, cached: usize },
+    Failed(String),
+    Skipped(String),
+}
+
+/// The outcome of a run, step by step in file order.
+#[derive(Debug, Clone)]
+pub struct RunSummary {
+    pub steps: Vec<(String, StepStatus)>,
+}
+
+impl RunSummary {
+    /// Items computed across all steps.
+    pub fn computed(&self) -> usize {
+        self.steps
+            .iter()
+            .map(|(_, status)| match status {
+                StepStatus::Done { computed, .. } => *computed,
+                _ => 0,
+            })
+            .sum()
+    }
+
+    /// Items taken from the cache across all steps.
+    pub fn cached(&self) -> usize {
+        self.steps
+            .iter()
+            .map(|(_, status)| match status {
+                StepStatus::Done { cached, .. } => *cached,
+                _ => 0,
+            })
+            .sum()
+    }
+}
+
+/// A pipeline bound to its registry, cache and reporter.
+pub struct Engine<'a> {
+    pub pipeline: &'a Pipeline,
+    pub registry: &'a Registry,
+    pub store: Store,
+    pub state: RunState,
+    pub reporter: &'a dyn Reporter,
+}
+
+enum Finished {
+    Done(Arc<StepOutput>),
+    Failed,
+    Skipped,
+}
+
+impl<'a> Engine<'a> {
+    /// Opens the pipeline's cache (creating the workdir).
+    pub fn new(
+        pipeline: &'a Pipeline,
+        registry: &'a Registry,
+        reporter: &'a dyn Reporter,
+    ) -> Result<Self, EngineError> {
+        let store = Store::open(pipeline.workdir.join("cache"))?;
+        let state = RunState::new(&pipeline.workdir, &pipeline.name);
+        Ok(Engine {
+            pipeline,
+            registry,
+            store,
+            state,
+            reporter,
+        })
+    }
+
+    pub(crate) fn kind(&self, step: &StepSpec) -> Result<Arc<dyn StepKind>, EngineError> {
+        self.registry.get(&step.uses).ok_or_else(|| {
+            EngineError::Input(format!(
+                "step `{}` uses unknown kind `{}`",
+                step.name, step.uses
+            ))
+        })
+    }
+
+    pub(crate) fn context<'c>(&'c self, step: &'c StepSpec) -> StepContext<'c> {
+        StepContext {
+            pipeline: self.pipeline,
+            step,
+            root: &self.pipeline.root,
+            workdir: &self.pipeline.workdir,
+            results: &self.pipeline.results,
+            store: &self.store,
+        }
+    }
+
+    /// The steps a run with `until` covers: `until` and everything it needs, or every step.
+    pub fn selected(&self, until: Option<&str>) -> Result<BTreeSet<String>, EngineError> {
+        let Some(until) = until else {
+            return Ok(self
+                .pipeline
+                .steps
+                .iter()
+                .map(|step| step.name.clone())
+                .collect());
+        };
+        if self.pipeline.step(until).is_none() {
+            return Err(EngineError::Input(format!(
+                "--until names no step `{until}`"
+            )));
+        }
+        let mut selected = BTreeSet::new();
+        let mut pending = vec![until.to_string()];
+        while let Some(name) = pending.pop() {
+            if selected.insert(name.clone())
+                && let Some(step) = self.pipeline.step(&name)
+            {
+                pending.extend(step.needs.iter().cloned());
+            }
+        }
+        Ok(selected)
+    }
+
+    /// Runs the pipeline.
+    pub fn run(&self, options: &RunOptions) -> Result<RunSummary, EngineError> {
+        for forced in &options.force {
+            if self.pipeline.step(forced).is_none() {
+                return Err(EngineError::Input(format!(
+                    "--force names no step `{forced}`"
+                )));
+            }
+        }
+        let selected = self.selected(options.until.as_deref())?;
+        let _lock = self.store.lock_shared()?;
+        let pools = Pools::new(PoolSizes {
+            cpu: options.jobs,
+            pytest: options.pytest_slots,
+            models: self
+                .pipeline
+                .models
+                .iter()
+                .map(|(name, model)| (name.clone(), model.concurrency))
+                .collect(),
+        });
+        let finished: Mutex<BTreeMap<String, Finished>> = Mutex::new(BTreeMap::new());
+        let changed = Condvar::new();
+        let statuses: Mutex<BTreeMap<String, StepStatus>> = Mutex::new(BTreeMap::new());
+
+        std::thread::scope(|scope| {
+            for step in &self.pipeline.steps {
+                let (finished, changed, statuses, pools, selected) =
+                    (&finished, &changed, &statuses, &pools, &selected);
+                scope.spawn(move || {
+                    let upstream = {
+                        let mut done = finished.lock().expect("run lock");
+                        while !step.needs.iter().all(|need| done.contains_key(need)) {
+                            done = changed.wait(done).expect("run lock");
+                        }
+                        let mut upstream = Upstream::default();
+                        let mut blocked = None;
+                        for need in &step.needs {
+                            match &done[need] {
+                                Finished::Done(output) => {
+                                    upstream.steps.insert(need.clone(), Arc::clone(output));
+                                }
+                                _ => blocked = Some(need.clone()),
+                            }
+                        }
+                        if !selected.contains(&step.name) {
+                            Err("left out by --until".to_string())
+                        } else if let Some(need) = blocked {
+                            Err(format!("step `{need}` did not finish"))
+                        } else {
+                            Ok(upstream)
+                        }
+                    };
+                    let (result, status) = match upstream {
+                        Err(because) => {
+                            self.reporter.event(&Event::StepSkipped {
+                                step: step.name.clone(),
+                                because: because.clone(),
+                            });
+                            (Finished::Skipped, StepStatus::Skipped(because))
+                        }
+                        Ok(upstream) => {
+                            match self.run_step(
+                                step,
+                                &upstream,
+                                pools,
+                                options.force.contains(&step.name),
+                            ) {
+                                Ok((output, computed, cached)) => (
+                                    Finished::Done(Arc::new(output)),
+                                    StepStatus::Done { computed, cached },
+                                ),
+                                Err(error) => {
+                                    self.reporter.event(&Event::StepFailed {
+                                        step: step.name.clone(),
+                                        error: error.clone(),
+                                    });
+                                    (Finished::Failed, StepStatus::Failed(error))
+                                }
+                            }
+                        }
+                    };
+                    statuses
+                        .lock()
+                        .expect("run lock")
+                        .insert(step.name.clone(), status);
+                    finished
+                        .lock()
+                        .expect("run lock")
+                        .insert(step.name.clone(), result);
+                    changed.notify_all();
+                });
+            }
+        });
+
+        let mut statuses = statuses.into_inner().expect("run lock");
+        let steps: Vec<(String, StepStatus)> = self
+            .pipeline
+            .steps
+            .iter()
+            .map(|step| {
+                (
+                    step.name.clone(),
+                    statuses.remove(&step.name).expect("every step finishes"),
+                )
+            })
+            .collect();
+        let failed: Vec<String> = steps
+            .iter()
+            .filter(|(_, status)| matches!(status, StepStatus::Failed(_)))
+            .map(|(name, _)| name.clone())
+            .collect();
+        if failed.is_empty() {
+            Ok(RunSummary { steps })
+        } else {
+            Err(EngineError::StepsFailed(failed))
+        }
+    }
+
+    /// Plans, computes and publishes one step. Returns its output and (computed, cached) counts, or
+    /// the error message (already specific) on failure.
+    fn run_step(
+        &self,
+        step: &StepSpec,
+        upstream: &Upstream,
+        pools: &Pools,
+        force: bool,
+    ) -> Result<(StepOutput, usize, usize), String> {
+        let started = Instant::now();
+        let kind = self.kind(step).map_err(|error| error.to_string())?;
+        let ctx = self.context(step);
+        let plans = kind
+            .items(&ctx, upstream)
+            .map_err(|error| error.to_string())?;
+        check_unique_ids(&plans).map_err(|error| error.to_string())?;
+        let keyed: Vec<(ItemPlan, KeyRecord)> = plans
+            .into_iter()
+            .map(|plan| {
+                let record = key_record(kind.as_ref(), step, &plan);
+                (plan, record)
+            })
+            .collect();
+
+        let mut results: Vec<Option<ItemResult>> = vec![None; keyed.len()];
+        let mut misses = Vec::new();
+        for (index, (plan, record)) in keyed.iter().enumerate() {
+            match (!force)
+                .then(|| self.lookup(&record.digest()))
+                .transpose()
+                .map_err(|e| e.to_string())?
+                .flatten()
+            {
+                Some((digest, output)) => {
+                    results[index] = Some(ItemResult {
+                        plan: plan.clone(),
+                        digest,
+                        output: Arc::new(output),
+                        cached: true,
+                    });
+                }
+                None => misses.push(index),
+            }
+        }
+        let cached = keyed.len() - misses.len();
+        self.reporter.event(&Event::StepPlanned {
+            step: step.name.clone(),
+            total: keyed.len(),
+            cached,
+        });
+        for result in results.iter().flatten() {
+            self.reporter.event(&Event::ItemFinished {
+                step: step.name.clone(),
+                item: result.plan.id.clone(),
+                cached: true,
+                elapsed: Duration::ZERO,
+            });
+        }
+
+        let computed: Mutex<Vec<(usize, ItemResult)>> = Mutex::new(Vec::new());
+        let failures = AtomicUsize::new(0);
+        let next = AtomicUsize::new(0);
+        let workers = misses
+            .iter()
+            .map(|&index| pools.capacity(&keyed[index].0.pool))
+            .max()
+            .unwrap_or(0)
+            .min(misses.len());
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(|| {
+                    loop {
+                        let position = next.fetch_add(1, Ordering::SeqCst);
+                        let Some(&index) = misses.get(position) else {
+                            break;
+                        };
+                        let (plan, record) = &keyed[index];
+                        let _slot = pools.acquire(&plan.pool);
+                        let item_started = Instant::now();
+                        match self.compute(
+                            kind.as_ref(),
+                            &ctx,
+                            step,
+                            plan,
+                            record,
+                            upstream,
+                            item_started,
+                        ) {
+                            Ok(result) => {
+                                self.reporter.event(&Event::ItemFinished {
+                                    step: step.name.clone(),
+                                    item: plan.id.clone(),
+                                    cached: false,
+                                    elapsed: item_started.elapsed(),
+                                });
+                                computed.lock().expect("results lock").push((index, result));
+                            }
+                            Err(error) => {
+                                failures.fetch_add(1, Ordering::SeqCst);
+                                self.reporter.event(&Event::ItemFailed {
+                                    step: step.name.clone(),
+                                    item: plan.id.clone(),
+                                    error: error.to_string(),
+                                });
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        let failed = failures.load(Ordering::SeqCst);
+        if failed > 0 {
+            return Err(format!("{failed} of {} items failed", keyed.len()));
+        }
+        for (index, result) in computed.into_inner().expect("results lock") {
+            results[index] = Some(result);
+        }
+        let items: Vec<ItemResult> = results
+            .into_iter()
+            .map(|result| result.expect("every item has a result"))
+            .collect();
+
+        kind.publish(&ctx, &items)
+            .map_err(|error| format!("publish: {error}"))?;
+        let state = StepState {
+            kind: step.uses.clone(),
+            items: items
+                .iter()
+                .zip(&keyed)
+                .map(|(item, (_, record))| ItemState {
+                    id: item.plan.id.clone(),
+                    key: record.digest(),
+                    record: record.clone(),
+                    output: item.digest,
+                })
+                .collect(),
+        };
+        self.state
+            .save(&step.name, &state)
+            .map_err(|error| error.to_string())?;
+        let computed_count = misses.len();
+        self.reporter.event(&Event::StepFinished {
+            step: step.name.clone(),
+            computed: computed_count,
+            cached,
+            elapsed: started.elapsed(),
+        });
+        Ok((
+            StepOutput {
+                step: step.name.clone(),
+                kind: step.uses.clone(),
+                items,
+            },
+            computed_count,
+            cached,
+        ))
+    }
+
+    /// The cached output of a content key, if present.
+    pub(crate) fn lookup(&self, key: &Digest) -> Result<Option<(Digest, ItemOutput)>, StoreError> {
+        let Some(action) = self.store.action(key)? else {
+            return Ok(None);
+        };
+        match self.store.get_json::<ItemOutput>(&action.output) {
+            Ok(output) => Ok(Some((action.output, output))),
+            // An output that no longer decodes (a format change without a version bump) is a miss.
+            Err(StoreError::Decode { .. }) => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Computes one item and caches it: output object first, action record last.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the pieces of one item's computation, all borrowed"
+    )]
+    fn compute(
+        &self,
+        kind: &dyn StepKind,
+        ctx: &StepContext,
+        step: &StepSpec,
+        plan: &ItemPlan,
+        record: &KeyRecord,
+        upstream: &Upstream,
+        started: Instant,
+    ) -> Result<ItemResult, StepError> {
+        let output = kind.run(ctx, plan, upstream)?;
+        for (name, blob) in &output.blobs {
+            if !self.store.has(blob) {
+                return Err(StepError::Invariant(format!(
+                    "item `{}` names blob `{name}` ({blob}) that it did not store",
+                    plan.id
+                )));
+            }
+        }
+        let digest = self.store.put_json(&output)?;
+        self.store.record_action(
+            &record.digest(),
+            &ActionRecord {
+                key: record.clone(),
+                output: digest,
+                step: step.name.clone(),
+                seconds: started.elapsed().as_secs_f64(),
+            },
+        )?;
+        Ok(ItemResult {
+            plan: plan.clone(),
+            digest,
+            output: Arc::new(output),
+            cached: false,
+        })
+    }
+}
+
+/// The key record of an item of `step`.
+pub fn key_record(kind: &dyn StepKind, step: &StepSpec, plan: &ItemPlan) -> KeyRecord {
+    KeyRecord {
+        schema: KEY_SCHEMA,
+        kind: kind.name().to_string(),
+        version: kind.version(),
+        params: kind.key_params(&step.with),
+        item: plan.id.clone(),
+        item_params: plan.params.clone(),
+        reads: plan.reads.clone(),
+        files: plan.files.clone(),
+        tools: plan.tools.clone(),
+        replicate: plan.replicate,
+    }
+}
+
+fn check_unique_ids(plans: &[ItemPlan]) -> Result<(), StepError> {
+    let mut seen = BTreeSet::new();
+    for plan in plans {
+        if !seen.insert(plan.id.as_str()) {
+            return Err(StepError::Invariant(format!(
+                "two items share the id `{}`",
+                plan.id
+            )));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,251 @@
+//! The dry run: for each step, how many items it has, how many must be computed and why — without
+//! computing anything. A step's items can only be listed once the steps it needs are complete in the
+//! cache, so a step downstream of missing work says which step it waits for.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::cache::KeyRecord;
+use crate::engine::executor::{Engine, EngineError, key_record};
+use crate::engine::state::reasons;
+use crate::engine::{ItemResult, StepOutput, Upstream};
+
+/// The plan of one step.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepPlan {
+    pub name: String,
+    pub uses: String,
+    /// None while a needed step still has work to do.
+    pub items_total: Option<usize>,
+    pub items_to_run: Option<usize>,
+    /// Why items must run, with counts (`3 items: new item`), or what the step waits for.
+    pub reasons: Vec<String>,
+}
+
+/// The plan of a whole pipeline, steps in dependency order.
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    pub steps: Vec<StepPlan>,
+}
+
+/// One item as the engine would key it now, with what changed since the last run.
+#[derive(Debug, Clone, Serialize)]
+pub struct ItemExplanation {
+    pub item: String,
+    pub key: String,
+    pub cached: bool,
+    pub record: KeyRecord,
+    /// What differs from the key record of the last run (empty if unchanged or never run).
+    pub changed: Vec<String>,
+    /// False when the item did not exist in the last run.
+    pub ran_before: bool,
+}
+
+/// A step's items, keyed, with the upstream they were planned against.
+struct Keyed {
+    records: Vec<(String, KeyRecord)>,
+    hits: Vec<Option<ItemResult>>,
+}
+
+impl Engine<'_> {
+    /// Plans every step (or those `until` covers), without computing anything.
+    pub fn plan(&self, force: &[String], until: Option<&str>) -> Result<Plan, EngineError> {
+        let selected = self.selected(until)?;
+        let mut known: BTreeMap<String, Arc<StepOutput>> = BTreeMap::new();
+        let mut steps = Vec::new();
+        for name in self.order() {
+            let step = self.pipeline.step(&name).expect("ordered steps exist");
+            if !selected.contains(&name) {
+                continue;
+            }
+            let waiting: Vec<&String> = step
+                .needs
+                .iter()
+                .filter(|need| !known.contains_key(*need))
+                .collect();
+            if !waiting.is_empty() {
+                let names: Vec<String> = waiting.iter().map(|need| format!("`{need}`")).collect();
+                steps.push(StepPlan {
+                    name: step.name.clone(),
+                    uses: step.uses.clone(),
+                    items_total: None,
+                    items_to_run: None,
+                    reasons: vec![format!(
+                        "items known once {} ha{} run",
+                        names.join(", "),
+                        if names.len() == 1 { "s" } else { "ve" }
+                    )],
+                });
+                continue;
+            }
+            let upstream = Upstream {
+                steps: step
+                    .needs
+                    .iter()
+                    .map(|need| (need.clone(), Arc::clone(&known[need])))
+                    .collect(),
+            };
+            let keyed = self.key_items(&name, &upstream)?;
+            let forced = force.iter().any(|forced| forced == &name);
+            let missing: Vec<(String, KeyRecord)> = keyed
+                .records
+                .iter()
+                .zip(&keyed.hits)
+                .filter(|(_, hit)| forced || hit.is_none())
+                .map(|(record, _)| record.clone())
+                .collect();
+            let mut why: Vec<String> = if forced && !missing.is_empty() {
+                vec![format!("{}: forced", count(missing.len()))]
+            } else {
+                reasons(&missing, self.state.load(&name).as_ref())
+                    .into_iter()
+                    .map(|(reason, n)| format!("{}: {reason}", count(n)))
+                    .collect()
+            };
+            why.sort();
+            steps.push(StepPlan {
+                name: step.name.clone(),
+                uses: step.uses.clone(),
+                items_total: Some(keyed.records.len()),
+                items_to_run: Some(missing.len()),
+                reasons: why,
+            });
+            if missing.is_empty() {
+                let items = keyed
+                    .hits
+                    .into_iter()
+                    .map(|hit| hit.expect("all hit"))
+                    .collect();
+                known.insert(
+                    name.clone(),
+                    Arc::new(StepOutput {
+                        step: name.clone(),
+                        kind: step.uses.clone(),
+                        items,
+                    }),
+                );
+            }
+        }
+        Ok(Plan { steps })
+    }
+
+    /// Explains the items of `step` (or the one with id `item`): the key record each would have now and
+    /// what changed since the last run. Fails if a step it needs is not complete in the cache.
+    pub fn explain(
+        &self,
+        step_name: &str,
+        item: Option<&str>,
+    ) -> Result<Vec<ItemExplanation>, EngineError> {
+        let step = self
+            .pipeline
+            .step(step_name)
+            .ok_or_else(|| EngineError::Input(format!("the pipeline has no step `{step_name}`")))?;
+        let mut upstream = Upstream::default();
+        for need in &step.needs {
+            upstream
+                .steps
+                .insert(need.clone(), Arc::new(self.cached_output(need)?));
+        }
+        let keyed = self.key_items(step_name, &upstream)?;
+        let earlier = self.state.load(step_name);
+        let explanations: Vec<ItemExplanation> = keyed
+            .records
+            .into_iter()
+            .zip(keyed.hits)
+            .filter(|((id, _), _)| item.is_none_or(|wanted| wanted == id))
+            .map(|((id, record), hit)| {
+                let previous = earlier.as_ref().and_then(|state| state.item(&id));
+                ItemExplanation {
+                    key: record.digest().to_string(),
+                    cached: hit.is_some(),
+                    changed: previous
+                        .map(|previous| record.changed_parts(&previous.record))
+                        .unwrap_or_default(),
+                    ran_before: previous.is_some(),
+                    item: id,
+                    record,
+                }
+            })
+            .collect();
+        if let Some(wanted) = item
+            && explanations.is_empty()
+        {
+            return Err(EngineError::Input(format!(
+                "step `{step_name}` has no item `{wanted}`"
+            )));
+        }
+        Ok(explanations)
+    }
+
+    /// The output of `step` as the cache holds it now, computing nothing.
+    fn cached_output(&self, name: &str) -> Result<StepOutput, EngineError> {
+        let step = self.pipeline.step(name).expect("needs name existing steps");
+        let mut upstream = Upstream::default();
+        for need in &step.needs {
+            upstream
+                .steps
+                .insert(need.clone(), Arc::new(self.cached_output(need)?));
+        }
+        let keyed = self.key_items(name, &upstream)?;
+        let mut items = Vec::new();
+        for hit in keyed.hits {
+            items.push(hit.ok_or_else(|| {
+                EngineError::Input(format!(
+                    "step `{name}` has items not in the cache yet; run the pipeline first"
+                ))
+            })?);
+        }
+        Ok(StepOutput {
+            step: name.to_string(),
+            kind: step.uses.clone(),
+            items,
+        })
+    }
+
+    fn key_items(&self, name: &str, upstream: &Upstream) -> Result<Keyed, EngineError> {
+        let step = self.pipeline.step(name).expect("step exists");
+        let kind = self.kind(step)?;
+        let ctx = self.context(step);
+        let plans = kind
+            .items(&ctx, upstream)
+            .map_err(|error| EngineError::Input(format!("step `{name}`: {error}")))?;
+        let mut records = Vec::new();
+        let mut hits = Vec::new();
+        for plan in plans {
+            let record = key_record(kind.as_ref(), step, &plan);
+            let hit = self
+                .lookup(&record.digest())?
+                .map(|(digest, output)| ItemResult {
+                    plan: plan.clone(),
+                    digest,
+                    output: Arc::new(output),
+                    cached: true,
+                });
+            records.push((plan.id.clone(), record));
+            hits.push(hit);
+        }
+        Ok(Keyed { records, hits })
+    }
+
+    /// Step names in dependency order, ties in file order.
+    pub fn order(&self) -> Vec<String> {
+        let mut order: Vec<String> = Vec::new();
+        while order.len() < self.pipeline.steps.len() {
+            let before = order.len();
+            for step in &self.pipeline.steps {
+                if !order.contains(&step.name) && step.needs.iter().all(|need| order.contains(need))
+                {
+                    order.push(step.name.clone());
+                }
+            }
+            assert!(order.len() > before, "the loader rejects cycles");
+        }
+        order
+    }
+}
+
+fn count(n: usize) -> String {
+    format!("{n} item{}", if n == 1 { "" } else { "s" })
+}

@@ -1,0 +1,141 @@
+//! The one printer: turns engine events into progress on stderr — bars when stderr is a terminal,
+//! plain lines otherwise — and nothing but failures with `--quiet`.
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::sync::Mutex;
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::engine::{Event, Reporter};
+
+/// How much to print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verbosity {
+    /// Failures only.
+    Quiet,
+    /// Progress and a summary.
+    Normal,
+}
+
+/// Progress on stderr.
+pub struct Progress {
+    verbosity: Verbosity,
+    bars: Option<Bars>,
+    lock: Mutex<()>,
+}
+
+struct Bars {
+    multi: MultiProgress,
+    by_step: Mutex<BTreeMap<String, ProgressBar>>,
+    style: ProgressStyle,
+}
+
+impl Progress {
+    /// Bars if stderr is a terminal (and not quiet), plain lines otherwise. Colour only when stderr
+    /// is a terminal and `NO_COLOR` is unset.
+    pub fn new(verbosity: Verbosity) -> Self {
+        let terminal = std::io::stderr().is_terminal();
+        let bars = (terminal && verbosity == Verbosity::Normal).then(|| {
+            let colour = std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty());
+            let template = if colour {
+                "{prefix:>12.cyan.bold} [{bar:30.cyan/blue}] {pos}/{len} {msg}"
+            } else {
+                "{prefix:>12} [{bar:30}] {pos}/{len} {msg}"
+            };
+            Bars {
+                multi: MultiProgress::with_draw_target(ProgressDrawTarget::stderr()),
+                by_step: Mutex::new(BTreeMap::new()),
+                style: ProgressStyle::with_template(template)
+                    .expect("a valid template")
+                    .progress_chars("=> "),
+            }
+        });
+        Progress {
+            verbosity,
+            bars,
+            lock: Mutex::new(()),
+        }
+    }
+
+    fn line(&self, text: &str) {
+        let _guard = self.lock.lock().expect("print lock");
+        match &self.bars {
+            Some(bars) => {
+                let _ = bars.multi.println(text);
+            }
+            None => {
+                let _ = writeln!(std::io::stderr(), "{text}");
+            }
+        }
+    }
+}
+
+impl Reporter for Progress {
+    fn event(&self, event: &Event) {
+        match event {
+            Event::ItemFailed { step, item, error } => {
+                self.line(&format!("error: step `{step}` item `{item}`: {error}"))
+            }
+            Event::StepFailed { step, error } => {
+                if let Some(bars) = &self.bars
+                    && let Some(bar) = bars.by_step.lock().expect("bars lock").get(step)
+                {
+                    bar.abandon_with_message("failed");
+                }
+                self.line(&format!("error: step `{step}` failed: {error}"));
+            }
+            _ if self.verbosity == Verbosity::Quiet => {}
+            Event::StepPlanned {
+                step,
+                total,
+                cached,
+            } => match &self.bars {
+                Some(bars) => {
+                    let bar = bars.multi.add(ProgressBar::new(*total as u64));
+                    bar.set_style(bars.style.clone());
+                    bar.set_prefix(step.clone());
+                    bar.set_message(format!("{cached} cached"));
+                    bars.by_step
+                        .lock()
+                        .expect("bars lock")
+                        .insert(step.clone(), bar);
+                }
+                None => self.line(&format!(
+                    "{step}: {total} items, {cached} cached, {} to run",
+                    total - cached
+                )),
+            },
+            Event::ItemFinished { step, .. } => {
+                if let Some(bars) = &self.bars
+                    && let Some(bar) = bars.by_step.lock().expect("bars lock").get(step)
+                {
+                    bar.inc(1);
+                }
+            }
+            Event::StepFinished {
+                step,
+                computed,
+                cached,
+                elapsed,
+            } => {
+                let text = format!(
+                    "{computed} computed, {cached} cached in {:.1}s",
+                    elapsed.as_secs_f64()
+                );
+                match &self.bars {
+                    Some(bars) => {
+                        if let Some(bar) = bars.by_step.lock().expect("bars lock").get(step) {
+                            bar.finish_with_message(text);
+                        }
+                    }
+                    None => self.line(&format!("{step}: done, {text}")),
+                }
+            }
+            Event::StepSkipped { step, because } => {
+                self.line(&format!("{step}: skipped ({because})"))
+            }
+            Event::Note { step, message } => self.line(&format!("{step}: {message}")),
+        }
+    }
+}

@@ -1,0 +1,352 @@
+//! `uses: command`: a user's own program as a step.
+//!
+//! ```yaml
+//! shout:
+//!   uses: command
+//!   needs: [gen]
+//!   with:
+//!     run: tr a-z A-Z < gen.txt > shout.txt   # run by `sh -c` in the project root
+//!     inputs: [gen.txt]                        # files or globs whose content enters the key
+//!     outputs: [shout.txt]                     # must exist afterwards; cached, restored on a hit
+//! ```
+//!
+//! With `foreach:` (a list, or a glob string matched in the project root) the step fans out: one item
+//! per element, and `{item}` in `run`, `inputs` and `outputs` is replaced by the element. For a glob,
+//! `{name}` is the matched file's name and `{stem}` its name without the extension. Nothing else in
+//! braces is touched, so shell syntax such as `${HOME}` or awk's `{print}` passes through.
+//!
+//! Before running, the item's declared outputs are removed, so a stale file never passes for a fresh
+//! one; a non-zero exit or a missing output fails the item, and a failed item is never cached. Its
+//! stdout and stderr go to `<workdir>/logs/<step>/<item>.log`, not into the output: a command that
+//! prints a timestamp still produces the same output, so downstream items stay cached.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Component, Path};
+use std::process::{Command, Stdio};
+
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::cache::Digest;
+use crate::engine::{
+    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, StepContext, StepError, StepKind,
+    Upstream,
+};
+
+/// The `command` step kind.
+pub struct CommandStep;
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec::required(
+        "run",
+        ParamType::String,
+        "the command, run by `sh -c` in the project root",
+    ),
+    ParamSpec::optional(
+        "inputs",
+        ParamType::StringList,
+        "files or globs whose content enters the key",
+    ),
+    ParamSpec::optional(
+        "outputs",
+        ParamType::StringList,
+        "files the command must produce; cached and restored",
+    ),
+    ParamSpec::optional(
+        "foreach",
+        ParamType::StringOrList,
+        "a list, or a glob: one item per element, `{item}` substituted",
+    ),
+];
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Params {
+    run: String,
+    #[serde(default)]
+    inputs: Vec<String>,
+    #[serde(default)]
+    outputs: Vec<String>,
+    /// A glob string or a list of strings; the loader has checked which.
+    #[serde(default)]
+    foreach: Option<serde_json::Value>,
+}
+
+/// One fan-out element and the placeholders it fills.
+struct Element {
+    id: String,
+    values: BTreeMap<&'static str, String>,
+}
+
+impl Element {
+    fn substitute(&self, text: &str) -> String {
+        let mut text = text.to_string();
+        for (name, value) in &self.values {
+            text = text.replace(&format!("{{{name}}}"), value);
+        }
+        text
+    }
+}
+
+impl CommandStep {
+    fn elements(params: &Params, root: &Path, step: &str) -> Result<Vec<Element>, StepError> {
+        let Some(foreach) = &params.foreach else {
+            return Ok(vec![Element {
+                id: "main".into(),
+                values: BTreeMap::new(),
+            }]);
+        };
+        match foreach {
+            serde_json::Value::Array(list) => Ok(list
+                .iter()
+                .map(|element| {
+                    let element = match element {
+                        serde_json::Value::String(text) => text.clone(),
+                        other => other.to_string(),
+                    };
+                    Element {
+                        id: element.clone(),
+                        values: BTreeMap::from([("item", element)]),
+                    }
+                })
+                .collect()),
+            serde_json::Value::String(pattern) => {
+                let matches = expand(root, pattern, step)?;
+                Ok(matches
+                    .into_iter()
+                    .map(|path| {
+                        let as_path = Path::new(&path);
+                        let name = as_path
+                            .file_name()
+                            .map(|n| n.to_string_lossy().into_owned())
+                            .unwrap_or_default();
+                        let stem = as_path
+                            .file_stem()
+                            .map(|n| n.to_string_lossy().into_owned())
+                            .unwrap_or_default();
+                        Element {
+                            id: path.clone(),
+                            values: BTreeMap::from([
+                                ("item", path),
+                                ("name", name),
+                                ("stem", stem),
+                            ]),
+                        }
+                    })
+                    .collect())
+            }
+            other => Err(StepError::Input(format!(
+                "step `{step}`: `foreach` must be a list or a glob, not {other}"
+            ))),
+        }
+    }
+}
+
+impl StepKind for CommandStep {
+    fn name(&self) -> &'static str {
+        "command"
+    }
+
+    fn version(&self) -> u32 {
+        1
+    }
+
+    fn about(&self) -> &'static str {
+        "run a program of your own: declared inputs enter the key, declared outputs are cached"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
+
+    fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
+        let params: Params = ctx.params()?;
+        let step = &ctx.step.name;
+        let mut reads = BTreeMap::new();
+        for output in upstream.all() {
+            for item in &output.items {
+                reads.insert(format!("{}/{}", output.step, item.plan.id), item.digest);
+            }
+        }
+        let mut plans = Vec::new();
+        for element in Self::elements(&params, ctx.root, step)? {
+            let outputs: Vec<String> = params
+                .outputs
+                .iter()
+                .map(|output| element.substitute(output))
+                .collect();
+            for output in &outputs {
+                check_relative(output, step)?;
+            }
+            let mut plan = ItemPlan::new(element.id.clone())
+                .params(json!({"run": element.substitute(&params.run), "outputs": outputs}));
+            plan.reads = reads.clone();
+            for pattern in &params.inputs {
+                let pattern = element.substitute(pattern);
+                for path in expand(ctx.root, &pattern, step)? {
+                    let bytes = fs::read(ctx.root.join(&path)).map_err(|source| StepError::Io {
+                        context: format!("step `{step}`: read input {path}"),
+                        source,
+                    })?;
+                    plan = plan.file(path, Digest::of(&bytes));
+                }
+            }
+            plans.push(plan);
+        }
+        Ok(plans)
+    }
+
+    fn run(
+        &self,
+        ctx: &StepContext,
+        item: &ItemPlan,
+        _upstream: &Upstream,
+    ) -> Result<ItemOutput, StepError> {
+        let step = &ctx.step.name;
+        let run = item.params["run"].as_str().unwrap_or_default();
+        let outputs: Vec<String> =
+            serde_json::from_value(item.params["outputs"].clone()).unwrap_or_default();
+        for output in &outputs {
+            let path = ctx.root.join(output);
+            if path.is_file() {
+                fs::remove_file(&path).map_err(|source| StepError::Io {
+                    context: format!("step `{step}`: remove stale output {output}"),
+                    source,
+                })?;
+            }
+        }
+        let log_path = ctx
+            .workdir
+            .join("logs")
+            .join(step)
+            .join(format!("{}.log", sanitize(&item.id)));
+        if let Some(parent) = log_path.parent() {
+            fs::create_dir_all(parent).map_err(|source| StepError::Io {
+                context: format!("create {}", parent.display()),
+                source,
+            })?;
+        }
+        let log = fs::File::create(&log_path).map_err(|source| StepError::Io {
+            context: format!("create {}", log_path.display()),
+            source,
+        })?;
+        let log_err = log.try_clone().map_err(|source| StepError::Io {
+            context: format!("open {}", log_path.display()),
+            source,
+        })?;
+        let status = Command::new("sh")
+            .arg("-c")
+            .arg(run)
+            .current_dir(ctx.root)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log_err)
+            .status()
+            .map_err(|source| StepError::Io {
+                context: format!("step `{step}`: start `sh -c {run}`"),
+                source,
+            })?;
+        if !status.success() {
+            let tail = fs::read_to_string(&log_path).unwrap_or_default();
+            let tail: Vec<&str> = tail
+                .lines()
+                .rev()
+                .take(12)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            return Err(StepError::Message(format!(
+                "step `{step}` item `{}`: `{run}` exited with {status}{}{}",
+                item.id,
+                if tail.is_empty() {
+                    ""
+                } else {
+                    "; its output ends:\n    "
+                },
+                tail.join("\n    ")
+            )));
+        }
+        let mut output = ItemOutput::default();
+        for path in outputs {
+            let bytes = fs::read(ctx.root.join(&path)).map_err(|_| {
+                StepError::Message(format!(
+                    "step `{step}` item `{}`: `{run}` did not produce the declared output {path}",
+                    item.id
+                ))
+            })?;
+            let digest = ctx.store.put(&bytes)?;
+            output.blobs.insert(path, digest);
+        }
+        Ok(output)
+    }
+
+    fn publish(&self, ctx: &StepContext, items: &[ItemResult]) -> Result<(), StepError> {
+        for item in items {
+            for (path, digest) in &item.output.blobs {
+                let target = ctx.root.join(path);
+                let current = fs::read(&target).ok().map(|bytes| Digest::of(&bytes));
+                if current != Some(*digest) {
+                    let bytes = ctx.store.get(digest)?;
+                    crate::cache::write_atomic_in(&ctx.workdir.join("tmp"), &target, &bytes)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The project-relative files matching `pattern`, sorted; a pattern matching nothing is an error.
+fn expand(root: &Path, pattern: &str, step: &str) -> Result<Vec<String>, StepError> {
+    check_relative(pattern, step)?;
+    let full = root.join(pattern);
+    let matches = glob::glob(&full.to_string_lossy()).map_err(|error| {
+        StepError::Input(format!(
+            "step `{step}`: `{pattern}` is not a valid glob: {error}"
+        ))
+    })?;
+    let mut found: Vec<String> = matches
+        .filter_map(Result::ok)
+        .filter(|path| path.is_file())
+        .filter_map(|path| {
+            path.strip_prefix(root)
+                .ok()
+                .map(|rel| rel.to_string_lossy().into_owned())
+        })
+        .collect();
+    found.sort();
+    if found.is_empty() {
+        return Err(StepError::Input(format!(
+            "step `{step}`: `{pattern}` matches no file under {}",
+            root.display()
+        )));
+    }
+    Ok(found)
+}
+
+fn check_relative(path: &str, step: &str) -> Result<(), StepError> {
+    let as_path = Path::new(path);
+    if as_path.is_absolute()
+        || as_path
+            .components()
+            .any(|component| matches!(component, Component::ParentDir))
+    {
+        return Err(StepError::Input(format!(
+            "step `{step}`: `{path}` must be a path inside the project root (no leading `/`, no `..`)"
+        )));
+    }
+    Ok(())
+}
+
+fn sanitize(id: &str) -> String {
+    id.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
