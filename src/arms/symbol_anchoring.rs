@@ -334,6 +334,9 @@ struct Facts {
     definitions: BTreeMap<String, Definition>,
 }
 
+/// A repository module's facts and the name parts after the module.
+type ModuleAndRest = (Rc<Facts>, Vec<String>);
+
 /// The parent commit's modules, parsed on demand.
 struct World<'c> {
     change: &'c Change<'c>,
@@ -398,7 +401,7 @@ impl<'c> World<'c> {
     }
 
     /// The longest prefix of `name` that is a repository module, with its facts and the rest.
-    fn split_module(&self, name: &str) -> Result<Option<(Rc<Facts>, Vec<String>)>, ArmError> {
+    fn split_module(&self, name: &str) -> Result<Option<ModuleAndRest>, ArmError> {
         let parts: Vec<&str> = name.split('.').collect();
         for end in (1..=parts.len()).rev() {
             if let Some(facts) = self.facts(&parts[..end].join("."))? {

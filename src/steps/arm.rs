@@ -131,8 +131,8 @@ impl Arm {
         let repository = crate::mining::repository::locate(spec, ctx.workdir)
             .and_then(|prepared| prepared.open())
             .map_err(|error| failed(&error))?;
-        let change =
-            Change::load(&repository, &claim.parent, &claim.commit).map_err(|error| failed(&error))?;
+        let change = Change::load(&repository, &claim.parent, &claim.commit)
+            .map_err(|error| failed(&error))?;
         predict(claim, &change).map_err(|error| failed(&error))
     }
 }
@@ -175,7 +175,8 @@ impl StepKind for Arm {
                 for output in upstream.all() {
                     if CLAIM_KINDS.contains(&output.kind.as_str()) {
                         for item in &output.items {
-                            plan = plan.read(format!("{}/{}", output.step, item.plan.id), item.digest);
+                            plan =
+                                plan.read(format!("{}/{}", output.step, item.plan.id), item.digest);
                         }
                     }
                 }

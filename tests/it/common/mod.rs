@@ -6,4 +6,5 @@
     reason = "each test module uses a different part of the helpers"
 )]
 
+pub mod git_repository;
 pub mod project;
