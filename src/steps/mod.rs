@@ -20,6 +20,7 @@ impl Registry {
     /// Every step kind claimflow ships.
     pub fn builtin() -> Self {
         let kinds: Vec<Arc<dyn StepKind>> = vec![
+            // One kind per line, so each branch that adds a kind adds a line.
             Arc::new(CommandStep),
             Arc::new(arm::Arm),
         ];
