@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::cache::Store;
-use crate::engine::{Engine, RunOptions, Silent, live_set};
+use crate::engine::{Dag, Engine, EngineError, RunOptions, Silent, live_set};
 use crate::pipeline::{self, Pipeline};
 use crate::progress::{Progress, Verbosity};
 use crate::steps::Registry;
@@ -77,6 +77,14 @@ pub enum Verb {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// Print the step graph.
+    Graph {
+        /// The pipeline file.
+        pipeline: PathBuf,
+        /// The language to print it in.
+        #[arg(long, value_enum, default_value = "dot")]
+        format: GraphFormat,
     },
     /// Inspect or clean the cache.
     Cache {
@@ -235,6 +243,16 @@ pub fn run(cli: Cli) -> Result<()> {
                     writeln!(out, "    {line}")?;
                 }
             }
+            Ok(())
+        }
+        Verb::Graph { pipeline, format } => {
+            let pipeline = load(&pipeline, &root, &registry)?;
+            let dag = Dag::new(&pipeline).map_err(|error| EngineError::Input(error.to_string()))?;
+            let text = match format {
+                GraphFormat::Dot => dag.dot(),
+                GraphFormat::Mermaid => dag.mermaid(),
+            };
+            write!(std::io::stdout().lock(), "{text}")?;
             Ok(())
         }
         Verb::Cache { action } => cache(action, &root, &registry),

@@ -134,6 +134,22 @@ impl Store {
         Ok(StoreLock { _file: file })
     }
 
+    /// Takes the lock of one content key, so that two runs never compute the same item at once: the
+    /// second waits, then finds the first one's result in the cache.
+    pub fn lock_key(&self, key: &Digest) -> Result<StoreLock, StoreError> {
+        let dir = self.root.join("locks");
+        fs::create_dir_all(&dir).map_err(io_error("create", &dir))?;
+        let path = dir.join(key.hex());
+        let file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(io_error("open", &path))?;
+        file.lock().map_err(io_error("lock", &path))?;
+        Ok(StoreLock { _file: file })
+    }
+
     fn lock_file(&self) -> Result<File, StoreError> {
         let path = self.root.join("lock");
         File::options()
@@ -288,8 +304,11 @@ impl Store {
                 removed_objects += 1;
             }
         }
-        for path in files_under(&self.root.join("tmp"))? {
-            fs::remove_file(&path).map_err(io_error("remove", &path))?;
+        // Under the exclusive lock no run holds a key lock, so the lock files can go too.
+        for dir in ["tmp", "locks"] {
+            for path in files_under(&self.root.join(dir))? {
+                fs::remove_file(&path).map_err(io_error("remove", &path))?;
+            }
         }
         Ok((removed_actions, removed_objects))
     }

@@ -16,7 +16,9 @@ pub enum MiningError {
         source: git2::Error,
     },
     /// The branch a `repos:` entry names does not exist there.
-    #[error("branch `{branch}` not found in repository `{repo}` (looked for refs/heads/{branch} and refs/remotes/origin/{branch}; HEAD is never used)")]
+    #[error(
+        "branch `{branch}` not found in repository `{repo}` (looked for refs/heads/{branch} and refs/remotes/origin/{branch}; HEAD is never used)"
+    )]
     BranchNotFound { repo: String, branch: String },
     /// A directory for a clone could not be created.
     #[error("create {path}: {source}")]

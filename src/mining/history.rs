@@ -12,10 +12,10 @@ use git2::{Delta, Oid, Patch, Repository};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use super::MiningError;
 use super::assertions::is_assertion_line;
 use super::test_files::{FileClass, TestFileRules, is_python};
 use super::tree_diff::{commit_diff, side_path};
-use super::MiningError;
 
 /// Whether merge commits on the first-parent chain are scored (against their first parent).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -171,20 +171,24 @@ fn deleted_assertions(
     repo: &str,
     oid: Oid,
 ) -> Result<u32, MiningError> {
-    let Some(patch) = Patch::from_diff(diff, index)
-        .map_err(MiningError::git(format!("build a patch of commit {oid}"), repo))?
+    let Some(patch) = Patch::from_diff(diff, index).map_err(MiningError::git(
+        format!("build a patch of commit {oid}"),
+        repo,
+    ))?
     else {
         return Ok(0);
     };
     let mut count = 0;
     for hunk in 0..patch.num_hunks() {
-        let lines = patch
-            .num_lines_in_hunk(hunk)
-            .map_err(MiningError::git(format!("read a hunk of commit {oid}"), repo))?;
+        let lines = patch.num_lines_in_hunk(hunk).map_err(MiningError::git(
+            format!("read a hunk of commit {oid}"),
+            repo,
+        ))?;
         for line in 0..lines {
-            let line = patch
-                .line_in_hunk(hunk, line)
-                .map_err(MiningError::git(format!("read a hunk of commit {oid}"), repo))?;
+            let line = patch.line_in_hunk(hunk, line).map_err(MiningError::git(
+                format!("read a hunk of commit {oid}"),
+                repo,
+            ))?;
             if line.origin() != '-' {
                 continue;
             }

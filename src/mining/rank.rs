@@ -100,7 +100,7 @@ pub fn rank(repo: &str, history: &[CommitScore], selection: Selection) -> Vec<Co
         .filter(|(score, _)| f64::from(*score) >= selection.min_score)
         .collect();
     // A stable sort keeps history order (newest first) among equal scores.
-    scored.sort_by(|left, right| right.0.cmp(&left.0));
+    scored.sort_by_key(|(score, _)| std::cmp::Reverse(*score));
     scored
         .into_iter()
         .take(selection.top)

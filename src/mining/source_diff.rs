@@ -9,9 +9,9 @@
 use git2::{Oid, Patch, Repository};
 use serde::{Deserialize, Serialize};
 
+use super::MiningError;
 use super::test_files::TestFileRules;
 use super::tree_diff::{commit_diff, side_path};
-use super::MiningError;
 
 /// The length at which a source diff is cut, in characters (the paper's setting).
 pub const DEFAULT_DIFF_LIMIT: usize = 12_000;
@@ -70,10 +70,11 @@ pub fn source_diff(
         text.push_str(&String::from_utf8_lossy(&buffer));
         files.push(shown);
     }
-    check_no_test_content(&text, rules, &excluded)
-        .map_err(|problem| MiningError::Invariant(format!(
+    check_no_test_content(&text, rules, &excluded).map_err(|problem| {
+        MiningError::Invariant(format!(
             "source diff {parent}..{child} in {repo}: {problem}"
-        )))?;
+        ))
+    })?;
     Ok(truncate(text, files, excluded, limit))
 }
 
@@ -138,7 +139,9 @@ pub fn check_no_test_content(
             }
         }
         if let Some(path) = excluded.iter().find(|path| line.contains(path.as_str())) {
-            return Err(format!("line {number}: left-out test file `{path}` in a header"));
+            return Err(format!(
+                "line {number}: left-out test file `{path}` in a header"
+            ));
         }
     }
     Ok(())
@@ -153,7 +156,14 @@ fn header_paths(line: &str) -> Vec<String> {
             .map(|part| unquote(part.strip_prefix("a/").unwrap_or(part)))
             .collect();
     }
-    for prefix in ["--- a/", "+++ b/", "rename from ", "rename to ", "copy from ", "copy to "] {
+    for prefix in [
+        "--- a/",
+        "+++ b/",
+        "rename from ",
+        "rename to ",
+        "copy from ",
+        "copy to ",
+    ] {
         if let Some(path) = line.strip_prefix(prefix) {
             return vec![unquote(path)];
         }
@@ -168,7 +178,10 @@ mod tests {
     #[test]
     fn truncation_is_marked_with_both_counts() {
         let diff = truncate("abcdef\nghij\n".into(), vec![], vec![], 4);
-        assert_eq!(diff.text, "abcd\n[diff truncated: 4 of 12 characters shown]\n");
+        assert_eq!(
+            diff.text,
+            "abcd\n[diff truncated: 4 of 12 characters shown]\n"
+        );
         assert!(diff.truncated);
         assert_eq!(diff.total_chars, 12);
     }
@@ -189,8 +202,9 @@ mod tests {
 
     #[test]
     fn the_check_rejects_hunk_lines_without_a_file() {
-        let error = check_no_test_content("@@ -1 +1 @@\n-assert x\n", &TestFileRules::default(), &[])
-            .unwrap_err();
+        let error =
+            check_no_test_content("@@ -1 +1 @@\n-assert x\n", &TestFileRules::default(), &[])
+                .unwrap_err();
         assert!(error.contains("outside any file"), "{error}");
     }
 

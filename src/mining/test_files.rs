@@ -71,7 +71,10 @@ impl TestFileRules {
 
     /// The patterns as written, in order (for keys and records).
     pub fn patterns(&self) -> Vec<String> {
-        self.patterns.iter().map(|pattern| pattern.to_string()).collect()
+        self.patterns
+            .iter()
+            .map(|pattern| pattern.to_string())
+            .collect()
     }
 
     /// True when `path` (repository-relative, `/`-separated) is a test file.

@@ -5,10 +5,16 @@ pub mod arm;
 use std::sync::Arc;
 
 mod command;
+mod report;
+mod stats;
 
 pub use command::CommandStep;
+pub use report::ReportStep;
+pub use stats::StatsStep;
 
 use crate::engine::StepKind;
+
+pub mod rank_commits;
 
 /// The known step kinds, by name.
 #[derive(Clone)]
@@ -19,11 +25,12 @@ pub struct Registry {
 impl Registry {
     /// Every step kind claimflow ships.
     pub fn builtin() -> Self {
-        let kinds: Vec<Arc<dyn StepKind>> = vec![
-            // One kind per line, so each branch that adds a kind adds a line.
-            Arc::new(CommandStep),
-            Arc::new(arm::Arm),
-        ];
+        let kinds: Vec<Arc<dyn StepKind>> = vec![Arc::new(CommandStep)];
+        let mut kinds = kinds;
+        kinds.push(Arc::new(StatsStep));
+        kinds.push(Arc::new(ReportStep));
+        kinds.push(Arc::new(rank_commits::RankCommits));
+        kinds.push(Arc::new(arm::Arm));
         Registry { kinds }
     }
 

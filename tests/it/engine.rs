@@ -76,7 +76,7 @@ fn a_second_run_runs_nothing() {
     );
     let second = project.ok(&["run", "pipeline.yaml"]);
     assert!(
-        second.stderr.contains("run finished: 0 computed, 9 cached"),
+        second.stderr.contains("run finished: 0 computed, 8 cached"),
         "{}",
         second.stderr
     );
@@ -93,7 +93,7 @@ fn touching_one_input_reruns_only_its_item_and_dependents() {
     );
     let ran = project.ok(&["run", "pipeline.yaml"]);
     assert!(
-        ran.stderr.contains("run finished: 1 computed, 8 cached"),
+        ran.stderr.contains("run finished: 1 computed, 7 cached"),
         "{}",
         ran.stderr
     );
@@ -153,11 +153,11 @@ fn keys_do_not_depend_on_the_project_location_the_workdir_or_the_yaml_layout() {
 name: chain
 workdir: build/state
 steps:
-  gen: {uses: command, with: {outputs: [gen.txt], inputs: [seed.txt], run: cat seed.txt > gen.txt}}
+  gen: {uses: command, with: {outputs: [gen.txt], inputs: [seed.txt], run: "cat seed.txt > gen.txt"}}
   shout:
     needs: [gen]
     uses: command
-    with: {outputs: [shout.txt], run: tr a-z A-Z < gen.txt > shout.txt, inputs: [gen.txt]}
+    with: {outputs: [shout.txt], run: "tr a-z A-Z < gen.txt > shout.txt", inputs: [gen.txt]}
   count:
     uses: command
     needs: [shout]
@@ -168,7 +168,7 @@ steps:
       foreach: [x, y, z]
   notes:
     uses: command
-    with: {foreach: notes/*.txt, outputs: ["upper/{name}"], inputs: ["{item}"], run: mkdir -p upper && tr a-z A-Z < {item} > upper/{name}}
+    with: {foreach: notes/*.txt, outputs: ["upper/{name}"], inputs: ["{item}"], run: "mkdir -p upper && tr a-z A-Z < {item} > upper/{name}"}
 "#,
     );
     second.ok(&["run", "pipeline.yaml"]);
@@ -192,7 +192,7 @@ fn changing_a_param_changes_exactly_the_dependent_keys() {
         .collect();
     project.file(
         "pipeline.yaml",
-        &CHAIN.replace("echo \"{item} $(wc", "echo \"{item}: $(wc"),
+        &CHAIN.replace("echo \"{item} $(wc", "echo \"{item} has $(wc"),
     );
     let after: Vec<_> = ["gen", "shout", "count", "notes"]
         .iter()
@@ -467,9 +467,23 @@ fn an_exported_cache_serves_another_project() {
     ]);
     let ran = second.ok(&["run", "pipeline.yaml"]);
     assert!(
-        ran.stderr.contains("run finished: 0 computed, 9 cached"),
+        ran.stderr.contains("run finished: 0 computed, 8 cached"),
         "{}",
         ran.stderr
     );
     assert_eq!(second.read("shout.txt"), "HELLO CLAIMS\n");
+}
+
+#[test]
+fn graph_prints_the_steps_and_their_edges() {
+    let project = chain();
+    let dot = project.ok(&["graph", "pipeline.yaml"]).stdout;
+    assert!(dot.starts_with("digraph"), "{dot}");
+    assert!(dot.contains("\"gen\" -> \"shout\";"), "{dot}");
+    assert!(dot.contains("\"shout\" -> \"count\";"), "{dot}");
+    let mermaid = project
+        .ok(&["graph", "pipeline.yaml", "--format", "mermaid"])
+        .stdout;
+    assert!(mermaid.contains("s0[\"gen<br/>(command)\"]"), "{mermaid}");
+    assert!(mermaid.contains("s1 --> s2"), "{mermaid}");
 }

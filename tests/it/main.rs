@@ -1,5 +1,8 @@
 //! The integration tests: one binary, one module per area, shared helpers in `common`.
 
 mod arms;
+mod claims;
 mod common;
 mod engine;
+mod stats;
+mod mining;

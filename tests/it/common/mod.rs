@@ -7,4 +7,6 @@
 )]
 
 pub mod git_repository;
+pub mod git;
 pub mod project;
+pub mod pytools;

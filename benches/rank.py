@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""Benchmark: claimflow's commit scoring against PyDriller and bare `git log`, on a real repository.
+
+    python3 benches/rank.py REPOSITORY [--branch BRANCH] [--repeat N]
+
+Scores every commit of the branch's first-parent history three ways and prints the times and ratios:
+  1. claimflow (`examples/rank.rs`, release build): assertion lines deleted from test files per commit;
+  2. PyDriller counting the same thing with the same rules (mirrored below; keep them in step with
+     src/mining/assertions.rs and src/mining/test_files.rs);
+  3. `git log --first-parent -p -M --unified=0 BRANCH > /dev/null`, the floor any diff-based tool pays.
+Then it CHECKS that the per-commit counts (and candidacy) agree with PyDriller's and lists mismatches;
+the exit status is 1 when any commit disagrees.
+
+PyDriller is installed into a venv under $CLAIMFLOW_CACHE_DIR/bench/pydriller (default
+~/.cache/claimflow), once. PyDriller reports no files for a merge commit, so for merges this script asks
+PyDriller's own diff machinery (GitPython's diff against the first parent, wrapped in ModifiedFile),
+which is what claimflow does with `merges: include`.
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PYDRILLER = "pydriller>=2.6,<3"
+
+# --- the rules, mirrored from the Rust code ---------------------------------------------------
+
+TEST_DIRECTORIES = {"test", "tests", "testing"}
+
+
+def is_python(path):
+    return path.endswith(".py")
+
+
+def is_test(path):
+    """The default test patterns: **/test/**, **/tests/**, **/testing/**, **/test_*.py,
+    **/*_test.py, **/tests.py, **/conftest.py."""
+    parts = path.split("/")
+    if any(part in TEST_DIRECTORIES for part in parts[:-1]):
+        return True
+    name = parts[-1]
+    return (
+        (name.startswith("test_") and name.endswith(".py"))
+        or (name.endswith("_test.py"))
+        or name in ("tests.py", "conftest.py")
+    )
+
+
+CALL = re.compile(r"(?<![A-Za-z0-9_])([A-Za-z0-9_]+)[ \t]*\(")
+QUALIFIER = re.compile(r"([A-Za-z0-9_]*)\.\Z")
+
+
+def is_assertion_call(qualifier, name):
+    if name.startswith("assert_") or (
+        name.startswith("assert") and len(name) > 6 and "A" <= name[6] <= "Z"
+    ):
+        return True
+    if name in ("raises", "warns", "deprecated_call"):
+        return qualifier in (None, "pytest")
+    if name == "fail":
+        return qualifier in ("self", "pytest")
+    if name in ("eq_", "ok_"):
+        return True
+    return qualifier == "self" and (name.startswith("failIf") or name.startswith("failUnless"))
+
+
+def is_assertion_line(line):
+    text = line.lstrip(" \t")
+    if text.startswith("#") or text.startswith(("def ", "async def ", "class ")):
+        return False
+    if text.startswith("assert"):
+        rest = text[len("assert"):]
+        if rest == "" or rest[0] in " \t(":
+            return True
+    code = text.split("#")[0]
+    for match in CALL.finditer(code):
+        start = match.start(1)
+        qualifier = None
+        if start > 0 and code[start - 1] == ".":
+            qualifier = QUALIFIER.search(code[:start]).group(1)
+        if is_assertion_call(qualifier, match.group(1)):
+            return True
+    return False
+
+
+# --- the PyDriller side (runs inside the venv) -------------------------------------------------
+
+
+def pydriller_worker(repository, branch):
+    from pydriller import Git, ModificationType
+    from pydriller.domain.commit import ModifiedFile
+
+    git = Git(repository)
+    out = sys.stdout
+    for commit in git.get_list_commits(rev=branch, first_parent=True, reverse=False):
+        parents = commit._c_object.parents
+        if not parents:
+            # A root commit has no parent to be a claim's t; claimflow scores it 0.
+            files = []
+        elif len(parents) > 1:
+            diffs = parents[0].diff(other=commit._c_object, paths=None, create_patch=True)
+            files = [ModifiedFile(diff=diff) for diff in diffs]
+        else:
+            files = commit.modified_files
+        deleted = 0
+        test_files, source_files = set(), set()
+        for modified in files:
+            old, new = modified.old_path, modified.new_path
+            kind = modified.change_type
+            shown = old if kind == ModificationType.DELETE else (new or old)
+            sides = [path for path in (old, new) if path]
+            if any(is_test(path) for path in sides):
+                test_files.add(shown)
+            elif any(is_python(path) for path in sides):
+                source_files.add(shown)
+            if old and kind != ModificationType.ADD and is_python(old) and is_test(old):
+                deleted += sum(
+                    1 for _, line in modified.diff_parsed["deleted"] if is_assertion_line(line)
+                )
+        candidate = bool(parents) and bool(source_files) and any(map(is_python, test_files))
+        out.write(
+            json.dumps(
+                {
+                    "commit": commit.hash,
+                    "assertions_deleted": deleted,
+                    "candidate": candidate,
+                }
+            )
+            + "\n"
+        )
+
+
+# --- the driver ---------------------------------------------------------------------------------
+
+
+def cache_dir():
+    return Path(os.environ.get("CLAIMFLOW_CACHE_DIR") or Path.home() / ".cache" / "claimflow")
+
+
+def venv_python():
+    venv = cache_dir() / "bench" / "pydriller"
+    python = venv / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    probe = subprocess.run([str(python), "-c", "import pydriller"], capture_output=True)
+    if probe.returncode != 0:
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "--quiet", PYDRILLER], check=True
+        )
+    return python
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("repository")
+    parser.add_argument("--branch", help="the branch to walk (default: the checked-out branch)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of the fast tools (best kept)")
+    parser.add_argument("--pydriller-worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    repository = str(Path(args.repository).resolve())
+    branch = args.branch or subprocess.run(
+        ["git", "-C", repository, "symbolic-ref", "--short", "HEAD"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()
+    if args.pydriller_worker:
+        pydriller_worker(repository, branch)
+        return 0
+
+    subprocess.run(
+        ["cargo", "build", "--quiet", "--release", "--example", "rank"], cwd=ROOT, check=True
+    )
+    rank = ROOT / "target" / "release" / "examples" / "rank"
+    python = venv_python()
+
+    claimflow_seconds, claimflow_out = measure(args.repeat, [str(rank), repository, branch])
+    git_seconds, _ = measure(
+        args.repeat,
+        ["git", "-C", repository, "log", "--first-parent", "-p", "-M", "--unified=0", branch],
+    )
+    pydriller_seconds, pydriller_out = measure(
+        1,
+        [str(python), __file__, repository, "--branch", branch, "--pydriller-worker"],
+    )
+
+    ours = [json.loads(line) for line in claimflow_out.splitlines()]
+    theirs = [json.loads(line) for line in pydriller_out.splitlines()]
+    print(f"repository: {repository} (branch {branch}), {len(ours)} first-parent commits")
+    print(f"claimflow : {claimflow_seconds:8.3f} s")
+    print(f"git log   : {git_seconds:8.3f} s   claimflow is {git_seconds / claimflow_seconds:6.1f}x faster")
+    print(f"pydriller : {pydriller_seconds:8.3f} s   claimflow is {pydriller_seconds / claimflow_seconds:6.1f}x faster")
+    print(
+        f"assertion lines deleted: claimflow {sum(r['assertions_deleted'] for r in ours)}, "
+        f"pydriller {sum(r['assertions_deleted'] for r in theirs)}; "
+        f"candidates: claimflow {sum(r['candidate'] for r in ours)}, "
+        f"pydriller {sum(r['candidate'] for r in theirs)}"
+    )
+    return compare(ours, theirs)
+
+
+def measure(repeat, command):
+    """Best wall time of `repeat` runs, and the stdout of the first run."""
+    times, output = [], None
+    for run in range(repeat):
+        started = time.perf_counter()
+        if run == 0:
+            result = subprocess.run(command, stdout=subprocess.PIPE, check=True)
+            output = result.stdout.decode()
+        else:
+            with open(os.devnull, "wb") as sink:
+                subprocess.run(command, stdout=sink, check=True)
+        times.append(time.perf_counter() - started)
+    return min(times), output
+
+
+def compare(ours, theirs):
+    mismatches = []
+    if [row["commit"] for row in ours] != [row["commit"] for row in theirs]:
+        mismatches.append("the two tools walked different commits")
+    theirs_by_commit = {row["commit"]: row for row in theirs}
+    for row in ours:
+        other = theirs_by_commit.get(row["commit"])
+        if other is None:
+            continue
+        for field in ("assertions_deleted", "candidate"):
+            if row[field] != other[field]:
+                mismatches.append(
+                    f"{row['commit']}: {field} claimflow={row[field]} pydriller={other[field]}"
+                )
+    if mismatches:
+        print(f"MISMATCHES ({len(mismatches)}):")
+        for mismatch in mismatches[:50]:
+            print(f"  {mismatch}")
+        return 1
+    print(f"per-commit counts agree on all {len(ours)} commits")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

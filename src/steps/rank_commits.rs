@@ -1,0 +1,222 @@
+//! `rank-commits`: one item per repository, ranking its branch's first-parent history and keeping the
+//! top candidates (`commits.jsonl`).
+//!
+//! Planning fetches each repository and resolves its branch, so the branch tip's commit id enters the
+//! item's key: a moved branch re-ranks that repository, and an unchanged one is a cache hit. The
+//! computation reads the history from the tip recorded in the key, never from the branch again.
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::engine::{
+    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, StepContext, StepError, StepKind,
+    Upstream,
+};
+use crate::mining::repository::{self, tool_name};
+use crate::mining::{Merges, RankBy, Selection, TestFileRules, rank, score_history};
+use crate::pipeline::RepoSpec;
+use crate::records::CommitRecord;
+
+/// The `rank-commits` step kind.
+pub struct RankCommits;
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec::optional(
+        "by",
+        ParamType::Enum(&["assertion-deletions", "keywords"]),
+        "what a commit is ranked by (default assertion-deletions)",
+    ),
+    ParamSpec::optional(
+        "top",
+        ParamType::Integer,
+        "keep the top N candidates per repository (default 40)",
+    ),
+    ParamSpec::optional(
+        "repos",
+        ParamType::StringList,
+        "the `repos:` entries to rank (default all)",
+    ),
+    ParamSpec::optional(
+        "merges",
+        ParamType::Enum(&["include", "skip"]),
+        "score merge commits against their first parent, or skip them (default include)",
+    ),
+    ParamSpec::optional(
+        "test_patterns",
+        ParamType::StringList,
+        "globs that make a path a test file (default: test/tests/testing directories, test_*.py, \
+         *_test.py, tests.py, conftest.py); a repository's own `test_patterns` wins",
+    ),
+    ParamSpec::optional(
+        "min_score",
+        ParamType::Number,
+        "drop candidates scoring below this (default 1)",
+    ),
+];
+
+/// The step's `with:` parameters.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Params {
+    #[serde(default)]
+    by: RankBy,
+    #[serde(default = "default_top")]
+    top: usize,
+    #[serde(default)]
+    repos: Option<Vec<String>>,
+    #[serde(default)]
+    merges: Merges,
+    #[serde(default)]
+    test_patterns: Vec<String>,
+    #[serde(default = "default_min_score")]
+    min_score: f64,
+}
+
+fn default_top() -> usize {
+    40
+}
+
+fn default_min_score() -> f64 {
+    1.0
+}
+
+/// What one repository's item computes from, besides the tip in its tools.
+#[derive(Debug, Serialize, Deserialize)]
+struct ItemParams {
+    branch: String,
+    by: RankBy,
+    top: usize,
+    merges: Merges,
+    min_score: f64,
+    test_patterns: Vec<String>,
+}
+
+fn params(ctx: &StepContext) -> Result<Params, StepError> {
+    if ctx.step.with.is_null() {
+        return serde_json::from_value(json!({}))
+            .map_err(|error| StepError::Input(error.to_string()));
+    }
+    ctx.params()
+}
+
+/// The test patterns for `spec`: its own `test_patterns`, else the step's, else the defaults.
+fn test_patterns(
+    ctx: &StepContext,
+    spec: &RepoSpec,
+    step: &[String],
+) -> Result<Vec<String>, StepError> {
+    let patterns = match spec.extra.get("test_patterns") {
+        Some(value) => serde_json::from_value::<Vec<String>>(value.clone()).map_err(|_| {
+            StepError::Input(format!(
+                "step `{}`: repository `{}`: `test_patterns` must be a list of globs",
+                ctx.step.name, spec.name
+            ))
+        })?,
+        None => step.to_vec(),
+    };
+    Ok(TestFileRules::new(&patterns)?.patterns())
+}
+
+impl StepKind for RankCommits {
+    fn name(&self) -> &'static str {
+        "rank-commits"
+    }
+
+    fn version(&self) -> u32 {
+        1
+    }
+
+    fn about(&self) -> &'static str {
+        "rank each repository's first-parent commits by assertion lines deleted from tests (or keywords)"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
+
+    fn items(&self, ctx: &StepContext, _upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
+        let params = params(ctx)?;
+        if let Some(unknown) = params
+            .repos
+            .iter()
+            .flatten()
+            .find(|name| ctx.pipeline.repo(name).is_none())
+        {
+            return Err(StepError::Input(format!(
+                "step `{}`: `repos` names `{unknown}`, which is not a `repos:` entry",
+                ctx.step.name
+            )));
+        }
+        let chosen = ctx.pipeline.repos.iter().filter(|spec| {
+            params
+                .repos
+                .as_ref()
+                .is_none_or(|names| names.contains(&spec.name))
+        });
+        let mut items = Vec::new();
+        for spec in chosen {
+            let prepared = repository::prepare(spec, ctx.workdir)?;
+            let item = ItemParams {
+                branch: spec.branch.clone(),
+                by: params.by,
+                top: params.top,
+                merges: params.merges,
+                min_score: params.min_score,
+                test_patterns: test_patterns(ctx, spec, &params.test_patterns)?,
+            };
+            items.push(
+                ItemPlan::new(&spec.name)
+                    .params(serde_json::to_value(item).expect("item params serialize"))
+                    .tool(prepared.tool_name(), prepared.tip.to_string()),
+            );
+        }
+        Ok(items)
+    }
+
+    fn run(
+        &self,
+        ctx: &StepContext,
+        item: &ItemPlan,
+        _upstream: &Upstream,
+    ) -> Result<ItemOutput, StepError> {
+        let spec = ctx.pipeline.repo(&item.id).ok_or_else(|| {
+            StepError::Input(format!(
+                "step `{}`: repository `{}` is not a `repos:` entry",
+                ctx.step.name, item.id
+            ))
+        })?;
+        let params: ItemParams = serde_json::from_value(item.params.clone()).map_err(|error| {
+            StepError::Message(format!(
+                "step `{}`: item `{}`: {error}",
+                ctx.step.name, item.id
+            ))
+        })?;
+        let tip = item
+            .tools
+            .get(&tool_name(&spec.name))
+            .and_then(|tip| git2::Oid::from_str(tip).ok())
+            .ok_or_else(|| {
+                StepError::Message(format!(
+                    "step `{}`: item `{}` has no branch tip in its key",
+                    ctx.step.name, item.id
+                ))
+            })?;
+        let located = repository::locate(spec, ctx.workdir)?;
+        let rules = TestFileRules::new(&params.test_patterns)?;
+        let history = score_history(&located.path, &spec.name, tip, &rules, params.merges)?;
+        let selection = Selection {
+            by: params.by,
+            top: params.top,
+            min_score: params.min_score,
+        };
+        Ok(ItemOutput::records(rank(&spec.name, &history, selection)))
+    }
+
+    fn publish(&self, ctx: &StepContext, items: &[ItemResult]) -> Result<(), StepError> {
+        let mut records: Vec<CommitRecord> = Vec::new();
+        for item in items {
+            records.extend(item.output.decode::<CommitRecord>()?);
+        }
+        ctx.write_jsonl("commits.jsonl", records)
+    }
+}

@@ -1,0 +1,709 @@
+//! Mining: commit ranking (scores, order, renames, merges, keywords, test-file rules), source-only
+//! diffs, repositories, and the `rank-commits` step kind driven directly through a hand-built context.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use claimflow::cache::Store;
+use claimflow::engine::{ItemResult, StepContext, StepKind, Upstream};
+use claimflow::mining::repository;
+use claimflow::mining::{
+    CommitScore, Merges, RankBy, Selection, TestFileRules, rank, score_history, source_diff,
+};
+use claimflow::pipeline::{Pipeline, RepoSource, RepoSpec, StepSpec};
+use claimflow::records::CommitRecord;
+use claimflow::steps::rank_commits::RankCommits;
+use serde_json::json;
+
+use crate::common::git::FixtureRepo;
+
+const CACHE_PY: &str = "def get(key):\n    return key\n";
+const CACHE_PY_V2: &str = "def get(key, default=None):\n    return default\n";
+
+const TEST_CACHE_V1: &str = "\
+import pytest
+from pkg import cache
+
+
+def test_get():
+    assert cache.get(1) == 1
+    assert cache.get(2) == 2
+
+
+class TestCache(unittest.TestCase):
+    def test_pop(self):
+        self.assertEqual(cache.get(3), 3)
+        with self.assertRaises(KeyError):
+            cache.pop(4)
+
+    def test_raises(self):
+        with pytest.raises(TypeError):
+            cache.get()
+";
+
+/// A small history with one commit of each kind ranking must tell apart.
+fn history() -> FixtureRepo {
+    let mut repo = FixtureRepo::new();
+    repo.commit(
+        "Initial cache",
+        &[
+            ("pkg/__init__.py", Some("")),
+            ("pkg/cache.py", Some(CACHE_PY)),
+            ("tests/test_cache.py", Some(TEST_CACHE_V1)),
+        ],
+    )
+    .commit(
+        "Return the default from get",
+        &[
+            ("pkg/cache.py", Some(CACHE_PY_V2)),
+            (
+                "tests/test_cache.py",
+                Some(&TEST_CACHE_V1.replace(
+                    "    assert cache.get(1) == 1\n    assert cache.get(2) == 2\n",
+                    "    assert cache.get(1) is None\n",
+                )),
+            ),
+        ],
+    )
+    .commit("Document the cache", &[("README.md", Some("# cache\n"))])
+    .commit(
+        "Tidy tests",
+        &[(
+            "tests/test_cache.py",
+            Some(&TEST_CACHE_V1.replace("    assert cache.get(2) == 2\n", "")),
+        )],
+    )
+    .commit(
+        "Fix pop: remove the KeyError",
+        &[
+            ("pkg/cache.py", Some("def get(key, default=None):\n    return default\n\n\ndef pop(key):\n    return None\n")),
+            (
+                "tests/test_cache.py",
+                Some("from pkg import cache\n\n\ndef test_pop():\n    cache.pop(4)\n"),
+            ),
+        ],
+    )
+    .commit(
+        "Add put",
+        &[
+            ("pkg/cache.py", Some("def put(key):\n    pass\n")),
+            ("tests/test_put.py", Some("def test_put():\n    assert put(1) is None\n")),
+        ],
+    );
+    repo
+}
+
+fn score(repo: &FixtureRepo, rules: &TestFileRules, merges: Merges) -> Vec<CommitScore> {
+    score_history(repo.path(), "fixture", repo.head(), rules, merges).unwrap()
+}
+
+fn selection(by: RankBy) -> Selection {
+    Selection {
+        by,
+        top: 40,
+        min_score: 1.0,
+    }
+}
+
+/// One line per history commit: deleted assertions, candidacy, subject, files.
+fn describe_history(history: &[CommitScore]) -> String {
+    history
+        .iter()
+        .map(|commit| {
+            format!(
+                "{:>2} {:9} {:32} tests={:?} sources={:?}",
+                commit.assertions_deleted,
+                if commit.is_candidate() {
+                    "candidate"
+                } else {
+                    "-"
+                },
+                commit.subject,
+                commit.test_files,
+                commit.source_files,
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// One line per ranked record.
+fn describe_ranking(records: &[CommitRecord]) -> String {
+    records
+        .iter()
+        .map(|record| {
+            format!(
+                "#{} score={} {} (assertions_deleted={} keyword_hits={} merge={})",
+                record.rank,
+                record.score,
+                record.subject,
+                record.assertions_deleted,
+                record.keyword_hits,
+                record.merge
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn history_scores_count_deleted_assertions_per_commit() {
+    let repo = history();
+    let history = score(&repo, &TestFileRules::default(), Merges::Include);
+    insta::assert_snapshot!(describe_history(&history), @r#"
+     0 candidate Add put                          tests=["tests/test_put.py"] sources=["pkg/cache.py"]
+     4 candidate Fix pop: remove the KeyError     tests=["tests/test_cache.py"] sources=["pkg/cache.py"]
+     1 -         Tidy tests                       tests=["tests/test_cache.py"] sources=[]
+     0 -         Document the cache               tests=[] sources=[]
+     2 candidate Return the default from get      tests=["tests/test_cache.py"] sources=["pkg/cache.py"]
+     0 -         Initial cache                    tests=[] sources=[]
+    "#);
+}
+
+#[test]
+fn ranking_orders_by_deleted_assertions_and_drops_zero_scores() {
+    let repo = history();
+    let history = score(&repo, &TestFileRules::default(), Merges::Include);
+    let records = rank("fixture", &history, selection(RankBy::AssertionDeletions));
+    insta::assert_snapshot!(describe_ranking(&records), @r"
+    #1 score=4 Fix pop: remove the KeyError (assertions_deleted=4 keyword_hits=2 merge=false)
+    #2 score=2 Return the default from get (assertions_deleted=2 keyword_hits=0 merge=false)
+    ");
+    assert_eq!(records[0].parent, repo.commits()[3].to_string());
+    assert_eq!(records[0].commit, repo.commits()[4].to_string());
+}
+
+#[test]
+fn top_keeps_the_best_and_ties_keep_history_order() {
+    let mut repo = FixtureRepo::new();
+    repo.commit(
+        "Initial",
+        &[
+            ("pkg/a.py", Some("a = 0\n")),
+            ("tests/test_a.py", Some("assert 1\nassert 2\nassert 3\n")),
+        ],
+    )
+    .commit(
+        "Older",
+        &[
+            ("pkg/a.py", Some("a = 1\n")),
+            ("tests/test_a.py", Some("assert 2\nassert 3\n")),
+        ],
+    )
+    .commit(
+        "Newer",
+        &[
+            ("pkg/a.py", Some("a = 2\n")),
+            ("tests/test_a.py", Some("assert 3\n")),
+        ],
+    );
+    let history = score(&repo, &TestFileRules::default(), Merges::Include);
+    let top = Selection {
+        top: 1,
+        ..selection(RankBy::AssertionDeletions)
+    };
+    let records = rank("fixture", &history, top);
+    insta::assert_snapshot!(describe_ranking(&records), @"#1 score=1 Newer (assertions_deleted=1 keyword_hits=0 merge=false)");
+}
+
+#[test]
+fn a_moved_test_file_deletes_no_assertions() {
+    let mut repo = history();
+    repo.commit(
+        "Move the cache tests",
+        &[
+            ("tests/test_cache.py", None),
+            (
+                "tests/unit/test_cache.py",
+                Some("from pkg import cache\n\n\ndef test_pop():\n    cache.pop(4)\n"),
+            ),
+            ("pkg/cache.py", Some("def put(key):\n    return key\n")),
+        ],
+    );
+    let history = score(&repo, &TestFileRules::default(), Merges::Include);
+    let moved = &history[0];
+    assert_eq!(moved.subject, "Move the cache tests");
+    assert_eq!(moved.assertions_deleted, 0);
+    assert_eq!(moved.test_files, vec!["tests/unit/test_cache.py"]);
+    assert!(moved.is_candidate());
+}
+
+#[test]
+fn a_moved_and_edited_test_file_counts_only_the_edit() {
+    let mut repo = FixtureRepo::new();
+    let body: String = (0..20)
+        .map(|index| format!("def test_{index}():\n    assert f({index}) == {index}\n\n"))
+        .collect();
+    repo.commit(
+        "Initial",
+        &[
+            ("pkg/f.py", Some("def f(x):\n    return x\n")),
+            ("tests/test_f.py", Some(&body)),
+        ],
+    )
+    .commit(
+        "Move and retire one expectation",
+        &[
+            ("pkg/f.py", Some("def f(x):\n    return -x\n")),
+            ("tests/test_f.py", None),
+            (
+                "tests/unit/test_f.py",
+                Some(&body.replace("    assert f(3) == 3\n", "    assert f(3) == -3\n")),
+            ),
+        ],
+    );
+    let history = score(&repo, &TestFileRules::default(), Merges::Include);
+    assert_eq!(history[0].assertions_deleted, 1);
+}
+
+#[test]
+fn a_deleted_test_file_deletes_all_its_assertions() {
+    let mut repo = history();
+    repo.commit(
+        "Drop pop",
+        &[
+            ("tests/test_cache.py", None),
+            ("pkg/cache.py", Some("x = 1\n")),
+        ],
+    );
+    let history = score(&repo, &TestFileRules::default(), Merges::Include);
+    assert_eq!(
+        history[0].assertions_deleted, 0,
+        "the file held no assertion then"
+    );
+    assert_eq!(history[0].test_files, vec!["tests/test_cache.py"]);
+    let mut repo = FixtureRepo::new();
+    repo.commit(
+        "Initial",
+        &[("a.py", Some("")), ("test_a.py", Some(TEST_CACHE_V1))],
+    )
+    .commit(
+        "Drop the tests",
+        &[("a.py", Some("x\n")), ("test_a.py", None)],
+    );
+    let history = score(&repo, &TestFileRules::default(), Merges::Include);
+    assert_eq!(history[0].assertions_deleted, 5);
+}
+
+fn merged_history() -> FixtureRepo {
+    let mut repo = FixtureRepo::new();
+    repo.commit(
+        "Initial",
+        &[
+            ("pkg/a.py", Some("a = 0\n")),
+            ("tests/test_a.py", Some("assert a == 0\nassert b == 0\n")),
+        ],
+    )
+    .branch("feature")
+    .commit(
+        "Change a on a branch",
+        &[
+            ("pkg/a.py", Some("a = 1\n")),
+            ("tests/test_a.py", Some("assert b == 0\n")),
+        ],
+    )
+    .switch("main")
+    .commit("Document a", &[("README.md", Some("a\n"))])
+    .merge(
+        "Merge branch feature",
+        "feature",
+        &[
+            ("pkg/a.py", Some("a = 1\n")),
+            ("tests/test_a.py", Some("assert b == 0\n")),
+        ],
+    );
+    repo
+}
+
+#[test]
+fn merges_are_diffed_against_their_first_parent_when_included() {
+    let repo = merged_history();
+    let history = score(&repo, &TestFileRules::default(), Merges::Include);
+    insta::assert_snapshot!(describe_history(&history), @r#"
+     1 candidate Merge branch feature             tests=["tests/test_a.py"] sources=["pkg/a.py"]
+     0 -         Document a                       tests=[] sources=[]
+     0 -         Initial                          tests=[] sources=[]
+    "#);
+    let records = rank("fixture", &history, selection(RankBy::AssertionDeletions));
+    assert_eq!(records.len(), 1);
+    assert!(records[0].merge);
+    assert_eq!(records[0].parent, repo.commits()[2].to_string());
+}
+
+#[test]
+fn merges_are_left_out_when_skipped() {
+    let repo = merged_history();
+    let history = score(&repo, &TestFileRules::default(), Merges::Skip);
+    let subjects: Vec<_> = history
+        .iter()
+        .map(|commit| commit.subject.as_str())
+        .collect();
+    assert_eq!(subjects, ["Document a", "Initial"]);
+    assert!(rank("fixture", &history, selection(RankBy::AssertionDeletions)).is_empty());
+}
+
+#[test]
+fn keyword_ranking_counts_subject_words() {
+    let repo = history();
+    let history = score(&repo, &TestFileRules::default(), Merges::Include);
+    let records = rank("fixture", &history, selection(RankBy::Keywords));
+    insta::assert_snapshot!(describe_ranking(&records), @"#1 score=2 Fix pop: remove the KeyError (assertions_deleted=4 keyword_hits=2 merge=false)");
+}
+
+#[test]
+fn custom_test_patterns_decide_what_is_a_test() {
+    let mut repo = FixtureRepo::new();
+    repo.commit(
+        "Initial",
+        &[
+            ("lib/a.py", Some("a = 0\n")),
+            ("checks/verify_a.py", Some("assert a == 0\n")),
+            ("tests/test_a.py", Some("assert a == 0\n")),
+        ],
+    )
+    .commit(
+        "Change a",
+        &[
+            ("lib/a.py", Some("a = 1\n")),
+            ("checks/verify_a.py", Some("assert a == 1\n")),
+            ("tests/test_a.py", Some("assert a == 1\n")),
+        ],
+    );
+    let defaults = score(&repo, &TestFileRules::default(), Merges::Include);
+    assert_eq!(defaults[0].test_files, ["tests/test_a.py"]);
+    assert_eq!(defaults[0].source_files, ["checks/verify_a.py", "lib/a.py"]);
+    assert_eq!(defaults[0].assertions_deleted, 1);
+    let custom = TestFileRules::new(&["checks/**", "tests/**"]).unwrap();
+    let custom = score(&repo, &custom, Merges::Include);
+    assert_eq!(
+        custom[0].test_files,
+        ["checks/verify_a.py", "tests/test_a.py"]
+    );
+    assert_eq!(custom[0].source_files, ["lib/a.py"]);
+    assert_eq!(custom[0].assertions_deleted, 2);
+}
+
+#[test]
+fn source_diff_shows_only_source_files() {
+    let repo = history();
+    let commits = repo.commits();
+    let diff = source_diff(
+        repo.repository(),
+        commits[3],
+        commits[4],
+        &TestFileRules::default(),
+        12_000,
+    )
+    .unwrap();
+    assert_eq!(diff.files, ["pkg/cache.py"]);
+    assert_eq!(diff.excluded, ["tests/test_cache.py"]);
+    assert!(!diff.truncated);
+    assert!(!diff.text.contains("test_cache"));
+    assert!(!diff.text.contains("assert"));
+    insta::assert_snapshot!(diff.text, @r"
+    diff --git a/pkg/cache.py b/pkg/cache.py
+    index 5c3eeb8..b5a0079 100644
+    --- a/pkg/cache.py
+    +++ b/pkg/cache.py
+    @@ -1,2 +1,6 @@
+     def get(key, default=None):
+         return default
+    +
+    +
+    +def pop(key):
+    +    return None
+    ");
+}
+
+#[test]
+fn source_diff_is_truncated_with_a_marker() {
+    let repo = history();
+    let commits = repo.commits();
+    let diff = source_diff(
+        repo.repository(),
+        commits[3],
+        commits[4],
+        &TestFileRules::default(),
+        40,
+    )
+    .unwrap();
+    assert!(diff.truncated);
+    assert!(diff.text.ends_with(&format!(
+        "[diff truncated: 40 of {} characters shown]\n",
+        diff.total_chars
+    )));
+    assert_eq!(diff.text.lines().count(), 2);
+}
+
+#[test]
+fn source_diff_of_a_tests_only_commit_is_empty() {
+    let repo = history();
+    let commits = repo.commits();
+    let diff = source_diff(
+        repo.repository(),
+        commits[2],
+        commits[3],
+        &TestFileRules::default(),
+        12_000,
+    )
+    .unwrap();
+    assert_eq!(diff.text, "");
+    assert_eq!(diff.excluded, ["tests/test_cache.py"]);
+}
+
+fn spec(name: &str, source: RepoSource) -> RepoSpec {
+    RepoSpec {
+        name: name.to_string(),
+        source,
+        branch: "main".to_string(),
+        split: None,
+        python: Vec::new(),
+        extra: BTreeMap::new(),
+    }
+}
+
+fn pipeline(root: &Path, repos: Vec<RepoSpec>, with: serde_json::Value) -> Pipeline {
+    Pipeline {
+        file: "pipeline.yaml".into(),
+        root: root.to_path_buf(),
+        version: 1,
+        name: "test".into(),
+        workdir: root.join(".claimflow"),
+        results: root.join("results"),
+        repos,
+        models: BTreeMap::new(),
+        steps: vec![StepSpec {
+            name: "rank".into(),
+            uses: "rank-commits".into(),
+            needs: Vec::new(),
+            with,
+            line: 1,
+        }],
+    }
+}
+
+/// Plans, computes and publishes the step like the engine does, without a cache.
+fn run_step(pipeline: &Pipeline) -> (Vec<ItemResult>, String) {
+    let store = Store::open(pipeline.workdir.join("cache")).unwrap();
+    let ctx = StepContext {
+        pipeline,
+        step: &pipeline.steps[0],
+        root: &pipeline.root,
+        workdir: &pipeline.workdir,
+        results: &pipeline.results,
+        store: &store,
+    };
+    let upstream = Upstream::default();
+    let kind = RankCommits;
+    let results: Vec<ItemResult> = kind
+        .items(&ctx, &upstream)
+        .unwrap()
+        .into_iter()
+        .map(|plan| {
+            let output = kind.run(&ctx, &plan, &upstream).unwrap();
+            let digest = store.put_json(&output).unwrap();
+            ItemResult {
+                plan,
+                digest,
+                output: output.into(),
+                cached: false,
+            }
+        })
+        .collect();
+    kind.publish(&ctx, &results).unwrap();
+    let published = std::fs::read_to_string(pipeline.results.join("commits.jsonl")).unwrap();
+    (results, published)
+}
+
+#[test]
+fn the_step_ranks_each_repository_and_publishes_in_pipeline_order() {
+    let first = history();
+    let second = merged_history();
+    let root = tempfile::tempdir().unwrap();
+    let pipeline = pipeline(
+        root.path(),
+        vec![
+            spec("second", RepoSource::Path(second.path_buf())),
+            spec("first", RepoSource::Path(first.path_buf())),
+        ],
+        json!({"top": 1}),
+    );
+    let (results, published) = run_step(&pipeline);
+    let ids: Vec<_> = results.iter().map(|item| item.plan.id.as_str()).collect();
+    assert_eq!(ids, ["second", "first"]);
+    assert_eq!(
+        results[1].plan.tools.get("repo:first"),
+        Some(&first.head().to_string())
+    );
+    let records: Vec<CommitRecord> = published
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let lines: Vec<_> = records
+        .iter()
+        .map(|record| format!("{} #{} {}", record.repo, record.rank, record.subject))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "second #1 Merge branch feature",
+            "first #1 Fix pop: remove the KeyError"
+        ]
+    );
+    let mut record = serde_json::to_value(&records[1]).unwrap();
+    record["commit"] = json!("[commit]");
+    record["parent"] = json!("[parent]");
+    insta::assert_json_snapshot!(record, @r#"
+    {
+      "assertions_deleted": 4,
+      "by": "assertion-deletions",
+      "commit": "[commit]",
+      "keyword_hits": 2,
+      "merge": false,
+      "parent": "[parent]",
+      "rank": 1,
+      "repo": "first",
+      "score": 4.0,
+      "source_files": [
+        "pkg/cache.py"
+      ],
+      "subject": "Fix pop: remove the KeyError",
+      "test_files": [
+        "tests/test_cache.py"
+      ],
+      "time": 1700000240
+    }
+    "#);
+}
+
+#[test]
+fn the_step_key_follows_the_branch_tip_and_the_params() {
+    let mut repo = history();
+    let root = tempfile::tempdir().unwrap();
+    let plan = |repo: &FixtureRepo, with: serde_json::Value| {
+        let pipeline = pipeline(
+            root.path(),
+            vec![spec("r", RepoSource::Path(repo.path_buf()))],
+            with,
+        );
+        let store = Store::open(root.path().join("cache")).unwrap();
+        let ctx = StepContext {
+            pipeline: &pipeline,
+            step: &pipeline.steps[0],
+            root: root.path(),
+            workdir: &pipeline.workdir,
+            results: &pipeline.results,
+            store: &store,
+        };
+        RankCommits
+            .items(&ctx, &Upstream::default())
+            .unwrap()
+            .remove(0)
+    };
+    let before = plan(&repo, json!({}));
+    assert_eq!(before.params["by"], "assertion-deletions");
+    assert_eq!(before.params["top"], 40);
+    assert_eq!(before.params["min_score"], 1.0);
+    assert_eq!(before.params["merges"], "include");
+    assert_eq!(before.params["test_patterns"].as_array().unwrap().len(), 7);
+    assert_eq!(plan(&repo, json!({})), before, "planning is deterministic");
+    assert_ne!(plan(&repo, json!({"by": "keywords"})).params, before.params);
+    repo.commit("More", &[("pkg/b.py", Some("b = 1\n"))]);
+    let after = plan(&repo, json!({}));
+    assert_ne!(after.tools, before.tools);
+    assert_eq!(after.tools["repo:r"], repo.head().to_string());
+}
+
+#[test]
+fn a_repository_may_name_its_own_test_patterns() {
+    let repo = history();
+    let root = tempfile::tempdir().unwrap();
+    let mut own = spec("r", RepoSource::Path(repo.path_buf()));
+    own.extra
+        .insert("test_patterns".into(), json!(["nothing/**"]));
+    let pipeline = pipeline(
+        root.path(),
+        vec![own],
+        json!({"test_patterns": ["tests/**"]}),
+    );
+    let (results, published) = run_step(&pipeline);
+    assert_eq!(
+        results[0].plan.params["test_patterns"],
+        json!(["nothing/**"])
+    );
+    assert_eq!(published, "", "no test files, so no candidates");
+}
+
+#[test]
+fn the_step_rejects_an_unknown_repository_name() {
+    let repo = history();
+    let root = tempfile::tempdir().unwrap();
+    let pipeline = pipeline(
+        root.path(),
+        vec![spec("r", RepoSource::Path(repo.path_buf()))],
+        json!({"repos": ["nope"]}),
+    );
+    let store = Store::open(root.path().join("cache")).unwrap();
+    let ctx = StepContext {
+        pipeline: &pipeline,
+        step: &pipeline.steps[0],
+        root: root.path(),
+        workdir: &pipeline.workdir,
+        results: &pipeline.results,
+        store: &store,
+    };
+    let error = RankCommits.items(&ctx, &Upstream::default()).unwrap_err();
+    assert!(error.to_string().contains("`nope`"), "{error}");
+}
+
+#[test]
+fn a_url_repository_is_cloned_then_fetched() {
+    let mut origin = history();
+    let workdir = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", origin.path().display());
+    let remote = spec("remote", RepoSource::Url(url));
+    let prepared = repository::prepare(&remote, workdir.path()).unwrap();
+    assert_eq!(prepared.tip, origin.head());
+    assert_eq!(prepared.path, workdir.path().join("repos").join("remote"));
+    origin.commit("Later", &[("pkg/later.py", Some("x = 1\n"))]);
+    assert_eq!(
+        repository::locate(&remote, workdir.path()).unwrap().tip,
+        prepared.tip,
+        "locating never fetches"
+    );
+    let fetched = repository::prepare(&remote, workdir.path()).unwrap();
+    assert_eq!(fetched.tip, origin.head());
+    let history = score_history(
+        &fetched.path,
+        "remote",
+        fetched.tip,
+        &TestFileRules::default(),
+        Merges::Include,
+    )
+    .unwrap();
+    assert_eq!(history.len(), 7);
+}
+
+#[test]
+fn head_is_never_used_for_a_missing_branch() {
+    let repo = history();
+    let mut missing = spec("r", RepoSource::Path(repo.path_buf()));
+    missing.branch = "release".into();
+    let error = repository::prepare(&missing, repo.path()).unwrap_err();
+    insta::assert_snapshot!(error.to_string(), @"branch `release` not found in repository `r` (looked for refs/heads/release and refs/remotes/origin/release; HEAD is never used)");
+}
+
+#[test]
+fn a_path_repository_is_read_in_place_without_writes() {
+    let repo = history();
+    let before = std::fs::read_dir(repo.path().join(".git")).unwrap().count();
+    let path = spec("r", RepoSource::Path(repo.path_buf()));
+    let workdir = tempfile::tempdir().unwrap();
+    let prepared = repository::prepare(&path, workdir.path()).unwrap();
+    assert_eq!(prepared.path, repo.path());
+    assert_eq!(
+        std::fs::read_dir(repo.path().join(".git")).unwrap().count(),
+        before
+    );
+    assert!(!workdir.path().join("repos").exists());
+}
