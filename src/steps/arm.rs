@@ -7,32 +7,35 @@
 //! The constant arms (`a0`, `a1`) are one cheap item for the whole step, keyed by every upstream
 //! item's output digest. The anchoring arms are one item per claim, keyed by the claim record's
 //! digest and the parent and child commit ids, so a new claim or a changed one is all a re-run
-//! computes.
+//! computes. The testmon arm is one item per commit (its database is built once per parent), run
+//! in the pytest pool.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::arms::{Change, Claim, ConstantArm, FileAnchoring, SymbolAnchoring};
+use crate::arms::{Change, Claim, ConstantArm, FileAnchoring, SymbolAnchoring, testmon};
 use crate::cache::Digest;
 use crate::engine::{
-    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, StepContext, StepError, StepKind,
+    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, Pool, StepContext, StepError, StepKind,
     Upstream,
 };
+use crate::mining::test_files::TestFileRules;
 use crate::records::PredictionRecord;
 
 /// The step kinds whose records are claims.
 const CLAIM_KINDS: &[&str] = &["mine-claims"];
 
 /// The arm names `with: {arm: ...}` accepts.
-const ARM_NAMES: &[&str] = &["a0", "a1", "file-anchoring", "symbol-anchoring"];
+const ARM_NAMES: &[&str] = &["a0", "a1", "file-anchoring", "symbol-anchoring", "testmon"];
 
 const PARAMS: &[ParamSpec] = &[
     ParamSpec::required(
         "arm",
         ParamType::Enum(ARM_NAMES),
-        "which arm: a0 (always invalidate), a1 (never), file-anchoring (A3), symbol-anchoring (A4)",
+        "which arm: a0 (always invalidate), a1 (never), file-anchoring (A3), symbol-anchoring (A4), \
+         testmon (A4b)",
     ),
     ParamSpec::optional(
         "transitive",
@@ -53,6 +56,7 @@ enum ArmName {
     A1,
     FileAnchoring,
     SymbolAnchoring,
+    Testmon,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -137,6 +141,66 @@ impl Arm {
     }
 }
 
+impl Arm {
+    /// Asks testmon about one commit's claims.
+    fn testmon(ctx: &StepContext, item: &ItemPlan) -> Result<ItemOutput, StepError> {
+        let failed = |error: &dyn std::fmt::Display| {
+            StepError::Message(format!(
+                "step `{}` item {}: {error}",
+                ctx.step.name, item.id
+            ))
+        };
+        let claims = item.params["claims"]
+            .as_array()
+            .map(|records| {
+                records
+                    .iter()
+                    .map(Claim::from_record)
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .unwrap_or_else(|| Ok(Vec::new()))
+            .map_err(|error| failed(&error))?;
+        let Some(first) = claims.first() else {
+            return Ok(ItemOutput::default());
+        };
+        let spec = ctx.pipeline.repo(&first.repo).ok_or_else(|| {
+            StepError::Invariant(format!(
+                "step `{}`: claim {} names repository `{}`, which the pipeline does not declare",
+                ctx.step.name, first.id, first.repo
+            ))
+        })?;
+        let repository = crate::mining::repository::locate(spec, ctx.workdir)
+            .and_then(|prepared| prepared.open())
+            .map_err(|error| failed(&error))?;
+        let test_files: BTreeSet<String> = claims.iter().map(Claim::test_file).collect();
+        let scratch = ctx.scratch(&Digest::of(item.id.as_bytes()).short())?;
+        let rules = TestFileRules::default();
+        let request = testmon::TestmonRequest {
+            repository: &repository,
+            parent: &first.parent,
+            child: &first.commit,
+            test_files: &test_files,
+            rules: &rules,
+            scratch: &scratch,
+        };
+        let selection = request
+            .select(|worktree| {
+                let interpreter = crate::python::select_interpreters(worktree, &spec.python)
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| "no installed interpreter is allowed".to_string())?;
+                let pinned = [testmon::TESTMON_REQUIREMENT.to_string()];
+                let request =
+                    crate::python::EnvironmentRequest::for_commit(&interpreter, worktree, &pinned);
+                crate::python::ensure_environment(&request).map_err(|error| error.to_string())
+            })
+            .map_err(|error| failed(&error))?;
+        Ok(ItemOutput::records(claims.iter().map(|claim| {
+            testmon::predict(&claim.id, &claim.node, &selection)
+        })))
+    }
+}
+
 impl StepKind for Arm {
     fn name(&self) -> &'static str {
         "arm"
@@ -182,6 +246,38 @@ impl StepKind for Arm {
                 }
                 Ok(vec![plan])
             }
+            ArmName::Testmon => {
+                let mut commits: BTreeMap<(String, String, String), Vec<UpstreamClaim>> =
+                    BTreeMap::new();
+                for upstream_claim in Self::claims(ctx, upstream)? {
+                    let claim = &upstream_claim.claim;
+                    let key = (
+                        claim.repo.clone(),
+                        claim.parent.clone(),
+                        claim.commit.clone(),
+                    );
+                    commits.entry(key).or_default().push(upstream_claim);
+                }
+                Ok(commits
+                    .into_iter()
+                    .map(|((repo, parent, child), claims)| {
+                        let mut plan = ItemPlan::new(format!("{repo}@{parent}..{child}"))
+                            .params(json!({
+                                "claims": claims.iter().map(|claim| &claim.record).collect::<Vec<_>>()
+                            }))
+                            .tool("parent", parent)
+                            .tool("child", child)
+                            .tool("testmon", testmon::TESTMON_REQUIREMENT)
+                            .pool(Pool::Pytest);
+                        for claim in &claims {
+                            let bytes =
+                                serde_json::to_vec(&claim.record).expect("a JSON value serializes");
+                            plan = plan.read(format!("claim:{}", claim.claim.id), Digest::of(&bytes));
+                        }
+                        plan
+                    })
+                    .collect())
+            }
             ArmName::FileAnchoring | ArmName::SymbolAnchoring => Ok(Self::claims(ctx, upstream)?
                 .into_iter()
                 .map(|upstream_claim| {
@@ -222,6 +318,7 @@ impl StepKind for Arm {
         let prediction = match params.arm {
             ArmName::A0 => return constant(ConstantArm::Always),
             ArmName::A1 => return constant(ConstantArm::Never),
+            ArmName::Testmon => return Self::testmon(ctx, item),
             ArmName::FileAnchoring => {
                 let arm = FileAnchoring {
                     transitive: params.transitive,

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use claimflow::engine::{
-    Engine, ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, RunOptions, Silent,
+    Engine, ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, Recording, RunOptions, Silent,
     StepContext, StepError, StepKind, Upstream,
 };
 use claimflow::pipeline::{Pipeline, RepoSource, RepoSpec, StepSpec};
@@ -286,4 +286,127 @@ fn an_arm_without_claims_upstream_is_an_input_error() {
     let engine = Engine::new(&pipeline, &registry, &Silent).unwrap();
     let error = engine.run(&RunOptions::default()).unwrap_err();
     assert_eq!(error.to_string(), "1 step failed: a0");
+}
+
+const CALC: &str = "\
+def add(a, b):
+    return a + b
+
+
+def mul(a, b):
+    return a * b
+";
+const TEST_CALC: &str = "\
+from demo.calc import add, mul
+
+
+def test_add():
+    assert add(1, 2) == 3
+
+
+def test_mul():
+    assert mul(2, 3) == 6
+
+
+def test_both():
+    assert add(1, mul(2, 3)) == 7
+";
+const TEST_OTHER: &str = "\
+def test_other():
+    assert [1, 2][-1] == 2
+";
+
+/// Pretty predictions with the measured seconds replaced, for a stable snapshot.
+fn without_seconds(path: &Path, parent: &str) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines()
+        .map(|line| {
+            let mut value: serde_json::Value = serde_json::from_str(line).unwrap();
+            for field in ["build_seconds", "query_seconds"] {
+                let seconds = &mut value["evidence"][field];
+                assert!(
+                    seconds.as_f64().is_some_and(|seconds| seconds > 0.0),
+                    "{line}"
+                );
+                *seconds = json!("[seconds]");
+            }
+            let version = &mut value["evidence"]["testmon"];
+            assert!(
+                version.as_str().is_some_and(|version| !version.is_empty()),
+                "{line}"
+            );
+            *version = json!("[version]");
+            serde_json::to_string_pretty(&value).unwrap()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        .replace(parent, "<parent>")
+}
+
+#[test]
+fn testmon_selects_exactly_the_tests_that_execute_the_changed_function() {
+    let mut repository = GitRepository::new("main");
+    let parent = repository.commit(
+        "parent",
+        &[
+            ("src/demo/__init__.py", Some("")),
+            ("src/demo/calc.py", Some(CALC)),
+            ("tests/test_calc.py", Some(TEST_CALC)),
+            ("tests/test_other.py", Some(TEST_OTHER)),
+        ],
+    );
+    let child = repository.commit(
+        "calc: multiply the other way round",
+        &[(
+            "src/demo/calc.py",
+            Some(&CALC.replace("return a * b", "return b * a")),
+        )],
+    );
+    let tests = [
+        ("tests/test_calc.py", "test_add"),
+        ("tests/test_calc.py", "test_mul"),
+        ("tests/test_calc.py", "test_both"),
+        ("tests/test_other.py", "test_other"),
+    ];
+    let mut records: Vec<serde_json::Value> = tests
+        .iter()
+        .map(|(file, name)| {
+            let node = format!("{file}::{name}");
+            json!({
+                "id": claim_id("demo", &parent, &node),
+                "repo": "demo", "parent": parent, "commit": child, "node": node,
+                "source": format!("def {name}():\n    pass\n"),
+                "assertions": ["assert True"], "fixtures": [],
+            })
+        })
+        .collect();
+    // A claim whose test testmon never saw (no such test at the parent) gets no verdict.
+    let node = "tests/test_other.py::test_missing";
+    records.push(json!({
+        "id": claim_id("demo", &parent, node),
+        "repo": "demo", "parent": parent, "commit": child, "node": node,
+        "source": "def test_missing():\n    pass\n",
+        "assertions": ["assert True"], "fixtures": [],
+    }));
+    let project = tempfile::tempdir().unwrap();
+    let mut pipeline = pipeline(project.path(), &repository.path(), json!(records));
+    pipeline.repos[0].python = vec!["3.11".into()];
+    pipeline.steps.truncate(1);
+    pipeline.steps.push(StepSpec {
+        name: "a4b".into(),
+        uses: "arm".into(),
+        needs: vec!["claims".into()],
+        with: json!({"arm": "testmon"}),
+        line: 1,
+    });
+    let registry = Registry::with(vec![Arc::new(GivenClaims), Arc::new(Arm)]);
+    let events = Recording::default();
+    let engine = Engine::new(&pipeline, &registry, &events).unwrap();
+    let summary = engine
+        .run(&RunOptions::default())
+        .unwrap_or_else(|error| panic!("{error}: {:#?}", events.events()));
+    // One item for the claims, one for the commit.
+    assert_eq!(summary.computed(), 2);
+    let path = pipeline.results.join("predictions/a4b.jsonl");
+    insta::assert_snapshot!("arms_a4b", without_seconds(&path, &parent));
 }
