@@ -3,6 +3,8 @@
 mod arms;
 mod claims;
 mod common;
+mod corpus;
+mod dsl;
 mod engine;
 mod stats;
 mod mining;

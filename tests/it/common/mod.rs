@@ -9,4 +9,7 @@
 pub mod git_repository;
 pub mod git;
 pub mod project;
+pub mod pytest_jobs;
+pub mod python_env;
 pub mod pytools;
+pub mod step_kinds;
