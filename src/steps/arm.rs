@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::arms::{Change, Claim, ConstantArm, FileAnchoring, SymbolAnchoring, testmon};
@@ -73,6 +73,65 @@ struct UpstreamClaim {
     claim: Claim,
 }
 
+/// The `repos:` entry settings that change an arm's result, resolved at planning so they enter
+/// the item keys: the test-file patterns (a touched test file carries no change, as the oracle
+/// restores it) and the pinned dependencies of the testmon environment.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct RepositorySettings {
+    test_patterns: Vec<String>,
+    #[serde(default)]
+    dependencies: Vec<String>,
+}
+
+impl RepositorySettings {
+    /// The settings of the `repos:` entry `repo`.
+    fn of(ctx: &StepContext, repo: &str) -> Result<Self, StepError> {
+        let spec = ctx.pipeline.repo(repo).ok_or_else(|| {
+            StepError::Invariant(format!(
+                "step `{}`: a claim names repository `{repo}`, which the pipeline does not declare",
+                ctx.step.name
+            ))
+        })?;
+        let strings = |key: &str| -> Result<Vec<String>, StepError> {
+            match spec.extra.get(key) {
+                None => Ok(Vec::new()),
+                Some(value) => serde_json::from_value(value.clone()).map_err(|_| {
+                    StepError::Input(format!(
+                        "step `{}`: repository `{repo}`: `{key}` must be a list of strings",
+                        ctx.step.name
+                    ))
+                }),
+            }
+        };
+        let test_patterns = TestFileRules::new(&strings("test_patterns")?)
+            .map_err(|error| {
+                StepError::Input(format!(
+                    "step `{}`: repository `{repo}`: {error}",
+                    ctx.step.name
+                ))
+            })?
+            .patterns();
+        Ok(RepositorySettings {
+            test_patterns,
+            dependencies: strings("dependencies")?,
+        })
+    }
+
+    /// The settings an item carries in its params.
+    fn from_item(ctx: &StepContext, item: &ItemPlan) -> Result<Self, StepError> {
+        serde_json::from_value(item.params["repository"].clone()).map_err(|error| {
+            StepError::Message(format!(
+                "step `{}` item {}: read the repository settings: {error}",
+                ctx.step.name, item.id
+            ))
+        })
+    }
+
+    fn rules(&self) -> TestFileRules {
+        TestFileRules::new(&self.test_patterns).expect("patterns were checked when planning")
+    }
+}
+
 impl Arm {
     /// Every claim record of the needed claim steps, in step and item order.
     fn claims(ctx: &StepContext, upstream: &Upstream) -> Result<Vec<UpstreamClaim>, StepError> {
@@ -118,6 +177,7 @@ impl Arm {
     fn anchor(
         ctx: &StepContext,
         claim: &Claim,
+        rules: &TestFileRules,
         predict: impl Fn(&Claim, &Change) -> Result<PredictionRecord, crate::arms::ArmError>,
     ) -> Result<PredictionRecord, StepError> {
         let failed = |error: &dyn std::fmt::Display| {
@@ -135,7 +195,7 @@ impl Arm {
         let repository = crate::mining::repository::locate(spec, ctx.workdir)
             .and_then(|prepared| prepared.open())
             .map_err(|error| failed(&error))?;
-        let change = Change::load(&repository, &claim.parent, &claim.commit)
+        let change = Change::load_with(&repository, &claim.parent, &claim.commit, rules)
             .map_err(|error| failed(&error))?;
         predict(claim, &change).map_err(|error| failed(&error))
     }
@@ -174,7 +234,8 @@ impl Arm {
             .map_err(|error| failed(&error))?;
         let test_files: BTreeSet<String> = claims.iter().map(Claim::test_file).collect();
         let scratch = ctx.scratch(&Digest::of(item.id.as_bytes()).short())?;
-        let rules = TestFileRules::default();
+        let settings = RepositorySettings::from_item(ctx, item)?;
+        let rules = settings.rules();
         let request = testmon::TestmonRequest {
             repository: &repository,
             parent: &first.parent,
@@ -189,7 +250,8 @@ impl Arm {
                     .into_iter()
                     .next()
                     .ok_or_else(|| "no installed interpreter is allowed".to_string())?;
-                let pinned = [testmon::TESTMON_REQUIREMENT.to_string()];
+                let mut pinned = settings.dependencies.clone();
+                pinned.push(testmon::TESTMON_REQUIREMENT.to_string());
                 let request =
                     crate::python::EnvironmentRequest::for_commit(&interpreter, worktree, &pinned);
                 crate::python::ensure_environment(&request).map_err(|error| error.to_string())
@@ -258,39 +320,59 @@ impl StepKind for Arm {
                     );
                     commits.entry(key).or_default().push(upstream_claim);
                 }
-                Ok(commits
-                    .into_iter()
-                    .map(|((repo, parent, child), claims)| {
-                        let mut plan = ItemPlan::new(format!("{repo}@{parent}..{child}"))
-                            .params(json!({
-                                "claims": claims.iter().map(|claim| &claim.record).collect::<Vec<_>>()
-                            }))
-                            .tool("parent", parent)
-                            .tool("child", child)
-                            .tool("testmon", testmon::TESTMON_REQUIREMENT)
-                            .pool(Pool::Pytest);
-                        for claim in &claims {
-                            let bytes =
-                                serde_json::to_vec(&claim.record).expect("a JSON value serializes");
-                            plan = plan.read(format!("claim:{}", claim.claim.id), Digest::of(&bytes));
-                        }
-                        plan
-                    })
-                    .collect())
+                let mut settings = BTreeMap::new();
+                let mut plans = Vec::new();
+                for ((repo, parent, child), claims) in commits {
+                    if !settings.contains_key(&repo) {
+                        settings.insert(repo.clone(), RepositorySettings::of(ctx, &repo)?);
+                    }
+                    let records: Vec<_> = claims.iter().map(|claim| &claim.record).collect();
+                    let mut plan = ItemPlan::new(format!("{repo}@{parent}..{child}"))
+                        .params(json!({
+                            "claims": records,
+                            "repository": settings[&repo],
+                        }))
+                        .tool("parent", parent)
+                        .tool("child", child)
+                        .tool("testmon", testmon::TESTMON_REQUIREMENT)
+                        .pool(Pool::Pytest);
+                    for claim in &claims {
+                        let bytes =
+                            serde_json::to_vec(&claim.record).expect("a JSON value serializes");
+                        plan = plan.read(format!("claim:{}", claim.claim.id), Digest::of(&bytes));
+                    }
+                    plans.push(plan);
+                }
+                Ok(plans)
             }
-            ArmName::FileAnchoring | ArmName::SymbolAnchoring => Ok(Self::claims(ctx, upstream)?
-                .into_iter()
-                .map(|upstream_claim| {
+            ArmName::FileAnchoring | ArmName::SymbolAnchoring => {
+                let mut settings = BTreeMap::new();
+                let mut plans = Vec::new();
+                for upstream_claim in Self::claims(ctx, upstream)? {
+                    let claim = &upstream_claim.claim;
+                    if !settings.contains_key(&claim.repo) {
+                        settings.insert(
+                            claim.repo.clone(),
+                            RepositorySettings::of(ctx, &claim.repo)?,
+                        );
+                    }
                     let bytes = serde_json::to_vec(&upstream_claim.record)
                         .expect("a JSON value serializes");
-                    let claim = &upstream_claim.claim;
-                    ItemPlan::new(claim.id.clone())
-                        .params(json!({ "claim": upstream_claim.record }))
-                        .read("claim", Digest::of(&bytes))
-                        .tool("parent", claim.parent.clone())
-                        .tool("child", claim.commit.clone())
-                })
-                .collect()),
+                    // Only the test patterns can change an anchoring arm's result.
+                    let repository = json!({"test_patterns": settings[&claim.repo].test_patterns});
+                    plans.push(
+                        ItemPlan::new(claim.id.clone())
+                            .params(json!({
+                                "claim": upstream_claim.record,
+                                "repository": repository,
+                            }))
+                            .read("claim", Digest::of(&bytes))
+                            .tool("parent", claim.parent.clone())
+                            .tool("child", claim.commit.clone()),
+                    );
+                }
+                Ok(plans)
+            }
         }
     }
 
@@ -323,11 +405,17 @@ impl StepKind for Arm {
                 let arm = FileAnchoring {
                     transitive: params.transitive,
                 };
-                Self::anchor(ctx, &claim()?, |claim, change| arm.predict(claim, change))?
+                let rules = RepositorySettings::from_item(ctx, item)?.rules();
+                Self::anchor(ctx, &claim()?, &rules, |claim, change| {
+                    arm.predict(claim, change)
+                })?
             }
-            ArmName::SymbolAnchoring => Self::anchor(ctx, &claim()?, |claim, change| {
-                SymbolAnchoring.predict(claim, change)
-            })?,
+            ArmName::SymbolAnchoring => {
+                let rules = RepositorySettings::from_item(ctx, item)?.rules();
+                Self::anchor(ctx, &claim()?, &rules, |claim, change| {
+                    SymbolAnchoring.predict(claim, change)
+                })?
+            }
         };
         Ok(ItemOutput::records([prediction]))
     }

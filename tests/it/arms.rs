@@ -15,7 +15,7 @@ use claimflow::steps::Registry;
 use claimflow::steps::arm::Arm;
 use serde_json::json;
 
-use crate::common::git_repository::GitRepository;
+use crate::common::git::FixtureRepo;
 
 /// Stands in for `mine-claims` (not merged yet): emits the claim records in its `with.claims`.
 struct GivenClaims;
@@ -115,38 +115,44 @@ def test_helper():
 ";
 
 /// The fixture history: the child edits `Cache.get`, adds a function to `util`, and edits a test.
-fn history() -> (GitRepository, String, String) {
-    let mut repository = GitRepository::new("main");
-    let parent = repository.commit(
-        "parent",
-        &[
-            ("src/demo/__init__.py", Some(INIT)),
-            ("src/demo/cache.py", Some(CACHE)),
-            ("src/demo/stack.py", Some(STACK)),
-            ("src/demo/util.py", Some(UTIL)),
-            ("tests/conftest.py", Some(CONFTEST)),
-            ("tests/test_cache.py", Some(TEST_CACHE)),
-            ("tests/test_stack.py", Some(TEST_STACK)),
-            ("tests/test_util.py", Some(TEST_UTIL)),
-        ],
-    );
-    let child = repository.commit(
-        "cache: a missing key reads as 0",
-        &[
-            (
-                "src/demo/cache.py",
-                Some(&CACHE.replace("self.data.get(key)", "self.data.get(key, 0)")),
-            ),
-            (
-                "src/demo/util.py",
-                Some(&format!("{UTIL}\n\ndef other():\n    return 2\n")),
-            ),
-            (
-                "tests/test_cache.py",
-                Some(&TEST_CACHE.replace("is None", "== 0")),
-            ),
-        ],
-    );
+fn history() -> (FixtureRepo, String, String) {
+    let mut repository = FixtureRepo::new();
+    let parent = repository
+        .commit(
+            "parent",
+            &[
+                ("src/demo/__init__.py", Some(INIT)),
+                ("src/demo/cache.py", Some(CACHE)),
+                ("src/demo/stack.py", Some(STACK)),
+                ("src/demo/util.py", Some(UTIL)),
+                ("tests/conftest.py", Some(CONFTEST)),
+                ("tests/test_cache.py", Some(TEST_CACHE)),
+                ("tests/test_stack.py", Some(TEST_STACK)),
+                ("tests/test_util.py", Some(TEST_UTIL)),
+            ],
+        )
+        .head()
+        .to_string();
+    let child = repository
+        .commit(
+            "cache: a missing key reads as 0",
+            &[
+                (
+                    "src/demo/cache.py",
+                    Some(&CACHE.replace("self.data.get(key)", "self.data.get(key, 0)")),
+                ),
+                (
+                    "src/demo/util.py",
+                    Some(&format!("{UTIL}\n\ndef other():\n    return 2\n")),
+                ),
+                (
+                    "tests/test_cache.py",
+                    Some(&TEST_CACHE.replace("is None", "== 0")),
+                ),
+            ],
+        )
+        .head()
+        .to_string();
     (repository, parent, child)
 }
 
@@ -253,7 +259,7 @@ fn readable(path: &Path, parent: &str) -> String {
 fn each_arm_writes_its_predictions_with_evidence_and_reruns_from_the_cache() {
     let (repository, parent, child) = history();
     let project = tempfile::tempdir().unwrap();
-    let pipeline = pipeline(project.path(), &repository.path(), claims(&parent, &child));
+    let pipeline = pipeline(project.path(), repository.path(), claims(&parent, &child));
     let registry = Registry::with(vec![Arc::new(GivenClaims), Arc::new(Arm)]);
     let options = RunOptions {
         jobs: 1,
@@ -279,7 +285,7 @@ fn each_arm_writes_its_predictions_with_evidence_and_reruns_from_the_cache() {
 fn an_arm_without_claims_upstream_is_an_input_error() {
     let (repository, _, _) = history();
     let project = tempfile::tempdir().unwrap();
-    let mut pipeline = pipeline(project.path(), &repository.path(), json!([]));
+    let mut pipeline = pipeline(project.path(), repository.path(), json!([]));
     pipeline.steps[1].needs.clear();
     pipeline.steps.truncate(2);
     let registry = Registry::with(vec![Arc::new(GivenClaims), Arc::new(Arm)]);
@@ -345,23 +351,29 @@ fn without_seconds(path: &Path, parent: &str) -> String {
 
 #[test]
 fn testmon_selects_exactly_the_tests_that_execute_the_changed_function() {
-    let mut repository = GitRepository::new("main");
-    let parent = repository.commit(
-        "parent",
-        &[
-            ("src/demo/__init__.py", Some("")),
-            ("src/demo/calc.py", Some(CALC)),
-            ("tests/test_calc.py", Some(TEST_CALC)),
-            ("tests/test_other.py", Some(TEST_OTHER)),
-        ],
-    );
-    let child = repository.commit(
-        "calc: multiply the other way round",
-        &[(
-            "src/demo/calc.py",
-            Some(&CALC.replace("return a * b", "return b * a")),
-        )],
-    );
+    let mut repository = FixtureRepo::new();
+    let parent = repository
+        .commit(
+            "parent",
+            &[
+                ("src/demo/__init__.py", Some("")),
+                ("src/demo/calc.py", Some(CALC)),
+                ("tests/test_calc.py", Some(TEST_CALC)),
+                ("tests/test_other.py", Some(TEST_OTHER)),
+            ],
+        )
+        .head()
+        .to_string();
+    let child = repository
+        .commit(
+            "calc: multiply the other way round",
+            &[(
+                "src/demo/calc.py",
+                Some(&CALC.replace("return a * b", "return b * a")),
+            )],
+        )
+        .head()
+        .to_string();
     let tests = [
         ("tests/test_calc.py", "test_add"),
         ("tests/test_calc.py", "test_mul"),
@@ -389,7 +401,7 @@ fn testmon_selects_exactly_the_tests_that_execute_the_changed_function() {
         "assertions": ["assert True"], "fixtures": [],
     }));
     let project = tempfile::tempdir().unwrap();
-    let mut pipeline = pipeline(project.path(), &repository.path(), json!(records));
+    let mut pipeline = pipeline(project.path(), repository.path(), json!(records));
     pipeline.repos[0].python = vec!["3.11".into()];
     pipeline.steps.truncate(1);
     pipeline.steps.push(StepSpec {
@@ -409,4 +421,30 @@ fn testmon_selects_exactly_the_tests_that_execute_the_changed_function() {
     assert_eq!(summary.computed(), 2);
     let path = pipeline.results.join("predictions/a4b.jsonl");
     insta::assert_snapshot!("arms_a4b", without_seconds(&path, &parent));
+}
+
+#[test]
+fn a_repositorys_test_patterns_decide_which_touched_files_carry_no_change() {
+    let (repository, parent, child) = history();
+    let project = tempfile::tempdir().unwrap();
+    let mut pipeline = pipeline(project.path(), repository.path(), claims(&parent, &child));
+    // Counting `util.py` as test code (restored by the oracle) leaves `test_helper` unanchored.
+    pipeline.repos[0].extra.insert(
+        "test_patterns".into(),
+        json!(["tests/**", "src/demo/util.py"]),
+    );
+    pipeline
+        .steps
+        .retain(|step| ["claims", "a3"].contains(&step.name.as_str()));
+    let registry = Registry::with(vec![Arc::new(GivenClaims), Arc::new(Arm)]);
+    let engine = Engine::new(&pipeline, &registry, &Silent).unwrap();
+    engine.run(&RunOptions::default()).unwrap();
+    let text = std::fs::read_to_string(pipeline.results.join("predictions/a3.jsonl")).unwrap();
+    let helper = text
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .find(|value| value["claim"].as_str().unwrap().ends_with("test_helper"))
+        .unwrap();
+    assert_eq!(helper["verdict"], "held");
+    assert_eq!(helper["evidence"]["touched_modules"], json!(["demo.cache"]));
 }

@@ -6,7 +6,6 @@
     reason = "each test module uses a different part of the helpers"
 )]
 
-pub mod git_repository;
 pub mod git;
 pub mod project;
 pub mod pytest_jobs;
