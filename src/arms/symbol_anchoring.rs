@@ -35,7 +35,7 @@ use serde_json::json;
 use super::claim::{ArmError, Change, Claim};
 use super::modules::ModuleIndex;
 use super::python_source::{
-    Definition, DefinitionKind, ParsedModule, References, parameters, parse_function,
+    Definition, DefinitionKind, Fixture, ParsedModule, References, parameters, parse_function,
 };
 use crate::records::{PredictionRecord, Verdict};
 
@@ -240,6 +240,12 @@ fn follow_fixtures(
         }
     }
 
+    // Every fixture each file defines, nearest file first: the test file's own fixtures override
+    // a conftest's, and a nearer conftest's override a farther one's, as in pytest.
+    let fixtures: Vec<(&ParsedModule, Vec<Fixture>)> = std::iter::once(test_module)
+        .chain(providers.iter().map(Rc::as_ref))
+        .map(|module| (module, module.fixtures()))
+        .collect();
     let mut products = BTreeMap::new();
     let mut visited = BTreeSet::new();
     let mut queue: VecDeque<(String, usize)> =
@@ -251,15 +257,12 @@ fn follow_fixtures(
         if !visited.insert(name.clone()) {
             continue;
         }
-        let found = std::iter::once(test_module)
-            .chain(providers.iter().map(Rc::as_ref))
-            .find_map(|module| {
-                module
-                    .fixtures()
-                    .into_iter()
-                    .find(|fixture| fixture.name == name)
-                    .map(|fixture| (module, fixture))
-            });
+        let found = fixtures.iter().find_map(|(module, defined)| {
+            defined
+                .iter()
+                .find(|fixture| fixture.name == name)
+                .map(|fixture| (*module, fixture))
+        });
         let Some((module, fixture)) = found else {
             continue;
         };

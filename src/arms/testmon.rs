@@ -93,6 +93,22 @@ struct ProbeReport {
     packages_changed: bool,
 }
 
+impl ProbeReport {
+    /// Why a child query's selection cannot be trusted: testmon inactive, or a database or package
+    /// state under which it selects everything.
+    fn query_problem(&self) -> Option<&'static str> {
+        if !self.testmon_active {
+            Some("testmon was not active")
+        } else if self.new_db {
+            Some("testmon saw a new database where the parent's should be")
+        } else if self.packages_changed {
+            Some("testmon says the installed packages changed since the parent")
+        } else {
+            None
+        }
+    }
+}
+
 /// One commit's testmon question.
 pub struct TestmonRequest<'a> {
     pub repository: &'a Repository,
@@ -150,22 +166,8 @@ impl TestmonRequest<'_> {
             &["--collect-only"],
         )?;
         let query_seconds = started.elapsed().as_secs_f64();
-        if !report.testmon_active {
-            return Err(self.database_error(self.child, "testmon was not active", &log));
-        }
-        if report.new_db {
-            return Err(self.database_error(
-                self.child,
-                "testmon saw a new database where the parent's should be",
-                &log,
-            ));
-        }
-        if report.packages_changed {
-            return Err(self.database_error(
-                self.child,
-                "testmon says the installed packages changed since the parent",
-                &log,
-            ));
+        if let Some(problem) = report.query_problem() {
+            return Err(self.database_error(self.child, problem, &log));
         }
         Ok(TestmonSelection {
             tracked,
@@ -438,5 +440,60 @@ pub fn predict(
         tokens_in: None,
         tokens_out: None,
         cost: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::Verdict;
+
+    fn report(testmon_active: bool, new_db: bool, packages_changed: bool) -> ProbeReport {
+        ProbeReport {
+            selected: Vec::new(),
+            testmon_active,
+            new_db,
+            packages_changed,
+        }
+    }
+
+    #[test]
+    fn a_query_that_would_select_everything_is_refused() {
+        assert_eq!(report(true, false, false).query_problem(), None);
+        assert!(report(false, false, false).query_problem().is_some());
+        assert!(
+            report(true, true, false)
+                .query_problem()
+                .unwrap()
+                .contains("new database")
+        );
+        assert!(
+            report(true, false, true)
+                .query_problem()
+                .unwrap()
+                .contains("packages changed")
+        );
+    }
+
+    #[test]
+    fn untracked_claims_get_no_verdict() {
+        let selection = TestmonSelection {
+            tracked: ["t.py::a", "t.py::b"].map(String::from).into(),
+            selected: ["t.py::a", "t.py::new"].map(String::from).into(),
+            build_seconds: 1.5,
+            query_seconds: 0.5,
+            testmon_version: "2.2.0".into(),
+        };
+        assert_eq!(
+            predict("c", "t.py::a", &selection).verdict,
+            Verdict::Flipped
+        );
+        assert_eq!(predict("c", "t.py::b", &selection).verdict, Verdict::Held);
+        // Selected only because testmon never saw it: still unknown.
+        assert_eq!(predict("c", "t.py::new", &selection).verdict, Verdict::None);
+        assert_eq!(
+            predict("c", "t.py::a", &selection).evidence["build_seconds"],
+            1.5
+        );
     }
 }
