@@ -448,3 +448,107 @@ fn a_repositorys_test_patterns_decide_which_touched_files_carry_no_change() {
     assert_eq!(helper["verdict"], "held");
     assert_eq!(helper["evidence"]["touched_modules"], json!(["demo.cache"]));
 }
+
+/// The source of test `name` in `text` (a `def` and its indented body), if the file defines it.
+fn test_source(text: &str, name: &str) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines
+        .iter()
+        .position(|line| line.trim_start().starts_with(&format!("def {name}(")))?;
+    let indent = lines[start].len() - lines[start].trim_start().len();
+    let body = lines[start + 1..]
+        .iter()
+        .take_while(|line| line.trim().is_empty() || line.len() - line.trim_start().len() > indent)
+        .count();
+    Some(
+        lines[start..=start + body]
+            .join("\n")
+            .trim_end()
+            .to_string()
+            + "\n",
+    )
+}
+
+/// A3 and A4 on every claim the demo corpus documents, next to the oracle's label: the table a
+/// reader checks the anchoring arms against (the rename, the aliased fixture, the inherited test).
+#[test]
+fn anchoring_arms_on_the_demo_corpus() {
+    use claimflow::arms::{Change, Claim, FileAnchoring, SymbolAnchoring};
+    use claimflow::corpus::expected::load_expected;
+    use claimflow::records::{Label, Verdict};
+
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/demo");
+    let directory = tempfile::tempdir().unwrap();
+    let materialized =
+        claimflow::corpus::materialize(&demo, &directory.path().join("demo")).unwrap();
+    let expected = load_expected(&demo.join("EXPECTED.md")).unwrap();
+    let repository = git2::Repository::open(&materialized.path).unwrap();
+    let verdict = |verdict: Verdict| match verdict {
+        Verdict::Flipped => "flipped",
+        Verdict::Held => "held",
+        Verdict::None => "none",
+    };
+    let mut table = vec!["commit | claim | oracle | A3 | A4 | A4 changed".to_string()];
+    for claim in &expected.claims {
+        if claim.label == Label::Discarded {
+            continue;
+        }
+        let index = materialized
+            .commits
+            .iter()
+            .position(|commit| commit.name == claim.commit)
+            .unwrap();
+        let (parent, child) = (
+            &materialized.commits[index - 1].id,
+            &materialized.commits[index].id,
+        );
+        let change = Change::load(&repository, parent, child).unwrap();
+        let name = claim.node.rsplit("::").next().unwrap();
+        // The test file first, then the helper modules an inherited test may live in.
+        let file = claim.node.split("::").next().unwrap();
+        let mut candidates = vec![file.to_string()];
+        candidates.extend(
+            change
+                .parent
+                .python_files()
+                .unwrap()
+                .into_iter()
+                .filter(|path| path.starts_with("tests/")),
+        );
+        let source = candidates
+            .iter()
+            .find_map(|path| test_source(&change.parent.read(path).unwrap()?, name))
+            .unwrap_or_else(|| panic!("no source for {}", claim.node));
+        let record = Claim {
+            id: claim_id("demo", parent, &claim.node),
+            repo: "demo".into(),
+            parent: parent.clone(),
+            commit: child.clone(),
+            node: claim.node.clone(),
+            source,
+            fixtures: Vec::new(),
+            file: None,
+        };
+        let a3 = FileAnchoring::default().predict(&record, &change).unwrap();
+        let a4 = SymbolAnchoring.predict(&record, &change).unwrap();
+        let label = match claim.label {
+            Label::Flipped => "flipped",
+            _ => "held",
+        };
+        table.push(format!(
+            "{} | {} | {label} | {} | {} | {}",
+            claim.commit,
+            claim.node,
+            verdict(a3.verdict),
+            verdict(a4.verdict),
+            a4.evidence["changed"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|name| name.as_str().unwrap())
+                .collect::<Vec<_>>()
+                .join(", "),
+        ));
+    }
+    insta::assert_snapshot!("arms_demo_corpus", table.join("\n"));
+}
