@@ -11,6 +11,7 @@ pub mod claim;
 pub mod file_anchoring;
 pub mod modules;
 pub mod python_source;
+mod resolver;
 pub mod source;
 pub mod symbol_anchoring;
 pub mod testmon;

@@ -26,21 +26,17 @@
 //! A definition changed when its text differs between parent and child, or it exists at only one of
 //! them (removed or renamed away, or added, e.g. an override that now shadows a base method).
 
-use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::rc::Rc;
 
 use serde_json::json;
 
 use super::claim::{ArmError, Change, Claim};
-use super::modules::ModuleIndex;
 use super::python_source::{
-    Definition, DefinitionKind, Fixture, ParsedModule, References, parameters, parse_function,
+    Definition, Fixture, ParsedModule, References, parameters, parse_function,
 };
+use super::resolver::{MAX_DEPTH, Resolver, Scope};
 use crate::records::{PredictionRecord, Verdict};
-
-/// How deep re-exports, base classes and fixture requests are followed.
-const MAX_DEPTH: usize = 8;
 
 /// The methods a test class runs before each test, whose names the test therefore depends on.
 const SETUP_METHODS: &[&str] = &[
@@ -63,7 +59,7 @@ impl SymbolAnchoring {
     /// The arm's prediction for `claim` under `change`.
     pub fn predict(&self, claim: &Claim, change: &Change) -> Result<PredictionRecord, ArmError> {
         let changed = changed_definitions(change)?;
-        let world = World::new(change);
+        let world = Resolver::new(change);
         let mut unparsed: BTreeSet<String> = changed.unparsed.iter().cloned().collect();
         let analysis = match analyse(claim, change, &world) {
             Ok(analysis) => Some(analysis),
@@ -174,7 +170,7 @@ impl From<ArmError> for Unreadable {
 fn analyse(
     claim: &Claim,
     change: &Change,
-    world: &World,
+    world: &Resolver,
 ) -> Result<(BTreeSet<String>, BTreeMap<String, String>), Unreadable> {
     let test_path = claim.test_file();
     let test_text = change.test_source(claim)?;
@@ -215,7 +211,7 @@ fn analyse(
 /// Follows requested fixtures to their definitions (by registered name) and walks their bodies;
 /// returns the class each fixture produces, when it produces one.
 fn follow_fixtures(
-    world: &World,
+    world: &Resolver,
     test_module: &ParsedModule,
     requested: Vec<String>,
     resolved: &mut Resolved,
@@ -282,42 +278,6 @@ fn follow_fixtures(
     Ok(products)
 }
 
-/// The names visible to one function: its module's imports and the locals bound to classes.
-#[derive(Debug, Clone, Default)]
-struct Scope {
-    /// The file the function is in (relative imports resolve against it).
-    path: String,
-    /// Local name → absolute dotted name.
-    imports: BTreeMap<String, String>,
-    /// Modules star-imported.
-    stars: Vec<String>,
-    /// Local names (dotted for `self.x`) → the class their value was constructed from.
-    bindings: BTreeMap<String, String>,
-}
-
-impl Scope {
-    fn of_module(index: &ModuleIndex, module: &ParsedModule) -> Self {
-        let mut scope = Scope {
-            path: module.path.clone(),
-            ..Scope::default()
-        };
-        scope.add_imports(index, &module.imports());
-        scope
-    }
-
-    fn add_imports(&mut self, index: &ModuleIndex, imports: &[super::python_source::Import]) {
-        for import in imports {
-            for (local, absolute) in index.bindings(&self.path, import) {
-                if local == "*" {
-                    self.stars.push(absolute);
-                } else {
-                    self.imports.entry(local).or_insert(absolute);
-                }
-            }
-        }
-    }
-}
-
 /// What a claim references, as it accumulates.
 #[derive(Debug, Default)]
 struct Resolved {
@@ -329,205 +289,7 @@ struct Resolved {
     bare: BTreeSet<String>,
 }
 
-/// Facts about one repository module at the parent.
-#[derive(Debug)]
-struct Facts {
-    module: String,
-    scope: Scope,
-    definitions: BTreeMap<String, Definition>,
-}
-
-/// A repository module's facts and the name parts after the module.
-type ModuleAndRest = (Rc<Facts>, Vec<String>);
-
-/// The parent commit's modules, parsed on demand.
-struct World<'c> {
-    change: &'c Change<'c>,
-    modules: RefCell<BTreeMap<String, Option<Rc<ParsedModule>>>>,
-    facts: RefCell<BTreeMap<String, Option<Rc<Facts>>>>,
-    unparsed: RefCell<BTreeSet<String>>,
-}
-
-impl<'c> World<'c> {
-    fn new(change: &'c Change<'c>) -> Self {
-        World {
-            change,
-            modules: RefCell::new(BTreeMap::new()),
-            facts: RefCell::new(BTreeMap::new()),
-            unparsed: RefCell::new(BTreeSet::new()),
-        }
-    }
-
-    fn index(&self) -> &ModuleIndex {
-        &self.change.parent_modules
-    }
-
-    /// The parsed file at `path` in the parent, `None` when absent or unparsable (noted).
-    fn parsed(&self, path: &str) -> Result<Option<Rc<ParsedModule>>, ArmError> {
-        if let Some(known) = self.modules.borrow().get(path) {
-            return Ok(known.clone());
-        }
-        let parsed = match self.change.parent.read(path)? {
-            None => None,
-            Some(text) => match ParsedModule::parse(path, &text) {
-                Ok(module) => Some(Rc::new(module)),
-                Err(failure) => {
-                    self.unparsed.borrow_mut().insert(failure.to_string());
-                    None
-                }
-            },
-        };
-        self.modules
-            .borrow_mut()
-            .insert(path.to_string(), parsed.clone());
-        Ok(parsed)
-    }
-
-    /// The facts of the repository module `module`, if it is one.
-    fn facts(&self, module: &str) -> Result<Option<Rc<Facts>>, ArmError> {
-        let Some(path) = self.index().path_of(module).map(str::to_string) else {
-            return Ok(None);
-        };
-        if let Some(known) = self.facts.borrow().get(&path) {
-            return Ok(known.clone());
-        }
-        let facts = self.parsed(&path)?.map(|parsed| {
-            let module = self.index().module_name(&path);
-            Rc::new(Facts {
-                scope: Scope::of_module(self.index(), &parsed),
-                definitions: parsed.definitions(&module),
-                module,
-            })
-        });
-        self.facts.borrow_mut().insert(path, facts.clone());
-        Ok(facts)
-    }
-
-    /// The longest prefix of `name` that is a repository module, with its facts and the rest.
-    fn split_module(&self, name: &str) -> Result<Option<ModuleAndRest>, ArmError> {
-        let parts: Vec<&str> = name.split('.').collect();
-        for end in (1..=parts.len()).rev() {
-            if let Some(facts) = self.facts(&parts[..end].join("."))? {
-                let rest = parts[end..].iter().map(|part| part.to_string()).collect();
-                return Ok(Some((facts, rest)));
-            }
-        }
-        Ok(None)
-    }
-
-    /// Whether `name` lies inside a repository module (at the parent or the child).
-    fn in_repository(&self, name: &str) -> bool {
-        let parts: Vec<&str> = name.split('.').collect();
-        (1..=parts.len()).any(|end| {
-            let module = parts[..end].join(".");
-            self.index().path_of(&module).is_some()
-                || self.change.child_modules.path_of(&module).is_some()
-        })
-    }
-
-    /// Where `name` is defined: re-exports followed through the importing module's imports.
-    fn canonical(&self, name: &str, depth: usize) -> Result<String, ArmError> {
-        if depth > MAX_DEPTH {
-            return Ok(name.to_string());
-        }
-        let Some((facts, rest)) = self.split_module(name)? else {
-            return Ok(name.to_string());
-        };
-        let Some(first) = rest.first() else {
-            return Ok(facts.module.clone());
-        };
-        let defined = format!("{}.{}", facts.module, rest.join("."));
-        if facts
-            .definitions
-            .contains_key(&format!("{}.{first}", facts.module))
-        {
-            return Ok(defined);
-        }
-        if let Some(target) = facts.scope.imports.get(first) {
-            let mut target = target.clone();
-            for part in &rest[1..] {
-                target.push('.');
-                target.push_str(part);
-            }
-            return self.canonical(&target, depth + 1);
-        }
-        for star in &facts.scope.stars {
-            let candidate = self.canonical(&format!("{star}.{}", rest.join(".")), depth + 1)?;
-            if self.definition(&candidate)?.is_some() {
-                return Ok(candidate);
-            }
-        }
-        Ok(defined)
-    }
-
-    /// The definition named `name` (canonical), if the parent has one.
-    fn definition(&self, name: &str) -> Result<Option<Definition>, ArmError> {
-        Ok(self
-            .split_module(name)?
-            .and_then(|(facts, _)| facts.definitions.get(name).cloned()))
-    }
-
-    fn is_class(&self, name: &str) -> Result<bool, ArmError> {
-        Ok(self
-            .definition(name)?
-            .is_some_and(|definition| definition.kind == DefinitionKind::Class))
-    }
-
-    /// `class.attribute`, and where the class's bases define it when the class does not.
-    fn member(&self, class: &str, attribute: &str, depth: usize) -> Result<Vec<String>, ArmError> {
-        let own = format!("{class}.{attribute}");
-        let mut found = vec![own.clone()];
-        if depth > MAX_DEPTH || self.definition(&own)?.is_some() {
-            return Ok(found);
-        }
-        let Some(definition) = self.definition(class)? else {
-            return Ok(found);
-        };
-        let Some((facts, _)) = self.split_module(class)? else {
-            return Ok(found);
-        };
-        for base in &definition.bases {
-            let Some(base) = self.resolve_in_module(&facts, base)? else {
-                continue;
-            };
-            let inherited = self.member(&base, attribute, depth + 1)?;
-            if let Some(last) = inherited.last()
-                && self.definition(last)?.is_some()
-            {
-                found.extend(inherited);
-                break;
-            }
-        }
-        Ok(found)
-    }
-
-    /// A dotted name as written in a repository module (a base class), made canonical.
-    fn resolve_in_module(
-        &self,
-        facts: &Facts,
-        chain: &[String],
-    ) -> Result<Option<String>, ArmError> {
-        let Some((head, rest)) = chain.split_first() else {
-            return Ok(None);
-        };
-        let base = if let Some(imported) = facts.scope.imports.get(head) {
-            imported.clone()
-        } else if facts
-            .definitions
-            .contains_key(&format!("{}.{head}", facts.module))
-        {
-            format!("{}.{head}", facts.module)
-        } else {
-            return Ok(None);
-        };
-        let mut name = base;
-        for part in rest {
-            name.push('.');
-            name.push_str(part);
-        }
-        self.canonical(&name, 0).map(Some)
-    }
-
+impl<'c> Resolver<'c> {
     /// The canonical name a chain's head resolves to in `scope`: an import or a star-imported
     /// definition. `None` for locals, builtins and anything else.
     fn resolve_head(&self, scope: &Scope, head: &str) -> Result<Option<String>, ArmError> {
