@@ -4,6 +4,9 @@
 //!
 //! "Imports" follows Python: `import a.b.c` loads `a`, `a.b` and `a.b.c`; `from a import b` loads
 //! `a` and the submodule `a.b` if there is one; relative imports resolve against the test's package.
+//! A name imported from a package that re-exports it counts as importing the module that defines it
+//! (`from tally import count_words` imports `tally.text` when `tally/__init__.py` re-exports it
+//! from there): the claim anchors to the file its names come from, not to the package's front door.
 //! Imports anywhere in the test file count (a test may import inside its body). With `transitive`,
 //! the repository modules those modules import count too, to a fixed point. Test files the commit
 //! touched are left out: the oracle restores them at the child, so they carry no change.
@@ -13,7 +16,8 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use serde_json::json;
 
 use super::claim::{ArmError, Change, Claim};
-use super::python_source::ParsedModule;
+use super::python_source::{Import, ParsedModule};
+use super::resolver::Resolver;
 use crate::records::{PredictionRecord, Verdict};
 
 /// Options of the file-anchoring arm.
@@ -75,11 +79,14 @@ impl FileAnchoring {
         change: &Change,
     ) -> Result<(BTreeSet<String>, Vec<String>), ArmError> {
         let index = &change.parent_modules;
+        let resolver = Resolver::new(change);
         let mut loaded = BTreeSet::new();
         let mut unparsed = Vec::new();
         let mut queue = VecDeque::new();
         for import in test_module.imports() {
-            for path in index.loaded_by(&test_module.path, &import) {
+            let mut paths = index.loaded_by(&test_module.path, &import);
+            paths.extend(defining_modules(&resolver, &test_module.path, &import)?);
+            for path in paths {
                 if loaded.insert(path.clone()) {
                     queue.push_back(path);
                 }
@@ -111,6 +118,39 @@ impl FileAnchoring {
     }
 }
 
+/// The files that define the names a `from ... import` statement imports, re-exports followed.
+fn defining_modules(
+    resolver: &Resolver,
+    importer: &str,
+    import: &Import,
+) -> Result<BTreeSet<String>, ArmError> {
+    let mut paths = BTreeSet::new();
+    let Import::From {
+        level,
+        module,
+        names,
+    } = import
+    else {
+        return Ok(paths);
+    };
+    let index = resolver.index();
+    let Some(base) = index.from_base(importer, *level, module.as_deref()) else {
+        return Ok(paths);
+    };
+    for (name, _) in names {
+        if name == "*" {
+            continue;
+        }
+        let defined = resolver.canonical(&format!("{base}.{name}"), 0)?;
+        if let Some((facts, _)) = resolver.split_module(&defined)?
+            && let Some(path) = index.path_of(&facts.module)
+        {
+            paths.insert(path.to_string());
+        }
+    }
+    Ok(paths)
+}
+
 fn prediction(claim: &Claim, verdict: Verdict, evidence: serde_json::Value) -> PredictionRecord {
     PredictionRecord {
         claim: claim.id.clone(),
@@ -130,7 +170,7 @@ mod tests {
     fn repository(changes: &[(&str, Option<&str>)]) -> TwoCommits {
         two_commits(
             &[
-                ("src/pkg/__init__.py", ""),
+                ("src/pkg/__init__.py", "from .cache import Cache\n"),
                 ("src/pkg/cache.py", "class Cache:\n    pass\n"),
                 ("src/pkg/stack.py", "class Stack:\n    pass\n"),
                 ("src/pkg/sub/__init__.py", ""),
@@ -143,6 +183,10 @@ mod tests {
                 ("tests/__init__.py", ""),
                 ("tests/unit/__init__.py", ""),
                 ("tests/unit/helpers.py", "from pkg import stack\n"),
+                (
+                    "tests/unit/test_front.py",
+                    "from pkg import Cache\n\ndef test_front():\n    assert Cache()\n",
+                ),
                 (
                     "tests/unit/test_outer.py",
                     "from . import helpers\nimport pkg.sub.deep\n\ndef test_outer():\n    assert helpers\n",
@@ -176,9 +220,12 @@ mod tests {
         assert_eq!(prediction.verdict, Verdict::Flipped);
         assert_eq!(prediction.evidence["matched"], json!("pkg.cache"));
         assert_eq!(prediction.evidence["touched_modules"], json!(["pkg.cache"]));
-        // The outer test imports neither the cache nor anything that does.
-        let outer = predict(&fixture, "tests/unit/test_outer.py::test_outer", true);
+        // The outer test imports `pkg`, whose `__init__.py` imports the cache: only following
+        // imports transitively reaches it.
+        let outer = predict(&fixture, "tests/unit/test_outer.py::test_outer", false);
         assert_eq!(outer.verdict, Verdict::Held, "{}", outer.evidence);
+        let outer = predict(&fixture, "tests/unit/test_outer.py::test_outer", true);
+        assert_eq!(outer.verdict, Verdict::Flipped, "{}", outer.evidence);
     }
 
     #[test]
@@ -198,6 +245,17 @@ mod tests {
                 "tests.unit.helpers"
             ])
         );
+    }
+
+    #[test]
+    fn a_re_exported_name_anchors_to_the_module_that_defines_it() {
+        let fixture = repository(&[("src/pkg/cache.py", Some("class Cache:\n    x = 1\n"))]);
+        let prediction = predict(&fixture, "tests/unit/test_front.py::test_front", false);
+        assert_eq!(prediction.verdict, Verdict::Flipped);
+        assert_eq!(prediction.evidence["imported"], json!(["pkg", "pkg.cache"]));
+        let other = repository(&[("src/pkg/stack.py", Some("class Stack:\n    y = 2\n"))]);
+        let prediction = predict(&other, "tests/unit/test_front.py::test_front", false);
+        assert_eq!(prediction.verdict, Verdict::Held);
     }
 
     #[test]
