@@ -426,7 +426,10 @@ pub struct References {
     pub bindings: BTreeMap<String, Vec<String>>,
     /// Attributes read from a call's result (`Cache().get` → (`["Cache"]`, `get`)).
     pub receiver_calls: BTreeSet<(Vec<String>, String)>,
-    /// Attributes read from values that are neither names nor calls of a name (`x[0].pop`).
+    /// Attributes read from values that are neither names nor calls of a name (`x[0].pop`), and
+    /// the special methods syntax and builtins call implicitly (`len(x)` calls `__len__`, `x[k]`
+    /// calls `__getitem__`, `a == b` calls `__eq__`, `for` calls `__iter__`); whose class they run
+    /// on is unknown here, so they are bare attributes.
     pub loose_attributes: BTreeSet<String>,
     /// What the function returns or yields, when that is a call of a chain or a bound name
     /// (a fixture's product).
@@ -485,7 +488,110 @@ impl ReferenceCollector {
     }
 }
 
+/// The special method a builtin calls on its argument.
+fn builtin_special_method(builtin: &str) -> Option<&'static str> {
+    Some(match builtin {
+        "len" => "__len__",
+        "iter" | "list" | "tuple" | "set" | "frozenset" | "sorted" | "sum" | "min" | "max"
+        | "any" | "all" | "enumerate" | "zip" => "__iter__",
+        "next" => "__next__",
+        "repr" => "__repr__",
+        "str" => "__str__",
+        "bool" => "__bool__",
+        "hash" => "__hash__",
+        "reversed" => "__reversed__",
+        "abs" => "__abs__",
+        "int" => "__int__",
+        "float" => "__float__",
+        "format" => "__format__",
+        _ => return None,
+    })
+}
+
+fn comparison_special_method(operator: &ast::CmpOp) -> Option<&'static str> {
+    use ast::CmpOp;
+    Some(match operator {
+        CmpOp::Eq => "__eq__",
+        CmpOp::NotEq => "__ne__",
+        CmpOp::Lt => "__lt__",
+        CmpOp::LtE => "__le__",
+        CmpOp::Gt => "__gt__",
+        CmpOp::GtE => "__ge__",
+        CmpOp::In | CmpOp::NotIn => "__contains__",
+        CmpOp::Is | CmpOp::IsNot => return None,
+    })
+}
+
+fn operator_special_method(operator: &ast::Operator) -> &'static str {
+    use ast::Operator;
+    match operator {
+        Operator::Add => "__add__",
+        Operator::Sub => "__sub__",
+        Operator::Mult => "__mul__",
+        Operator::MatMult => "__matmul__",
+        Operator::Div => "__truediv__",
+        Operator::Mod => "__mod__",
+        Operator::Pow => "__pow__",
+        Operator::LShift => "__lshift__",
+        Operator::RShift => "__rshift__",
+        Operator::BitOr => "__or__",
+        Operator::BitXor => "__xor__",
+        Operator::BitAnd => "__and__",
+        Operator::FloorDiv => "__floordiv__",
+    }
+}
+
+impl ReferenceCollector {
+    fn implicit(&mut self, method: &str) {
+        self.references.loose_attributes.insert(method.to_string());
+    }
+}
+
 impl Visitor for ReferenceCollector {
+    fn visit_expr_subscript(&mut self, node: ast::ExprSubscript) {
+        self.implicit(match node.ctx {
+            ast::ExprContext::Load => "__getitem__",
+            ast::ExprContext::Store => "__setitem__",
+            ast::ExprContext::Del => "__delitem__",
+        });
+        self.generic_visit_expr_subscript(node);
+    }
+
+    fn visit_expr_compare(&mut self, node: ast::ExprCompare) {
+        for operator in &node.ops {
+            if let Some(method) = comparison_special_method(operator) {
+                self.implicit(method);
+            }
+        }
+        self.generic_visit_expr_compare(node);
+    }
+
+    fn visit_expr_bin_op(&mut self, node: ast::ExprBinOp) {
+        self.implicit(operator_special_method(&node.op));
+        self.generic_visit_expr_bin_op(node);
+    }
+
+    fn visit_stmt_aug_assign(&mut self, node: ast::StmtAugAssign) {
+        let method = operator_special_method(&node.op);
+        self.implicit(&method.replacen("__", "__i", 1));
+        self.implicit(method);
+        // `x[k] += 1` reads the item before it writes it back.
+        if matches!(node.target.as_ref(), Expr::Subscript(_)) {
+            self.implicit("__getitem__");
+        }
+        self.generic_visit_stmt_aug_assign(node);
+    }
+
+    fn visit_stmt_for(&mut self, node: ast::StmtFor) {
+        self.implicit("__iter__");
+        self.generic_visit_stmt_for(node);
+    }
+
+    fn visit_comprehension(&mut self, node: ast::Comprehension) {
+        self.implicit("__iter__");
+        self.generic_visit_comprehension(node);
+    }
+
     fn visit_expr_name(&mut self, node: ast::ExprName) {
         self.references.chains.insert(vec![node.id.to_string()]);
     }
@@ -514,6 +620,11 @@ impl Visitor for ReferenceCollector {
 
     fn visit_expr_call(&mut self, node: ast::ExprCall) {
         if let Some(callee) = chain(&node.func) {
+            if let [builtin] = callee.as_slice()
+                && let Some(method) = builtin_special_method(builtin)
+            {
+                self.implicit(method);
+            }
             self.references.calls.insert(callee);
         }
         self.generic_visit_expr_call(node);
@@ -534,6 +645,8 @@ impl Visitor for ReferenceCollector {
     }
 
     fn visit_withitem(&mut self, node: ast::WithItem) {
+        self.implicit("__enter__");
+        self.implicit("__exit__");
         if let Some(target) = &node.optional_vars {
             self.bind(target, &node.context_expr);
         }
@@ -737,6 +850,27 @@ def plain():
                 .contains(&(vec!["make".to_string()], "pop".to_string()))
         );
         assert!(references.loose_attributes.contains("clear"));
+    }
+
+    #[test]
+    fn syntax_and_builtins_reference_special_methods() {
+        let source = "def test_x(t):\n    assert len(t) == 2\n    assert 'a' in t\n    t['b'] += 1\n    assert [k for k in t]\n";
+        let function = parse_function("tests/test_x.py", source).unwrap();
+        let loose = References::of_function(&function).loose_attributes;
+        let expected = [
+            "__add__",
+            "__contains__",
+            "__eq__",
+            "__getitem__",
+            "__iadd__",
+            "__iter__",
+            "__len__",
+            "__setitem__",
+        ];
+        assert_eq!(
+            loose.iter().map(String::as_str).collect::<Vec<_>>(),
+            expected
+        );
     }
 
     #[test]

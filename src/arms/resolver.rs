@@ -26,6 +26,8 @@ pub(super) struct Scope {
     pub(super) stars: Vec<String>,
     /// Local names (dotted for `self.x`) → the class their value was constructed from.
     pub(super) bindings: BTreeMap<String, String>,
+    /// Callables (dotted, `self.make`) → the class a call of them returns.
+    pub(super) products: BTreeMap<String, String>,
 }
 
 impl Scope {

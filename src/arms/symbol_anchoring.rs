@@ -17,7 +17,10 @@
 //! - `obj.method` where `obj` was bound from a constructor call (`c = Cache()`, `self.c = Cache()`
 //!   in `setUp`, `with Cache() as c`, or a fixture that returns `Cache()`) is `Cache.method`, looked
 //!   up through the class's bases when the class does not define it;
-//! - calling a class references its `__init__` and `__new__`;
+//! - calling a class references its `__init__` and `__new__`; a test class's helper methods that
+//!   the claim calls as `self.make(...)` are followed like fixtures, and type their call;
+//! - syntax and builtins reference special methods (`len(x)` → `__len__`, `x[k]` →
+//!   `__getitem__`, `==` → `__eq__`, `for` → `__iter__`), as bare attributes (below);
 //! - an attribute on a receiver whose class is unknown (`x.pop` for a parameter `x` with no fixture
 //!   product) is a *bare* attribute: it matches that method of every class the claim references or
 //!   constructs, and of no other class. A changed `pop` in a class the claim never mentions does not
@@ -32,6 +35,8 @@ use std::rc::Rc;
 use serde_json::json;
 
 use super::claim::{ArmError, Change, Claim};
+use rustpython_parser::ast;
+
 use super::python_source::{
     Definition, Fixture, ParsedModule, References, parameters, parse_function,
 };
@@ -189,15 +194,28 @@ fn analyse(
         scope.bindings.insert(name.clone(), class.clone());
     }
 
+    let references = References::of_function(&function);
     if let Some(class) = claim.test_class() {
-        for method in test_module.methods_of(&class) {
+        let methods: BTreeMap<String, ast::StmtFunctionDef> = test_module
+            .methods_of(&class)
+            .into_iter()
+            .map(|method| (method.name.to_string(), method))
+            .collect();
+        for method in methods.values() {
             if SETUP_METHODS.contains(&method.name.as_str()) {
-                let references = References::of_function(&method);
+                let references = References::of_function(method);
                 world.walk(&mut scope, &references, &mut resolved)?;
             }
         }
+        follow_helpers(
+            world,
+            &methods,
+            &function,
+            &references,
+            &mut scope,
+            &mut resolved,
+        )?;
     }
-    let references = References::of_function(&function);
     world.walk(&mut scope, &references, &mut resolved)?;
     world.apply_bare_attributes(&mut resolved)?;
     let referenced = resolved
@@ -206,6 +224,56 @@ fn analyse(
         .filter(|name| world.in_repository(name))
         .collect();
     Ok((referenced, via_fixture))
+}
+
+/// Follows the test class's helper methods the claim calls as `self.<name>(...)` (a mixin's test
+/// calling the `make` its concrete class defines): their bodies are the claim's too, and a helper
+/// that returns a constructed class types the call (`self.make()` → `Tally`).
+fn follow_helpers(
+    world: &Resolver,
+    methods: &BTreeMap<String, ast::StmtFunctionDef>,
+    test: &ast::StmtFunctionDef,
+    references: &References,
+    scope: &mut Scope,
+    resolved: &mut Resolved,
+) -> Result<(), ArmError> {
+    let called = |references: &References| -> Vec<String> {
+        references
+            .chains
+            .iter()
+            .chain(&references.calls)
+            .filter_map(|chain| match chain.as_slice() {
+                [receiver, name, ..] if receiver == "self" => Some(name.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let mut visited = BTreeSet::from([test.name.to_string()]);
+    let mut queue: VecDeque<(String, usize)> = called(references)
+        .into_iter()
+        .map(|name| (name, 0))
+        .collect();
+    while let Some((name, depth)) = queue.pop_front() {
+        if depth > MAX_DEPTH || SETUP_METHODS.contains(&name.as_str()) {
+            continue;
+        }
+        let Some(method) = methods.get(&name) else {
+            continue;
+        };
+        if !visited.insert(name.clone()) {
+            continue;
+        }
+        let helper = References::of_function(method);
+        world.walk(scope, &helper, resolved)?;
+        for product in &helper.returned {
+            if let Some(class) = world.class_of_call(scope, product)? {
+                scope.products.insert(format!("self.{name}"), class);
+                break;
+            }
+        }
+        queue.extend(called(&helper).into_iter().map(|name| (name, depth + 1)));
+    }
+    Ok(())
 }
 
 /// Follows requested fixtures to their definitions (by registered name) and walks their bodies;
@@ -362,6 +430,9 @@ impl<'c> Resolver<'c> {
 
     /// The class a call of `callee` constructs, if it names one.
     fn class_of_call(&self, scope: &Scope, callee: &[String]) -> Result<Option<String>, ArmError> {
+        if let Some(class) = scope.products.get(&callee.join(".")) {
+            return Ok(Some(class.clone()));
+        }
         let mut scratch = Resolved::default();
         let Some(name) = self.walk_chain(scope, callee, &mut scratch)? else {
             return Ok(None);
