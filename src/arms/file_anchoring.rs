@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use serde_json::json;
 
 use super::claim::{ArmError, Change, Claim};
+use super::parse_cache::parse_at;
 use super::python_source::{Import, ParsedModule};
 use super::resolver::Resolver;
 use crate::records::{PredictionRecord, Verdict};
@@ -31,9 +32,11 @@ impl FileAnchoring {
     /// The arm's prediction for `claim` under `change`.
     pub fn predict(&self, claim: &Claim, change: &Change) -> Result<PredictionRecord, ArmError> {
         let test_path = claim.test_file();
-        let test_text = change.test_source(claim)?;
+        // Read first so a missing test file is an error naming the claim.
+        change.test_source(claim)?;
         let touched_modules: Vec<String> = change.touched_modules().into_iter().collect();
-        let test_module = match ParsedModule::parse(&test_path, &test_text) {
+        let parsed = parse_at(&change.parent, &test_path)?.expect("the test file was just read");
+        let test_module = match parsed {
             Ok(module) => module,
             Err(failure) => {
                 return Ok(prediction(
@@ -96,12 +99,10 @@ impl FileAnchoring {
             return Ok((loaded, unparsed));
         }
         while let Some(path) = queue.pop_front() {
-            let Some(text) = change.parent.read(&path)? else {
-                continue;
-            };
-            let module = match ParsedModule::parse(&path, &text) {
-                Ok(module) => module,
-                Err(failure) => {
+            let module = match parse_at(&change.parent, &path)? {
+                None => continue,
+                Some(Ok(module)) => module,
+                Some(Err(failure)) => {
                     unparsed.push(failure.to_string());
                     continue;
                 }

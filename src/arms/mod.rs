@@ -10,6 +10,7 @@ pub mod always;
 pub mod claim;
 pub mod file_anchoring;
 pub mod modules;
+mod parse_cache;
 pub mod python_source;
 mod resolver;
 pub mod source;

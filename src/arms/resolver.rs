@@ -7,9 +7,11 @@
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
+use std::sync::Arc;
 
 use super::claim::{ArmError, Change};
 use super::modules::ModuleIndex;
+use super::parse_cache::parse_at;
 use super::python_source::{Definition, DefinitionKind, Import, ParsedModule};
 
 /// How deep re-exports and base classes are followed.
@@ -67,7 +69,7 @@ pub(super) type ModuleAndRest = (Rc<Facts>, Vec<String>);
 /// The parent commit's modules, parsed on demand.
 pub(super) struct Resolver<'c> {
     pub(super) change: &'c Change<'c>,
-    pub(super) modules: RefCell<BTreeMap<String, Option<Rc<ParsedModule>>>>,
+    pub(super) modules: RefCell<BTreeMap<String, Option<Arc<ParsedModule>>>>,
     pub(super) facts: RefCell<BTreeMap<String, Option<Rc<Facts>>>>,
     pub(super) unparsed: RefCell<BTreeSet<String>>,
 }
@@ -87,19 +89,17 @@ impl<'c> Resolver<'c> {
     }
 
     /// The parsed file at `path` in the parent, `None` when absent or unparsable (noted).
-    pub(super) fn parsed(&self, path: &str) -> Result<Option<Rc<ParsedModule>>, ArmError> {
+    pub(super) fn parsed(&self, path: &str) -> Result<Option<Arc<ParsedModule>>, ArmError> {
         if let Some(known) = self.modules.borrow().get(path) {
             return Ok(known.clone());
         }
-        let parsed = match self.change.parent.read(path)? {
+        let parsed = match parse_at(&self.change.parent, path)? {
             None => None,
-            Some(text) => match ParsedModule::parse(path, &text) {
-                Ok(module) => Some(Rc::new(module)),
-                Err(failure) => {
-                    self.unparsed.borrow_mut().insert(failure.to_string());
-                    None
-                }
-            },
+            Some(Ok(module)) => Some(module),
+            Some(Err(failure)) => {
+                self.unparsed.borrow_mut().insert(failure.to_string());
+                None
+            }
         };
         self.modules
             .borrow_mut()

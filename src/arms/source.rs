@@ -96,6 +96,12 @@ impl<'r> RepoFiles<'r> {
         Ok(Some(String::from_utf8_lossy(blob.content()).into_owned()))
     }
 
+    /// The blob id of the file at `path`, if the commit has one.
+    pub fn blob_id(&self, path: &str) -> Option<Oid> {
+        let entry = self.tree.get_path(Path::new(path)).ok()?;
+        (entry.kind() == Some(git2::ObjectType::Blob)).then(|| entry.id())
+    }
+
     /// Whether the commit has a file at `path`.
     pub fn exists(&self, path: &str) -> bool {
         self.tree.get_path(Path::new(path)).is_ok()

@@ -30,13 +30,14 @@
 //! them (removed or renamed away, or added, e.g. an override that now shadows a base method).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::rc::Rc;
+use std::sync::Arc;
 
 use serde_json::json;
 
 use super::claim::{ArmError, Change, Claim};
 use rustpython_parser::ast;
 
+use super::parse_cache::parse_at;
 use super::python_source::{
     Definition, Fixture, ParsedModule, References, parameters, parse_function,
 };
@@ -132,15 +133,13 @@ fn changed_definitions(change: &Change) -> Result<ChangedDefinitions, ArmError> 
         ];
         let mut definitions: Vec<BTreeMap<String, Definition>> = Vec::new();
         for (files, modules) in sides {
-            let parsed = match files.read(path)? {
+            let parsed = match parse_at(files, path)? {
                 None => BTreeMap::new(),
-                Some(text) => match ParsedModule::parse(path, &text) {
-                    Ok(module) => module.definitions(&modules.module_name(path)),
-                    Err(failure) => {
-                        changed.unparsed.push(failure.to_string());
-                        break;
-                    }
-                },
+                Some(Ok(module)) => module.definitions(&modules.module_name(path)),
+                Some(Err(failure)) => {
+                    changed.unparsed.push(failure.to_string());
+                    break;
+                }
             };
             definitions.push(parsed);
         }
@@ -178,9 +177,13 @@ fn analyse(
     world: &Resolver,
 ) -> Result<(BTreeSet<String>, BTreeMap<String, String>), Unreadable> {
     let test_path = claim.test_file();
-    let test_text = change.test_source(claim)?;
-    let test_module = ParsedModule::parse(&test_path, &test_text)
+    // Read first so a missing test file is an error naming the claim.
+    change.test_source(claim)?;
+    let test_module = parse_at(&change.parent, &test_path)
+        .map_err(ArmError::from)?
+        .expect("the test file was just read")
         .map_err(|failure| Unreadable::Parse(failure.to_string()))?;
+    let test_module = test_module.as_ref();
     let function = parse_function(&test_path, &claim.source)
         .map_err(|failure| Unreadable::Parse(format!("claim {}: {failure}", claim.id)))?;
     let mut resolved = Resolved::default();
@@ -284,7 +287,7 @@ fn follow_fixtures(
     requested: Vec<String>,
     resolved: &mut Resolved,
 ) -> Result<BTreeMap<String, String>, Unreadable> {
-    let mut providers: Vec<Rc<ParsedModule>> = Vec::new();
+    let mut providers: Vec<Arc<ParsedModule>> = Vec::new();
     let test_path = test_module.path.clone();
     let mut directory: Vec<&str> = test_path.split('/').collect();
     directory.pop();
@@ -307,7 +310,7 @@ fn follow_fixtures(
     // Every fixture each file defines, nearest file first: the test file's own fixtures override
     // a conftest's, and a nearer conftest's override a farther one's, as in pytest.
     let fixtures: Vec<(&ParsedModule, Vec<Fixture>)> = std::iter::once(test_module)
-        .chain(providers.iter().map(Rc::as_ref))
+        .chain(providers.iter().map(Arc::as_ref))
         .map(|module| (module, module.fixtures()))
         .collect();
     let mut products = BTreeMap::new();
