@@ -43,3 +43,32 @@ pub fn parse_at(files: &RepoFiles, path: &str) -> Result<Option<Parsed>, SourceE
     cache.insert(key, parsed.clone());
     Ok(Some(parsed))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arms::test_repository::two_commits;
+
+    #[test]
+    fn the_same_blob_at_the_same_path_is_parsed_once() {
+        let fixture = two_commits(
+            &[("pkg/a.py", "X = 1\n"), ("pkg/b.py", "X = 1\n")],
+            &[("pkg/a.py", Some("X = 2\n"))],
+        );
+        let parent = RepoFiles::at(&fixture.repository, &fixture.parent).unwrap();
+        let child = RepoFiles::at(&fixture.repository, &fixture.child).unwrap();
+        let first = parse_at(&parent, "pkg/b.py").unwrap().unwrap().unwrap();
+        let again = parse_at(&child, "pkg/b.py").unwrap().unwrap().unwrap();
+        assert!(Arc::ptr_eq(&first, &again), "an unchanged file is shared");
+        // The same content at another path is another module (relative imports differ).
+        let other = parse_at(&parent, "pkg/a.py").unwrap().unwrap().unwrap();
+        assert!(!Arc::ptr_eq(&first, &other));
+        assert_eq!(other.path, "pkg/a.py");
+        let changed = parse_at(&child, "pkg/a.py").unwrap().unwrap().unwrap();
+        assert!(
+            !Arc::ptr_eq(&other, &changed),
+            "a changed file is parsed anew"
+        );
+        assert!(parse_at(&parent, "pkg/missing.py").unwrap().is_none());
+    }
+}

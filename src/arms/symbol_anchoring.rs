@@ -187,12 +187,12 @@ fn analyse(
     let function = parse_function(&test_path, &claim.source)
         .map_err(|failure| Unreadable::Parse(format!("claim {}: {failure}", claim.id)))?;
     let mut resolved = Resolved::default();
-    let mut scope = Scope::of_module(world.index(), &test_module);
+    let mut scope = Scope::of_module(world.index(), test_module);
 
     // Fixtures first: their products type the test's parameters.
     let mut requested: Vec<String> = parameters(&function);
     requested.extend(claim.fixtures.iter().cloned());
-    let via_fixture = follow_fixtures(world, &test_module, requested, &mut resolved)?;
+    let via_fixture = follow_fixtures(world, test_module, requested, &mut resolved)?;
     for (name, class) in &via_fixture {
         scope.bindings.insert(name.clone(), class.clone());
     }
