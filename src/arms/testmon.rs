@@ -203,12 +203,8 @@ impl TestmonRequest<'_> {
         remove_file(&report_path)?;
         let log = self.scratch.join(format!("{label}.log"));
         let private = self.scratch.join("private");
-        let launch = PytestLaunch {
-            environment,
-            worktree,
-            private: &private,
-            hash_seed: 0,
-        };
+        let launch = PytestLaunch::new(environment, worktree, &private)
+            .plugin_dir(self.scratch.join("probe"));
         // The launcher disables pytest's cache provider; testmon reads its `--lf` option, so it is
         // re-enabled with its directory outside the worktree.
         let mut arguments: Vec<OsString> = vec![
@@ -230,13 +226,7 @@ impl TestmonRequest<'_> {
                 path: private.clone(),
                 source,
             })?;
-        let mut python_path = launch.python_path();
-        python_path.push(self.scratch.join("probe"));
         command
-            .env(
-                "PYTHONPATH",
-                std::env::join_paths(python_path).expect("paths without separators"),
-            )
             .env("TESTMON_DATAFILE", database)
             .env("CLAIMFLOW_TESTMON_REPORT", &report_path);
         let outcome =

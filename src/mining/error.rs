@@ -30,13 +30,9 @@ pub enum MiningError {
     /// A test-file pattern is not a valid glob.
     #[error("test file pattern `{pattern}` is not a valid glob: {message}")]
     Pattern { pattern: String, message: String },
-    /// A commit id in a key or record does not parse or is missing from the repository.
-    #[error("commit `{commit}` of repository `{repo}`: {message}")]
-    Commit {
-        repo: String,
-        commit: String,
-        message: String,
-    },
+    /// A repository's mining setting (`RepoSpec::extra`) has the wrong shape.
+    #[error("repository `{repo}`: {message}")]
+    Setting { repo: String, message: String },
     /// The repository's source is not available (a corpus without the corpus builder).
     #[error("repository `{repo}`: {message}")]
     Source { repo: String, message: String },
@@ -65,10 +61,30 @@ impl From<MiningError> for StepError {
     fn from(error: MiningError) -> Self {
         match error {
             MiningError::Invariant(message) => StepError::Invariant(message),
-            MiningError::Pattern { .. } | MiningError::BranchNotFound { .. } => {
-                StepError::Input(error.to_string())
-            }
+            MiningError::Pattern { .. }
+            | MiningError::Setting { .. }
+            | MiningError::BranchNotFound { .. } => StepError::Input(error.to_string()),
             other => StepError::Message(other.to_string()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_broken_diff_invariant_stays_an_invariant_for_the_engine() {
+        let error = StepError::from(MiningError::Invariant("test file `tests/a.py`".into()));
+        assert!(matches!(error, StepError::Invariant(_)), "{error:?}");
+    }
+
+    #[test]
+    fn a_missing_branch_is_the_users_error() {
+        let error = StepError::from(MiningError::BranchNotFound {
+            repo: "r".into(),
+            branch: "release".into(),
+        });
+        assert!(matches!(error, StepError::Input(_)), "{error:?}");
     }
 }

@@ -110,6 +110,17 @@ pub fn branch_tip(repository: &Repository, name: &str, branch: &str) -> Result<O
 
 /// Initializes the bare clone if needed and fetches the branch into `refs/remotes/origin/<branch>`.
 fn fetch(spec: &RepoSpec, url: &str, dir: &Path) -> Result<(), MiningError> {
+    if crate::engine::offline() {
+        // `run --offline`: mine what was fetched before, as it was.
+        return if dir.join("HEAD").exists() {
+            Ok(())
+        } else {
+            Err(MiningError::Source {
+                repo: spec.name.clone(),
+                message: format!("never fetched from {url}, and --offline forbids fetching it now"),
+            })
+        };
+    }
     let repository = if dir.join("HEAD").exists() {
         open_at(&spec.name, dir)?
     } else {
@@ -139,18 +150,22 @@ fn fetch(spec: &RepoSpec, url: &str, dir: &Path) -> Result<(), MiningError> {
     Ok(())
 }
 
-/// Where a corpus entry's repository is: the script path itself when it already is a git repository,
-/// else the materialized copy under the workdir.
+/// Where a corpus entry is materialized.
+pub fn corpus_dir(workdir: &Path, repo: &str) -> PathBuf {
+    workdir.join("corpus").join(repo)
+}
+
+/// Where a corpus entry's repository is: the path itself when it already is a git repository (a
+/// history given directly), else the materialized copy under the workdir.
 fn corpus_location(repo: &str, script: &Path, workdir: &Path) -> PathBuf {
     if Repository::open(script).is_ok() {
         script.to_path_buf()
     } else {
-        workdir.join("corpus").join(repo)
+        corpus_dir(workdir, repo)
     }
 }
 
-/// A corpus entry until the corpus builder lands: a script path that already is a git repository is
-/// read in place; anything else is an error that says so.
+/// Materializes a corpus script (idempotent: an up-to-date copy is left alone).
 fn materialize_corpus(
     spec: &RepoSpec,
     script: &Path,
@@ -160,12 +175,17 @@ fn materialize_corpus(
     if location == script {
         return Ok(location);
     }
-    Err(MiningError::Source {
-        repo: spec.name.clone(),
-        message: format!(
-            "corpus script {} cannot be materialized: this build has no corpus builder \
-             (give a git repository path instead)",
-            script.display()
-        ),
-    })
+    crate::corpus::materialize(script, &location).map_err(|error| {
+        let mut message = format!("materialize corpus {}: {error}", script.display());
+        let mut source = std::error::Error::source(&error);
+        while let Some(cause) = source {
+            message.push_str(&format!(": {cause}"));
+            source = cause.source();
+        }
+        MiningError::Source {
+            repo: spec.name.clone(),
+            message,
+        }
+    })?;
+    Ok(location)
 }

@@ -105,8 +105,8 @@ fn truncate(text: String, files: Vec<String>, excluded: Vec<String>, limit: usiz
     }
 }
 
-/// Reads a unified diff back and fails if a header names a test file, a header names a path that was
-/// left out, or a hunk line appears outside a file.
+/// Reads a unified diff back and fails if a header names a test file or a path that was left out, or
+/// if a line appears outside a file's header or hunks.
 pub fn check_no_test_content(
     text: &str,
     rules: &TestFileRules,
@@ -134,14 +134,9 @@ pub fn check_no_test_content(
             return Err(format!("line {number}: content before any file header"));
         }
         for path in header_paths(line) {
-            if rules.is_test(&path) {
+            if rules.is_test(&path) || excluded.contains(&path) {
                 return Err(format!("line {number}: test file `{path}` in a header"));
             }
-        }
-        if let Some(path) = excluded.iter().find(|path| line.contains(path.as_str())) {
-            return Err(format!(
-                "line {number}: left-out test file `{path}` in a header"
-            ));
         }
     }
     Ok(())
@@ -206,6 +201,20 @@ mod tests {
             check_no_test_content("@@ -1 +1 @@\n-assert x\n", &TestFileRules::default(), &[])
                 .unwrap_err();
         assert!(error.contains("outside any file"), "{error}");
+    }
+
+    #[test]
+    fn the_check_rejects_a_left_out_path_even_if_the_rules_miss_it() {
+        let text = "diff --git a/checks/a.py b/checks/a.py\n";
+        let error = check_no_test_content(text, &TestFileRules::default(), &["checks/a.py".into()])
+            .unwrap_err();
+        assert!(error.contains("checks/a.py"), "{error}");
+    }
+
+    #[test]
+    fn a_source_path_that_ends_like_a_test_path_is_not_a_test() {
+        let text = "diff --git a/pkg/myconftest.py b/pkg/myconftest.py\n";
+        check_no_test_content(text, &TestFileRules::default(), &["conftest.py".into()]).unwrap();
     }
 
     #[test]

@@ -7,6 +7,7 @@
 use glob::{MatchOptions, Pattern};
 
 use super::MiningError;
+use crate::pipeline::RepoSpec;
 
 /// The patterns used when neither the step nor the repository names its own: everything under a
 /// `test/`, `tests/` or `testing/` directory at any depth (helpers and `__init__.py` included, since
@@ -67,6 +68,24 @@ impl TestFileRules {
             })
             .collect::<Result<_, _>>()?;
         Ok(TestFileRules { patterns })
+    }
+
+    /// The rules for one repository: its own `test_patterns` (`RepoSpec::extra`) when it names them,
+    /// else `step_patterns` (a step's `with: test_patterns`), else the defaults. Every step that
+    /// asks "is this a test file" about a repository should ask through this, so ranking, the
+    /// oracle and the source-only diff agree.
+    pub fn for_repository(spec: &RepoSpec, step_patterns: &[String]) -> Result<Self, MiningError> {
+        match spec.extra.get("test_patterns") {
+            Some(value) => {
+                let patterns: Vec<String> =
+                    serde_json::from_value(value.clone()).map_err(|_| MiningError::Setting {
+                        repo: spec.name.clone(),
+                        message: format!("`test_patterns` must be a list of globs, not {value}"),
+                    })?;
+                Self::new(&patterns)
+            }
+            None => Self::new(step_patterns),
+        }
     }
 
     /// The patterns as written, in order (for keys and records).

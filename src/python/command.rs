@@ -7,21 +7,47 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::config_files::{parse_ini, parse_toml};
 use super::environment::Environment;
 
 /// Where a pytest process runs and what it may see.
 #[derive(Debug, Clone)]
 pub struct PytestLaunch<'a> {
-    pub environment: &'a Environment,
+    environment: &'a Environment,
     /// The checked-out commit: the current directory, the rootdir and the first `PYTHONPATH` entry.
-    pub worktree: &'a Path,
+    worktree: &'a Path,
     /// A private directory for `HOME` and `TMPDIR` (created by [`PytestLaunch::command`]).
-    pub private: &'a Path,
+    private: &'a Path,
     /// `PYTHONHASHSEED`; the oracle derives it from the run index.
-    pub hash_seed: u32,
+    hash_seed: u32,
+    /// Directories holding plugins loaded with `-p` (after the worktree and the environment).
+    plugin_dirs: Vec<PathBuf>,
 }
 
-impl PytestLaunch<'_> {
+impl<'a> PytestLaunch<'a> {
+    /// A launch in `worktree` with `environment`; `private` holds `HOME` and `TMPDIR`. Hash seed 0.
+    pub fn new(environment: &'a Environment, worktree: &'a Path, private: &'a Path) -> Self {
+        PytestLaunch {
+            environment,
+            worktree,
+            private,
+            hash_seed: 0,
+            plugin_dirs: Vec::new(),
+        }
+    }
+
+    /// Sets `PYTHONHASHSEED` (the oracle derives it from the run index).
+    pub fn hash_seed(mut self, seed: u32) -> Self {
+        self.hash_seed = seed;
+        self
+    }
+
+    /// Puts a directory of plugins (loaded by the caller with `-p name`) on `PYTHONPATH`.
+    pub fn plugin_dir(mut self, directory: impl Into<PathBuf>) -> Self {
+        self.plugin_dirs.push(directory.into());
+        self
+    }
+
     /// `python -m pytest <neutralizing options> <arguments>` with an allow-listed environment.
     pub fn command(&self, arguments: &[OsString]) -> std::io::Result<Command> {
         let home = self.private.join("home");
@@ -49,7 +75,16 @@ impl PytestLaunch<'_> {
             .args(self.neutralizing_options())
             .arg("--rootdir")
             .arg(self.worktree)
-            .args(arguments);
+            .arg("--confcutdir")
+            .arg(self.worktree);
+        // Without a configuration of its own, pytest would look for one above the worktree (in the
+        // workdir, the user's project, their home): an empty one stops the search.
+        if pytest_config_file(self.worktree).is_none() {
+            let empty = self.private.join("pytest.ini");
+            std::fs::write(&empty, "[pytest]\n")?;
+            command.arg("-c").arg(empty);
+        }
+        command.args(arguments);
         Ok(command)
     }
 
@@ -60,6 +95,7 @@ impl PytestLaunch<'_> {
             entries.push(self.worktree.join("src"));
         }
         entries.extend(self.environment.python_path.iter().cloned());
+        entries.extend(self.plugin_dirs.iter().cloned());
         entries
     }
 
@@ -90,6 +126,30 @@ impl PytestLaunch<'_> {
         }
         options
     }
+}
+
+/// The file pytest takes its configuration from inside `worktree`, in pytest's order of precedence:
+/// `pytest.ini` or `.pytest.ini` whatever they hold, else the first of `pyproject.toml`, `tox.ini`,
+/// `setup.cfg` with a pytest section.
+pub fn pytest_config_file(worktree: &Path) -> Option<PathBuf> {
+    for name in ["pytest.ini", ".pytest.ini"] {
+        if worktree.join(name).is_file() {
+            return Some(worktree.join(name));
+        }
+    }
+    let read = |name: &str| std::fs::read_to_string(worktree.join(name)).ok();
+    if read("pyproject.toml")
+        .is_some_and(|text| parse_toml(&text).contains_key("tool.pytest.ini_options"))
+    {
+        return Some(worktree.join("pyproject.toml"));
+    }
+    if read("tox.ini").is_some_and(|text| parse_ini(&text).contains_key("pytest")) {
+        return Some(worktree.join("tox.ini"));
+    }
+    if read("setup.cfg").is_some_and(|text| parse_ini(&text).contains_key("tool:pytest")) {
+        return Some(worktree.join("setup.cfg"));
+    }
+    None
 }
 
 /// True when the package under test lives in `src/` (a package directory there).
@@ -128,21 +188,31 @@ mod tests {
     }
 
     #[test]
+    fn finds_the_config_pytest_would_use() {
+        let directory = tempfile::tempdir().unwrap();
+        let root = directory.path();
+        std::fs::write(root.join("setup.cfg"), "[metadata]\nname = x\n").unwrap();
+        std::fs::write(root.join("pyproject.toml"), "[project]\nname = \"x\"\n").unwrap();
+        assert_eq!(pytest_config_file(root), None);
+        std::fs::write(root.join("tox.ini"), "[pytest]\naddopts = -x\n").unwrap();
+        assert_eq!(pytest_config_file(root), Some(root.join("tox.ini")));
+        std::fs::write(root.join("pytest.ini"), "").unwrap();
+        assert_eq!(pytest_config_file(root), Some(root.join("pytest.ini")));
+    }
+
+    #[test]
     fn the_environment_is_an_allow_list_without_secrets() {
-        // SAFETY: tests in this module do not read this variable concurrently; it only proves that
-        // a caller's secret does not leak into the child.
-        unsafe { std::env::set_var("CLAIMFLOW_TEST_API_KEY", "secret") };
+        // The names are exactly the allow-list: nothing of the caller's environment (no
+        // `*_API_KEY`, no `*_TOKEN`) can reach a process that runs mined code.
         let directory = tempfile::tempdir().unwrap();
         let worktree = directory.path().join("worktree");
         std::fs::create_dir_all(worktree.join("src/demo")).unwrap();
         std::fs::write(worktree.join("src/demo/__init__.py"), "").unwrap();
         let environment = environment(&["pytest-xdist"]);
-        let launch = PytestLaunch {
-            environment: &environment,
-            worktree: &worktree,
-            private: &directory.path().join("private"),
-            hash_seed: 7,
-        };
+        let private = directory.path().join("private");
+        let launch = PytestLaunch::new(&environment, &worktree, &private)
+            .hash_seed(7)
+            .plugin_dir("/plugins");
         let command = launch.command(&["tests/test_a.py".into()]).unwrap();
         let variables: BTreeMap<String, String> = command
             .get_envs()
@@ -171,7 +241,7 @@ mod tests {
         assert_eq!(variables["PYTHONHASHSEED"], "7");
         assert_eq!(
             variables["PYTHONPATH"],
-            format!("{}:{}/src", worktree.display(), worktree.display())
+            format!("{}:{}/src:/plugins", worktree.display(), worktree.display())
         );
         let arguments: Vec<String> = command
             .get_args()
@@ -191,5 +261,23 @@ mod tests {
             ]
         );
         assert_eq!(arguments.last().unwrap(), "tests/test_a.py");
+        let config = arguments
+            .iter()
+            .position(|argument| argument == "-c")
+            .unwrap();
+        assert_eq!(
+            arguments[config + 1],
+            private.join("pytest.ini").to_string_lossy()
+        );
+        std::fs::write(
+            worktree.join("setup.cfg"),
+            "[tool:pytest]\npython_files = t_*.py\n",
+        )
+        .unwrap();
+        let command = launch.command(&[]).unwrap();
+        assert!(
+            !command.get_args().any(|argument| argument == "-c"),
+            "the repository's own config is used"
+        );
     }
 }

@@ -5,16 +5,18 @@ pub mod arm;
 use std::sync::Arc;
 
 mod command;
+mod mine_claims;
+mod rank_commits;
 mod report;
 mod stats;
 
 pub use command::CommandStep;
+pub use mine_claims::MineClaims;
+pub use rank_commits::RankCommits;
 pub use report::ReportStep;
 pub use stats::StatsStep;
 
 use crate::engine::StepKind;
-
-pub mod rank_commits;
 
 /// The known step kinds, by name.
 #[derive(Clone)]
@@ -29,7 +31,8 @@ impl Registry {
         let mut kinds = kinds;
         kinds.push(Arc::new(StatsStep));
         kinds.push(Arc::new(ReportStep));
-        kinds.push(Arc::new(rank_commits::RankCommits));
+        kinds.push(Arc::new(RankCommits));
+        kinds.push(Arc::new(MineClaims));
         kinds.push(Arc::new(arm::Arm));
         Registry { kinds }
     }

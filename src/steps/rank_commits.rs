@@ -39,7 +39,8 @@ const PARAMS: &[ParamSpec] = &[
     ParamSpec::optional(
         "merges",
         ParamType::Enum(&["include", "skip"]),
-        "score merge commits against their first parent, or skip them (default include)",
+        "score merge commits against their first parent, or skip them (default include); a \
+         repository's own `merges` wins",
     ),
     ParamSpec::optional(
         "test_patterns",
@@ -99,22 +100,17 @@ fn params(ctx: &StepContext) -> Result<Params, StepError> {
     ctx.params()
 }
 
-/// The test patterns for `spec`: its own `test_patterns`, else the step's, else the defaults.
-fn test_patterns(
-    ctx: &StepContext,
-    spec: &RepoSpec,
-    step: &[String],
-) -> Result<Vec<String>, StepError> {
-    let patterns = match spec.extra.get("test_patterns") {
-        Some(value) => serde_json::from_value::<Vec<String>>(value.clone()).map_err(|_| {
+/// The merge setting for `spec`: its own `merges`, else the step's.
+fn merges(ctx: &StepContext, spec: &RepoSpec, step: Merges) -> Result<Merges, StepError> {
+    match spec.extra.get("merges") {
+        Some(value) => serde_json::from_value(value.clone()).map_err(|_| {
             StepError::Input(format!(
-                "step `{}`: repository `{}`: `test_patterns` must be a list of globs",
+                "step `{}`: repository `{}`: `merges` must be `include` or `skip`",
                 ctx.step.name, spec.name
             ))
-        })?,
-        None => step.to_vec(),
-    };
-    Ok(TestFileRules::new(&patterns)?.patterns())
+        }),
+        None => Ok(step),
+    }
 }
 
 impl StepKind for RankCommits {
@@ -160,9 +156,10 @@ impl StepKind for RankCommits {
                 branch: spec.branch.clone(),
                 by: params.by,
                 top: params.top,
-                merges: params.merges,
+                merges: merges(ctx, spec, params.merges)?,
                 min_score: params.min_score,
-                test_patterns: test_patterns(ctx, spec, &params.test_patterns)?,
+                test_patterns: TestFileRules::for_repository(spec, &params.test_patterns)?
+                    .patterns(),
             };
             items.push(
                 ItemPlan::new(&spec.name)

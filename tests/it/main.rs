@@ -6,5 +6,5 @@ mod common;
 mod corpus;
 mod dsl;
 mod engine;
-mod stats;
 mod mining;
+mod stats;

@@ -12,7 +12,7 @@ use claimflow::mining::{
 };
 use claimflow::pipeline::{Pipeline, RepoSource, RepoSpec, StepSpec};
 use claimflow::records::CommitRecord;
-use claimflow::steps::rank_commits::RankCommits;
+use claimflow::steps::RankCommits;
 use serde_json::json;
 
 use crate::common::git::FixtureRepo;
@@ -258,20 +258,6 @@ fn a_moved_and_edited_test_file_counts_only_the_edit() {
 
 #[test]
 fn a_deleted_test_file_deletes_all_its_assertions() {
-    let mut repo = history();
-    repo.commit(
-        "Drop pop",
-        &[
-            ("tests/test_cache.py", None),
-            ("pkg/cache.py", Some("x = 1\n")),
-        ],
-    );
-    let history = score(&repo, &TestFileRules::default(), Merges::Include);
-    assert_eq!(
-        history[0].assertions_deleted, 0,
-        "the file held no assertion then"
-    );
-    assert_eq!(history[0].test_files, vec!["tests/test_cache.py"]);
     let mut repo = FixtureRepo::new();
     repo.commit(
         "Initial",
@@ -283,6 +269,7 @@ fn a_deleted_test_file_deletes_all_its_assertions() {
     );
     let history = score(&repo, &TestFileRules::default(), Merges::Include);
     assert_eq!(history[0].assertions_deleted, 5);
+    assert_eq!(history[0].test_files, ["test_a.py"]);
 }
 
 fn merged_history() -> FixtureRepo {
@@ -615,6 +602,18 @@ fn the_step_key_follows_the_branch_tip_and_the_params() {
 }
 
 #[test]
+fn a_repository_may_name_its_own_merge_setting() {
+    let repo = merged_history();
+    let root = tempfile::tempdir().unwrap();
+    let mut own = spec("r", RepoSource::Path(repo.path_buf()));
+    own.extra.insert("merges".into(), json!("skip"));
+    let pipeline = pipeline(root.path(), vec![own], json!({"merges": "include"}));
+    let (results, published) = run_step(&pipeline);
+    assert_eq!(results[0].plan.params["merges"], "skip");
+    assert_eq!(published, "");
+}
+
+#[test]
 fn a_repository_may_name_its_own_test_patterns() {
     let repo = history();
     let root = tempfile::tempdir().unwrap();
@@ -706,4 +705,79 @@ fn a_path_repository_is_read_in_place_without_writes() {
         before
     );
     assert!(!workdir.path().join("repos").exists());
+}
+
+#[test]
+fn the_demo_corpus_is_materialized_and_ranked() {
+    let root = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/demo");
+    let pipeline = pipeline(
+        root.path(),
+        vec![spec("demo", RepoSource::Corpus(script))],
+        json!({"min_score": 0}),
+    );
+    let (results, published) = run_step(&pipeline);
+    assert_eq!(
+        results[0].plan.tools["repo:demo"].len(),
+        40,
+        "the materialized tip is in the key"
+    );
+    let lines: Vec<String> = published
+        .lines()
+        .map(|line| {
+            let record: CommitRecord = serde_json::from_str(line).unwrap();
+            format!(
+                "#{} score={} {} tests={:?}",
+                record.rank, record.score, record.subject, record.test_files
+            )
+        })
+        .collect();
+    insta::assert_snapshot!(lines.join("\n"));
+}
+
+/// A project whose pipeline ranks one fixture repository, for the `claimflow` binary.
+fn ranking_project(repo: &FixtureRepo) -> crate::common::project::Project {
+    let project = crate::common::project::Project::new();
+    project.file(
+        "pipeline.yaml",
+        &format!(
+            "version: 1\nname: mined\nrepos:\n  - name: fixture\n    path: {}\n    branch: main\n\
+             steps:\n  rank:\n    uses: rank-commits\n    with: {{top: 5}}\n",
+            repo.path().display()
+        ),
+    );
+    project
+}
+
+#[test]
+fn claimflow_run_ranks_and_a_moved_branch_reranks_only_then() {
+    let mut repo = history();
+    let project = ranking_project(&repo);
+    project.ok(&["run", "pipeline.yaml"]);
+    let published = project.read("results/mined/commits.jsonl");
+    let subjects: Vec<String> = published
+        .lines()
+        .map(|line| serde_json::from_str::<CommitRecord>(line).unwrap().subject)
+        .collect();
+    assert_eq!(
+        subjects,
+        [
+            "Fix pop: remove the KeyError",
+            "Return the default from get"
+        ]
+    );
+    let again = project.ok(&["run", "pipeline.yaml"]);
+    assert!(again.stderr.contains("0 computed"), "{}", again.stderr);
+    repo.commit(
+        "Return nothing from get",
+        &[
+            ("pkg/cache.py", Some("def get(key):\n    return None\n")),
+            ("tests/test_put.py", Some("def test_put():\n    pass\n")),
+        ],
+    );
+    let moved = project.ok(&["run", "pipeline.yaml"]);
+    assert!(moved.stderr.contains("1 computed"), "{}", moved.stderr);
+    let published = project.read("results/mined/commits.jsonl");
+    assert_eq!(published.lines().count(), 3);
+    assert!(published.lines().next().unwrap().contains("Fix pop"));
 }

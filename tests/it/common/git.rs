@@ -1,8 +1,11 @@
 //! Fixture git repositories for tests: built in a tempdir with git2, with a fixed author and fixed,
 //! increasing commit times, so commit ids are the same on every machine and every run.
 //!
-//! Git configuration is isolated from the machine: the global, XDG and system search paths point at an
-//! empty directory for the whole test process, and signatures are built explicitly.
+//! Nothing the machine's git configuration says reaches a commit id: the author, committer, times,
+//! messages and the branch name are explicit, trees are written from memory (no work tree, so no
+//! line-ending or filter settings apply), and `Repository::config` is never consulted. libgit2's
+//! config search paths are deliberately left alone: changing them is process-global and would race
+//! with other tests using libgit2 on other threads.
 //!
 //! ```text
 //! let mut repo = FixtureRepo::new();
@@ -12,9 +15,8 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Once;
 
-use git2::{ConfigLevel, Oid, Repository, RepositoryInitOptions, Signature, Time};
+use git2::{Oid, Repository, RepositoryInitOptions, Signature, Time};
 use tempfile::TempDir;
 
 /// The fixed author and committer of every fixture commit.
@@ -22,22 +24,6 @@ pub const AUTHOR_NAME: &str = "claimflow";
 pub const AUTHOR_EMAIL: &str = "test@claimflow.invalid";
 /// The time of the first fixture commit; each later commit is a minute later.
 pub const EPOCH: i64 = 1_700_000_000;
-
-static ISOLATE: Once = Once::new();
-
-/// Points libgit2's global, XDG and system config search paths at an empty directory.
-fn isolate_git_config() {
-    ISOLATE.call_once(|| {
-        let empty = std::env::temp_dir().join("claimflow-test-empty-git-config");
-        std::fs::create_dir_all(&empty).expect("create the empty config directory");
-        for level in [ConfigLevel::Global, ConfigLevel::XDG, ConfigLevel::System] {
-            // SAFETY: called once, before any test in this process opens a repository through this
-            // helper; libgit2 reads the search path when it next loads a configuration.
-            unsafe { git2::opts::set_search_path(level, empty.as_os_str()) }
-                .expect("set a git config search path");
-        }
-    });
-}
 
 /// A git repository in a tempdir, with commits built from in-memory file contents.
 pub struct FixtureRepo {
@@ -59,7 +45,6 @@ impl Default for FixtureRepo {
 impl FixtureRepo {
     /// An empty repository whose branch is `main`.
     pub fn new() -> Self {
-        isolate_git_config();
         let dir = tempfile::tempdir().expect("create a tempdir");
         let mut options = RepositoryInitOptions::new();
         options.initial_head("main");

@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+use super::pytools::cache_dir;
+
 /// The version of the base interpreter and the pytest requirement the environment holds.
 const PYTHON_VERSION: &str = "3.11";
 const PYTEST_REQUIREMENT: &str = "pytest>=8,<9";
@@ -22,14 +24,6 @@ const READY_MARKER: &str = "claimflow-ready";
 pub fn pytest_python() -> PathBuf {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
     PYTHON.get_or_init(create_environment).clone()
-}
-
-fn cache_dir() -> PathBuf {
-    if let Some(dir) = env::var_os("CLAIMFLOW_CACHE_DIR") {
-        return PathBuf::from(dir);
-    }
-    let home = env::var_os("HOME").expect("HOME is set, to find ~/.cache/claimflow");
-    Path::new(&home).join(".cache/claimflow")
 }
 
 fn create_environment() -> PathBuf {
