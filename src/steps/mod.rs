@@ -1,5 +1,7 @@
 //! The step kinds a pipeline can `use`, and the registry that finds them by name.
 
+pub mod arm;
+
 use std::sync::Arc;
 
 mod command;
@@ -34,6 +36,7 @@ impl Registry {
         kinds.push(Arc::new(RankCommits));
         kinds.push(Arc::new(MineClaims));
         kinds.push(Arc::new(OracleStep::new(Arc::new(PythonEnvironments))));
+        kinds.push(Arc::new(arm::Arm));
         Registry { kinds }
     }
 

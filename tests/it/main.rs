@@ -1,10 +1,11 @@
 //! The integration tests: one binary, one module per area, shared helpers in `common`.
 
+mod arms;
 mod claims;
 mod common;
 mod corpus;
 mod dsl;
 mod engine;
 mod mining;
-mod stats;
 mod oracle;
+mod stats;

@@ -1,0 +1,554 @@
+//! The baseline arms end to end through the engine: a fixture repository, claims from a stand-in
+//! `mine-claims` step, and each arm's `predictions/<step>.jsonl` with its evidence.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use claimflow::engine::{
+    Engine, ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, Recording, RunOptions, Silent,
+    StepContext, StepError, StepKind, Upstream,
+};
+use claimflow::pipeline::{Pipeline, RepoSource, RepoSpec, StepSpec};
+use claimflow::records::{ClaimRecord, claim_id};
+use claimflow::steps::Registry;
+use claimflow::steps::arm::Arm;
+use serde_json::json;
+
+use crate::common::git::FixtureRepo;
+
+/// Stands in for `mine-claims` (not merged yet): emits the claim records in its `with.claims`.
+struct GivenClaims;
+
+impl StepKind for GivenClaims {
+    fn name(&self) -> &'static str {
+        "mine-claims"
+    }
+    fn version(&self) -> u32 {
+        1
+    }
+    fn about(&self) -> &'static str {
+        "claims given in the pipeline (tests)"
+    }
+    fn params(&self) -> &'static [ParamSpec] {
+        const PARAMS: &[ParamSpec] = &[ParamSpec::required("claims", ParamType::Any, "claims")];
+        PARAMS
+    }
+    fn items(&self, ctx: &StepContext, _: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
+        Ok(vec![
+            ItemPlan::new("all").params(ctx.step.with["claims"].clone()),
+        ])
+    }
+    fn run(&self, _: &StepContext, item: &ItemPlan, _: &Upstream) -> Result<ItemOutput, StepError> {
+        let records = item.params.as_array().cloned().unwrap_or_default();
+        Ok(ItemOutput {
+            records,
+            blobs: BTreeMap::new(),
+        })
+    }
+    fn publish(&self, _: &StepContext, _: &[ItemResult]) -> Result<(), StepError> {
+        Ok(())
+    }
+}
+
+const INIT: &str = "from .cache import Cache\nfrom .stack import Stack\n";
+const CACHE: &str = "\
+class Cache:
+    def __init__(self, maxsize=2):
+        self.data = {}
+
+    def get(self, key):
+        return self.data.get(key)
+
+    def pop(self, key):
+        return self.data.pop(key)
+";
+const STACK: &str = "\
+class Stack:
+    def __init__(self):
+        self.items = []
+
+    def pop(self):
+        return self.items.pop()
+
+    def push(self, item):
+        self.items.append(item)
+";
+const UTIL: &str = "def helper():\n    return 1\n";
+const CONFTEST: &str = "\
+import pytest
+from demo import Cache
+
+
+@pytest.fixture(name=\"cr\")
+def make_cache():
+    return Cache()
+";
+const TEST_CACHE: &str = "\
+from demo import Cache
+
+
+def test_get(cr):
+    assert cr.get(\"x\") is None
+
+
+def test_pop_missing():
+    cache = Cache()
+    cache.data[1] = 2
+    assert cache.pop(1) == 2
+";
+const TEST_STACK: &str = "\
+from demo.stack import Stack
+
+
+def test_pop():
+    s = Stack()
+    s.push(1)
+    assert s.pop() == 1
+";
+const TEST_UTIL: &str = "\
+from demo.util import helper
+
+
+def test_helper():
+    assert helper() == 1
+";
+
+/// The fixture history: the child edits `Cache.get`, adds a function to `util`, and edits a test.
+fn history() -> (FixtureRepo, String, String) {
+    let mut repository = FixtureRepo::new();
+    let parent = repository
+        .commit(
+            "parent",
+            &[
+                ("src/demo/__init__.py", Some(INIT)),
+                ("src/demo/cache.py", Some(CACHE)),
+                ("src/demo/stack.py", Some(STACK)),
+                ("src/demo/util.py", Some(UTIL)),
+                ("tests/conftest.py", Some(CONFTEST)),
+                ("tests/test_cache.py", Some(TEST_CACHE)),
+                ("tests/test_stack.py", Some(TEST_STACK)),
+                ("tests/test_util.py", Some(TEST_UTIL)),
+            ],
+        )
+        .head()
+        .to_string();
+    let child = repository
+        .commit(
+            "cache: a missing key reads as 0",
+            &[
+                (
+                    "src/demo/cache.py",
+                    Some(&CACHE.replace("self.data.get(key)", "self.data.get(key, 0)")),
+                ),
+                (
+                    "src/demo/util.py",
+                    Some(&format!("{UTIL}\n\ndef other():\n    return 2\n")),
+                ),
+                (
+                    "tests/test_cache.py",
+                    Some(&TEST_CACHE.replace("is None", "== 0")),
+                ),
+            ],
+        )
+        .head()
+        .to_string();
+    (repository, parent, child)
+}
+
+/// The test function named `name` in `file_text`, as the claim's source.
+fn function_source(file_text: &str, name: &str) -> String {
+    let start = file_text
+        .find(&format!("def {name}("))
+        .expect("the test is in the file");
+    let rest = &file_text[start..];
+    let end = rest.find("\n\n\n").map(|end| end + 1).unwrap_or(rest.len());
+    rest[..end].to_string()
+}
+
+fn claims(parent: &str, child: &str) -> serde_json::Value {
+    let tests = [
+        ("tests/test_cache.py", TEST_CACHE, "test_get", vec!["cr"]),
+        (
+            "tests/test_cache.py",
+            TEST_CACHE,
+            "test_pop_missing",
+            vec![],
+        ),
+        ("tests/test_stack.py", TEST_STACK, "test_pop", vec![]),
+        ("tests/test_util.py", TEST_UTIL, "test_helper", vec![]),
+    ];
+    let records: Vec<ClaimRecord> = tests
+        .iter()
+        .map(|(file, text, name, fixtures)| {
+            let node = format!("{file}::{name}");
+            let source = function_source(text, name);
+            ClaimRecord {
+                id: claim_id("demo", parent, &node),
+                repo: "demo".into(),
+                parent: parent.into(),
+                commit: child.into(),
+                node,
+                assertions: source
+                    .lines()
+                    .filter(|line| line.trim_start().starts_with("assert"))
+                    .map(|line| line.trim().to_string())
+                    .collect(),
+                source,
+                fixtures: fixtures.iter().map(|fixture| fixture.to_string()).collect(),
+            }
+        })
+        .collect();
+    serde_json::to_value(records).unwrap()
+}
+
+fn pipeline(root: &Path, repository: &Path, claims: serde_json::Value) -> Pipeline {
+    let step = |name: &str, uses: &str, needs: &[&str], with: serde_json::Value| StepSpec {
+        name: name.into(),
+        uses: uses.into(),
+        needs: needs.iter().map(|need| need.to_string()).collect(),
+        with,
+        line: 1,
+    };
+    Pipeline {
+        file: root.join("pipeline.yaml"),
+        root: root.to_path_buf(),
+        version: 1,
+        name: "arms".into(),
+        workdir: root.join(".claimflow"),
+        results: root.join("results"),
+        repos: vec![RepoSpec {
+            name: "demo".into(),
+            source: RepoSource::Path(repository.to_path_buf()),
+            branch: "main".into(),
+            split: None,
+            python: Vec::new(),
+            extra: BTreeMap::new(),
+        }],
+        models: BTreeMap::new(),
+        steps: vec![
+            step("claims", "mine-claims", &[], json!({ "claims": claims })),
+            step("a0", "arm", &["claims"], json!({"arm": "a0"})),
+            step("a1", "arm", &["claims"], json!({"arm": "a1"})),
+            step("a3", "arm", &["claims"], json!({"arm": "file-anchoring"})),
+            step(
+                "a3_transitive",
+                "arm",
+                &["claims"],
+                json!({"arm": "file-anchoring", "transitive": true}),
+            ),
+            step("a4", "arm", &["claims"], json!({"arm": "symbol-anchoring"})),
+        ],
+    }
+}
+
+/// Each line of a predictions file, pretty-printed, with the parent commit id named.
+fn readable(path: &Path, parent: &str) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines()
+        .map(|line| {
+            let value: serde_json::Value = serde_json::from_str(line).unwrap();
+            serde_json::to_string_pretty(&value).unwrap()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        .replace(parent, "<parent>")
+}
+
+#[test]
+fn each_arm_writes_its_predictions_with_evidence_and_reruns_from_the_cache() {
+    let (repository, parent, child) = history();
+    let project = tempfile::tempdir().unwrap();
+    let pipeline = pipeline(project.path(), repository.path(), claims(&parent, &child));
+    let registry = Registry::with(vec![Arc::new(GivenClaims), Arc::new(Arm)]);
+    let options = RunOptions {
+        jobs: 1,
+        pytest_slots: 1,
+        ..RunOptions::default()
+    };
+    let engine = Engine::new(&pipeline, &registry, &Silent).unwrap();
+    let first = engine.run(&options).unwrap();
+    // claims: 1 item; a0 and a1: 1 each; a3, a3_transitive, a4: one per claim.
+    assert_eq!(first.computed(), 1 + 2 + 3 * 4);
+
+    for step in ["a0", "a1", "a3", "a3_transitive", "a4"] {
+        let path = pipeline.results.join(format!("predictions/{step}.jsonl"));
+        insta::assert_snapshot!(format!("arms_{step}"), readable(&path, &parent));
+    }
+
+    let engine = Engine::new(&pipeline, &registry, &Silent).unwrap();
+    let second = engine.run(&options).unwrap();
+    assert_eq!(second.computed(), 0, "a re-run computes nothing");
+}
+
+#[test]
+fn an_arm_without_claims_upstream_is_an_input_error() {
+    let (repository, _, _) = history();
+    let project = tempfile::tempdir().unwrap();
+    let mut pipeline = pipeline(project.path(), repository.path(), json!([]));
+    pipeline.steps[1].needs.clear();
+    pipeline.steps.truncate(2);
+    let registry = Registry::with(vec![Arc::new(GivenClaims), Arc::new(Arm)]);
+    let engine = Engine::new(&pipeline, &registry, &Silent).unwrap();
+    let error = engine.run(&RunOptions::default()).unwrap_err();
+    assert_eq!(error.to_string(), "1 step failed: a0");
+}
+
+const CALC: &str = "\
+def add(a, b):
+    return a + b
+
+
+def mul(a, b):
+    return a * b
+";
+const TEST_CALC: &str = "\
+from demo.calc import add, mul
+
+
+def test_add():
+    assert add(1, 2) == 3
+
+
+def test_mul():
+    assert mul(2, 3) == 6
+
+
+def test_both():
+    assert add(1, mul(2, 3)) == 7
+";
+const TEST_OTHER: &str = "\
+def test_other():
+    assert [1, 2][-1] == 2
+";
+
+/// Pretty predictions with the measured seconds replaced, for a stable snapshot.
+fn without_seconds(path: &Path, parent: &str) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines()
+        .map(|line| {
+            let mut value: serde_json::Value = serde_json::from_str(line).unwrap();
+            for field in ["build_seconds", "query_seconds"] {
+                let seconds = &mut value["evidence"][field];
+                assert!(
+                    seconds.as_f64().is_some_and(|seconds| seconds > 0.0),
+                    "{line}"
+                );
+                *seconds = json!("[seconds]");
+            }
+            let version = &mut value["evidence"]["testmon"];
+            assert!(
+                version.as_str().is_some_and(|version| !version.is_empty()),
+                "{line}"
+            );
+            *version = json!("[version]");
+            serde_json::to_string_pretty(&value).unwrap()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        .replace(parent, "<parent>")
+}
+
+#[test]
+fn testmon_selects_exactly_the_tests_that_execute_the_changed_function() {
+    let mut repository = FixtureRepo::new();
+    let parent = repository
+        .commit(
+            "parent",
+            &[
+                ("src/demo/__init__.py", Some("")),
+                ("src/demo/calc.py", Some(CALC)),
+                ("tests/test_calc.py", Some(TEST_CALC)),
+                ("tests/test_other.py", Some(TEST_OTHER)),
+            ],
+        )
+        .head()
+        .to_string();
+    let child = repository
+        .commit(
+            "calc: multiply the other way round",
+            &[(
+                "src/demo/calc.py",
+                Some(&CALC.replace("return a * b", "return b * a")),
+            )],
+        )
+        .head()
+        .to_string();
+    let tests = [
+        ("tests/test_calc.py", "test_add"),
+        ("tests/test_calc.py", "test_mul"),
+        ("tests/test_calc.py", "test_both"),
+        ("tests/test_other.py", "test_other"),
+    ];
+    let mut records: Vec<serde_json::Value> = tests
+        .iter()
+        .map(|(file, name)| {
+            let node = format!("{file}::{name}");
+            json!({
+                "id": claim_id("demo", &parent, &node),
+                "repo": "demo", "parent": parent, "commit": child, "node": node,
+                "source": format!("def {name}():\n    pass\n"),
+                "assertions": ["assert True"], "fixtures": [],
+            })
+        })
+        .collect();
+    // A claim whose test testmon never saw (no such test at the parent) gets no verdict.
+    let node = "tests/test_other.py::test_missing";
+    records.push(json!({
+        "id": claim_id("demo", &parent, node),
+        "repo": "demo", "parent": parent, "commit": child, "node": node,
+        "source": "def test_missing():\n    pass\n",
+        "assertions": ["assert True"], "fixtures": [],
+    }));
+    let project = tempfile::tempdir().unwrap();
+    let mut pipeline = pipeline(project.path(), repository.path(), json!(records));
+    pipeline.repos[0].python = vec!["3.11".into()];
+    pipeline.steps.truncate(1);
+    pipeline.steps.push(StepSpec {
+        name: "a4b".into(),
+        uses: "arm".into(),
+        needs: vec!["claims".into()],
+        with: json!({"arm": "testmon"}),
+        line: 1,
+    });
+    let registry = Registry::with(vec![Arc::new(GivenClaims), Arc::new(Arm)]);
+    let events = Recording::default();
+    let engine = Engine::new(&pipeline, &registry, &events).unwrap();
+    let summary = engine
+        .run(&RunOptions::default())
+        .unwrap_or_else(|error| panic!("{error}: {:#?}", events.events()));
+    // One item for the claims, one for the commit.
+    assert_eq!(summary.computed(), 2);
+    let path = pipeline.results.join("predictions/a4b.jsonl");
+    insta::assert_snapshot!("arms_a4b", without_seconds(&path, &parent));
+}
+
+#[test]
+fn a_repositorys_test_patterns_decide_which_touched_files_carry_no_change() {
+    let (repository, parent, child) = history();
+    let project = tempfile::tempdir().unwrap();
+    let mut pipeline = pipeline(project.path(), repository.path(), claims(&parent, &child));
+    // Counting `util.py` as test code (restored by the oracle) leaves `test_helper` unanchored.
+    pipeline.repos[0].extra.insert(
+        "test_patterns".into(),
+        json!(["tests/**", "src/demo/util.py"]),
+    );
+    pipeline
+        .steps
+        .retain(|step| ["claims", "a3"].contains(&step.name.as_str()));
+    let registry = Registry::with(vec![Arc::new(GivenClaims), Arc::new(Arm)]);
+    let engine = Engine::new(&pipeline, &registry, &Silent).unwrap();
+    engine.run(&RunOptions::default()).unwrap();
+    let text = std::fs::read_to_string(pipeline.results.join("predictions/a3.jsonl")).unwrap();
+    let helper = text
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .find(|value| value["claim"].as_str().unwrap().ends_with("test_helper"))
+        .unwrap();
+    assert_eq!(helper["verdict"], "held");
+    assert_eq!(helper["evidence"]["touched_modules"], json!(["demo.cache"]));
+}
+
+/// The source of test `name` in `text` (a `def` and its indented body), if the file defines it.
+fn test_source(text: &str, name: &str) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines
+        .iter()
+        .position(|line| line.trim_start().starts_with(&format!("def {name}(")))?;
+    let indent = lines[start].len() - lines[start].trim_start().len();
+    let body = lines[start + 1..]
+        .iter()
+        .take_while(|line| line.trim().is_empty() || line.len() - line.trim_start().len() > indent)
+        .count();
+    Some(
+        lines[start..=start + body]
+            .join("\n")
+            .trim_end()
+            .to_string()
+            + "\n",
+    )
+}
+
+/// A3 and A4 on every claim the demo corpus documents, next to the oracle's label: the table a
+/// reader checks the anchoring arms against (the rename, the aliased fixture, the inherited test).
+#[test]
+fn anchoring_arms_on_the_demo_corpus() {
+    use claimflow::arms::{Change, Claim, FileAnchoring, SymbolAnchoring};
+    use claimflow::corpus::expected::load_expected;
+    use claimflow::records::{Label, Verdict};
+
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/demo");
+    let directory = tempfile::tempdir().unwrap();
+    let materialized =
+        claimflow::corpus::materialize(&demo, &directory.path().join("demo")).unwrap();
+    let expected = load_expected(&demo.join("EXPECTED.md")).unwrap();
+    let repository = git2::Repository::open(&materialized.path).unwrap();
+    let verdict = |verdict: Verdict| match verdict {
+        Verdict::Flipped => "flipped",
+        Verdict::Held => "held",
+        Verdict::None => "none",
+    };
+    let mut table = vec!["commit | claim | oracle | A3 | A4 | A4 changed".to_string()];
+    for claim in &expected.claims {
+        if claim.label == Label::Discarded {
+            continue;
+        }
+        let index = materialized
+            .commits
+            .iter()
+            .position(|commit| commit.name == claim.commit)
+            .unwrap();
+        let (parent, child) = (
+            &materialized.commits[index - 1].id,
+            &materialized.commits[index].id,
+        );
+        let change = Change::load(&repository, parent, child).unwrap();
+        let name = claim.node.rsplit("::").next().unwrap();
+        // The test file first, then the helper modules an inherited test may live in.
+        let file = claim.node.split("::").next().unwrap();
+        let mut candidates = vec![file.to_string()];
+        candidates.extend(
+            change
+                .parent
+                .python_files()
+                .unwrap()
+                .into_iter()
+                .filter(|path| path.starts_with("tests/")),
+        );
+        let source = candidates
+            .iter()
+            .find_map(|path| test_source(&change.parent.read(path).unwrap()?, name))
+            .unwrap_or_else(|| panic!("no source for {}", claim.node));
+        let record = Claim {
+            id: claim_id("demo", parent, &claim.node),
+            repo: "demo".into(),
+            parent: parent.clone(),
+            commit: child.clone(),
+            node: claim.node.clone(),
+            source,
+            fixtures: Vec::new(),
+            file: None,
+        };
+        let a3 = FileAnchoring::default().predict(&record, &change).unwrap();
+        let a4 = SymbolAnchoring.predict(&record, &change).unwrap();
+        let label = match claim.label {
+            Label::Flipped => "flipped",
+            _ => "held",
+        };
+        table.push(format!(
+            "{} | {} | {label} | {} | {} | {}",
+            claim.commit,
+            claim.node,
+            verdict(a3.verdict),
+            verdict(a4.verdict),
+            a4.evidence["changed"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|name| name.as_str().unwrap())
+                .collect::<Vec<_>>()
+                .join(", "),
+        ));
+    }
+    insta::assert_snapshot!("arms_demo_corpus", table.join("\n"));
+}
