@@ -761,7 +761,10 @@ fn claimflow_run_ranks_and_a_moved_branch_reranks_only_then() {
         .collect();
     assert_eq!(
         subjects,
-        ["Fix pop: remove the KeyError", "Return the default from get"]
+        [
+            "Fix pop: remove the KeyError",
+            "Return the default from get"
+        ]
     );
     let again = project.ok(&["run", "pipeline.yaml"]);
     assert!(again.stderr.contains("0 computed"), "{}", again.stderr);
@@ -777,4 +780,43 @@ fn claimflow_run_ranks_and_a_moved_branch_reranks_only_then() {
     let published = project.read("results/mined/commits.jsonl");
     assert_eq!(published.lines().count(), 3);
     assert!(published.lines().next().unwrap().contains("Fix pop"));
+}
+
+#[test]
+fn offline_runs_use_the_existing_clone_and_online_runs_fetch() {
+    let mut origin = history();
+    let project = crate::common::project::Project::new();
+    project.file(
+        "pipeline.yaml",
+        &format!(
+            "version: 1\nname: mined\nrepos:\n  - name: remote\n    url: file://{}\n    branch: main\n\
+             steps:\n  rank:\n    uses: rank-commits\n",
+            origin.path().display()
+        ),
+    );
+    let never_fetched = project.run(&["run", "pipeline.yaml", "--offline"]);
+    assert_ne!(never_fetched.code, 0);
+    assert!(
+        never_fetched.stderr.contains("was never fetched"),
+        "{}",
+        never_fetched.stderr
+    );
+    project.ok(&["run", "pipeline.yaml"]);
+    let first = project.read("results/mined/commits.jsonl");
+    origin.commit(
+        "Return nothing from get",
+        &[
+            ("pkg/cache.py", Some("def get(key):\n    return None\n")),
+            ("tests/test_put.py", Some("def test_put():\n    pass\n")),
+        ],
+    );
+    let offline = project.ok(&["run", "pipeline.yaml", "--offline"]);
+    assert!(offline.stderr.contains("0 computed"), "{}", offline.stderr);
+    assert_eq!(project.read("results/mined/commits.jsonl"), first);
+    let online = project.ok(&["run", "pipeline.yaml"]);
+    assert!(online.stderr.contains("1 computed"), "{}", online.stderr);
+    assert_eq!(
+        project.read("results/mined/commits.jsonl").lines().count(),
+        3
+    );
 }
