@@ -820,3 +820,19 @@ fn offline_runs_use_the_existing_clone_and_online_runs_fetch() {
         3
     );
 }
+
+#[test]
+fn fixture_commit_ids_are_stable_and_checkout_writes_the_files() {
+    let repo = history();
+    let again = history();
+    assert_eq!(repo.commits(), again.commits());
+    repo.checkout();
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("tests/test_put.py")).unwrap(),
+        "def test_put():\n    assert put(1) is None\n"
+    );
+    let commit = repo.repository().find_commit(repo.head()).unwrap();
+    assert_eq!(commit.author().email(), Some("test@claimflow.invalid"));
+    assert_eq!(commit.time().seconds(), 1_700_000_000 + 5 * 60);
+    insta::assert_snapshot!(repo.head().to_string(), @"6426f51df4eb8d9383afb6d63e09d02f1992990d");
+}
