@@ -57,25 +57,18 @@ pub struct MaterializedCommit {
 /// made it; any other non-empty directory is an error.
 pub fn materialize(script_dir: &Path, dest: &Path) -> Result<MaterializedRepo, CorpusError> {
     let script = load(script_dir)?;
-    let ids = expected_ids(&script).map_err(|source| CorpusError::Git {
-        path: script_dir.to_path_buf(),
-        source,
-    })?;
-    let tip = *ids.last().expect("a loaded script has at least one commit");
+    let commits = preview_script(script_dir, &script)?;
+    let tip: Oid = commits
+        .last()
+        .expect("a loaded script has at least one commit")
+        .id
+        .parse()
+        .expect("git writes hex ids");
     let result = MaterializedRepo {
         path: dest.to_path_buf(),
         branch: BRANCH.to_string(),
         tip: tip.to_string(),
-        commits: script
-            .commits
-            .iter()
-            .zip(&ids)
-            .map(|(commit, id)| MaterializedCommit {
-                name: commit.name.clone(),
-                subject: commit.subject.clone(),
-                id: id.to_string(),
-            })
-            .collect(),
+        commits,
     };
 
     match inspect(dest, tip) {
@@ -126,6 +119,32 @@ pub fn materialize(script_dir: &Path, dest: &Path) -> Result<MaterializedRepo, C
         });
     }
     Ok(result)
+}
+
+/// The commits [`materialize`] would write for the script in `script_dir`, oldest first,
+/// computed in memory: nothing is written, so a dry run (`claimflow plan`) can key on the ids.
+pub fn preview(script_dir: &Path) -> Result<Vec<MaterializedCommit>, CorpusError> {
+    preview_script(script_dir, &load(script_dir)?)
+}
+
+fn preview_script(
+    script_dir: &Path,
+    script: &Script,
+) -> Result<Vec<MaterializedCommit>, CorpusError> {
+    let ids = expected_ids(script).map_err(|source| CorpusError::Git {
+        path: script_dir.to_path_buf(),
+        source,
+    })?;
+    Ok(script
+        .commits
+        .iter()
+        .zip(ids)
+        .map(|(commit, id)| MaterializedCommit {
+            name: commit.name.clone(),
+            subject: commit.subject.clone(),
+            id: id.to_string(),
+        })
+        .collect())
 }
 
 /// What is at a destination now.
@@ -314,6 +333,15 @@ mod tests {
         assert_eq!(commit.author().name(), Some("claimflow demo"));
         assert_eq!(commit.time().seconds(), 1_704_157_445);
         assert_eq!(commit.time().offset_minutes(), 120);
+    }
+
+    #[test]
+    fn a_preview_writes_nothing_and_names_the_same_commits() {
+        let script_dir = tiny_script("First");
+        let previewed = preview(script_dir.path()).unwrap();
+        let dest = tempfile::tempdir().unwrap();
+        let repo = materialize(script_dir.path(), &dest.path().join("repo")).unwrap();
+        assert_eq!(previewed, repo.commits);
     }
 
     #[test]

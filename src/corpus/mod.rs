@@ -13,7 +13,7 @@ mod script;
 use std::path::PathBuf;
 
 pub use date::Timestamp;
-pub use materialize::{BRANCH, MaterializedCommit, MaterializedRepo, materialize};
+pub use materialize::{BRANCH, MaterializedCommit, MaterializedRepo, materialize, preview};
 pub use script::{DEFAULT_AUTHOR, Person, Script, ScriptCommit, load};
 
 /// Why a corpus could not be read or materialized.

@@ -334,7 +334,10 @@ mod tests {
         fs::write(path, text).unwrap();
     }
 
-    fn script_with(commits: &[(&str, &str, &[(&str, &str)])]) -> tempfile::TempDir {
+    /// A scripted commit for a test: directory name, `commit.yaml`, files (path, contents).
+    type TestCommit<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
+
+    fn script_with(commits: &[TestCommit]) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         for (name, yaml, files) in commits {
             let commit = commit_dir(dir.path(), name);

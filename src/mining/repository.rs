@@ -124,6 +124,17 @@ pub fn branch_tip(repository: &Repository, name: &str, branch: &str) -> Result<O
 
 /// Initializes the bare clone if needed and fetches the branch into `refs/remotes/origin/<branch>`.
 fn fetch(spec: &RepoSpec, url: &str, dir: &Path) -> Result<(), MiningError> {
+    if crate::engine::offline() {
+        // `run --offline`: mine what was fetched before, as it was.
+        return if dir.join("HEAD").exists() {
+            Ok(())
+        } else {
+            Err(MiningError::Source {
+                repo: spec.name.clone(),
+                message: format!("never fetched from {url}, and --offline forbids fetching it now"),
+            })
+        };
+    }
     let repository = if dir.join("HEAD").exists() {
         open_at(&spec.name, dir)?
     } else {

@@ -25,7 +25,7 @@ pub fn nearest<'c>(word: &str, candidates: impl IntoIterator<Item = &'c str>) ->
 /// A hint for a name that is not one of `candidates`: the nearest one, else the full list.
 ///
 /// `noun` names what the candidates are, for the fallback ("valid keys: …").
-pub fn hint<'c>(word: &str, candidates: &[&'c str], noun: &str) -> Option<String> {
+pub fn hint(word: &str, candidates: &[&str], noun: &str) -> Option<String> {
     if let Some(near) = nearest(word, candidates.iter().copied()) {
         return Some(format!("did you mean `{near}`?"));
     }

@@ -79,7 +79,15 @@ pub struct Document {
     /// `None` for a file with no content (only comments or blank lines).
     pub root: Option<Node>,
     /// Problems the tree cannot represent: a second document, a map key that is not a scalar.
-    pub problems: Vec<(Mark, String)>,
+    pub problems: Vec<Problem>,
+}
+
+/// A structural problem found while reading the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub mark: Mark,
+    pub message: String,
+    pub hint: String,
 }
 
 /// The file is not YAML.
@@ -116,7 +124,9 @@ enum Frame {
         mark: Mark,
         anchor: usize,
         entries: Vec<Entry>,
-        key: Option<(String, Mark)>,
+        /// The key read and waiting for its value; `None` inside for a key that is not a
+        /// scalar (already reported; its entry is dropped so it causes no further problems).
+        key: Option<(Option<String>, Mark)>,
     },
 }
 
@@ -127,7 +137,7 @@ struct Builder {
     anchors: BTreeMap<usize, Node>,
     documents: usize,
     root: Option<Node>,
-    problems: Vec<(Mark, String)>,
+    problems: Vec<Problem>,
 }
 
 impl MarkedEventReceiver for Builder {
@@ -137,13 +147,38 @@ impl MarkedEventReceiver for Builder {
             Event::DocumentStart => {
                 self.documents += 1;
                 if self.documents == 2 {
-                    self.problems.push((
+                    self.problems.push(Problem {
                         mark,
-                        "a pipeline file holds one YAML document, found a second one".into(),
-                    ));
+                        message: "a pipeline file holds one YAML document, found a second one"
+                            .into(),
+                        hint: "remove the `---` line and merge the documents, or split them \
+                               into two pipeline files"
+                            .into(),
+                    });
                 }
             }
             Event::Scalar(text, style, anchor, tag) => {
+                // Keys are names as written: `1.10:` is the key "1.10", not a number.
+                if let Some(Frame::Map {
+                    key: key @ None, ..
+                }) = self.stack.last_mut()
+                {
+                    if text == "<<" && style == TScalarStyle::Plain {
+                        // A merge key would make an entry's position ambiguous (where is a
+                        // merged key written?), and YAML 1.2 dropped merge keys anyway.
+                        *key = Some((None, mark));
+                        self.problems.push(Problem {
+                            mark,
+                            message: "YAML merge keys (`<<`) are not supported".into(),
+                            hint: "write the keys out; an anchor can still stand for a whole \
+                                   value, e.g. `inputs: *files`"
+                                .into(),
+                        });
+                    } else {
+                        *key = Some((Some(text), mark));
+                    }
+                    return;
+                }
                 let explicit_string = tag.is_some_and(|tag| tag.suffix == "str");
                 let value = if style == TScalarStyle::Plain && !explicit_string {
                     resolve_plain(&text)
@@ -192,7 +227,11 @@ impl MarkedEventReceiver for Builder {
                         ..
                     }) => (
                         Node {
-                            mark,
+                            // A block map's start event is marked where its first key's `:` is
+                            // seen; the map starts at that key.
+                            mark: entries
+                                .first()
+                                .map_or(mark, |first| mark.min(first.key_mark)),
                             value: Value::Map(entries),
                         },
                         anchor,
@@ -221,27 +260,21 @@ impl Builder {
             }
             Some(Frame::List { items, .. }) => items.push(node),
             Some(Frame::Map { entries, key, .. }) => match key.take() {
-                Some((key, key_mark)) => entries.push(Entry {
+                Some((Some(key), key_mark)) => entries.push(Entry {
                     key,
                     key_mark,
                     value: node,
                 }),
+                Some((None, _)) => {}
                 None => {
-                    let text = match node.value {
-                        Value::String(text) => text,
-                        Value::Null => String::new(),
-                        Value::Bool(value) => value.to_string(),
-                        Value::Integer(value) => value.to_string(),
-                        Value::Float(value) => value.to_string(),
-                        Value::List(_) | Value::Map(_) => {
-                            self.problems.push((
-                                node.mark,
-                                format!("a map key must be a name, found {}", node.value.kind()),
-                            ));
-                            String::new()
-                        }
-                    };
-                    *key = Some((text, node.mark));
+                    // Scalar keys are taken as written before they get here (in `on_event`);
+                    // what arrives is a collection or an alias used as a key.
+                    self.problems.push(Problem {
+                        mark: node.mark,
+                        message: format!("a map key must be a name, found {}", node.value.kind()),
+                        hint: "write a plain name before the `:`".into(),
+                    });
+                    *key = Some((None, node.mark));
                 }
             },
         }
@@ -261,31 +294,33 @@ fn resolve_plain(text: &str) -> Value {
         ".nan" | ".NaN" | ".NAN" => return Value::Float(f64::NAN),
         _ => {}
     }
-    if let Some(hex) = text.strip_prefix("0x") {
-        if let Ok(value) = i64::from_str_radix(hex, 16) {
-            return Value::Integer(value);
-        }
+    if let Some(hex) = text.strip_prefix("0x")
+        && let Ok(value) = i64::from_str_radix(hex, 16)
+    {
+        return Value::Integer(value);
     }
-    if let Some(octal) = text.strip_prefix("0o") {
-        if let Ok(value) = i64::from_str_radix(octal, 8) {
-            return Value::Integer(value);
-        }
+    if let Some(octal) = text.strip_prefix("0o")
+        && let Ok(value) = i64::from_str_radix(octal, 8)
+    {
+        return Value::Integer(value);
     }
     let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
-    if !digits.is_empty() && digits.bytes().all(|byte| byte.is_ascii_digit()) {
-        if let Ok(value) = text.parse::<i64>() {
-            return Value::Integer(value);
-        }
+    if !digits.is_empty()
+        && digits.bytes().all(|byte| byte.is_ascii_digit())
+        && let Ok(value) = text.parse::<i64>()
+    {
+        return Value::Integer(value);
     }
     // Rust's float parser also takes `inf` and `nan`, which YAML reads as strings: accept only the
     // characters of a decimal number.
     let numeric = digits
         .bytes()
         .all(|byte| byte.is_ascii_digit() || matches!(byte, b'.' | b'e' | b'E' | b'-' | b'+'));
-    if numeric && digits.bytes().any(|byte| byte.is_ascii_digit()) {
-        if let Ok(value) = text.parse::<f64>() {
-            return Value::Float(value);
-        }
+    if numeric
+        && digits.bytes().any(|byte| byte.is_ascii_digit())
+        && let Ok(value) = text.parse::<f64>()
+    {
+        return Value::Float(value);
     }
     Value::String(text.to_string())
 }
@@ -378,6 +413,39 @@ mod tests {
     }
 
     #[test]
+    fn keys_are_kept_as_written() {
+        let node = root("1.10: a\n0x10: b\n~: c\n");
+        let keys: Vec<_> = entries(&node)
+            .iter()
+            .map(|entry| entry.key.as_str())
+            .collect();
+        assert_eq!(keys, ["1.10", "0x10", "~"]);
+    }
+
+    #[test]
+    fn a_collection_as_a_key_is_one_problem_and_no_entry() {
+        let document = parse("? [x]\n: 1\nb: 2\n").unwrap();
+        assert_eq!(document.problems.len(), 1);
+        let node = document.root.unwrap();
+        let keys: Vec<_> = entries(&node)
+            .iter()
+            .map(|entry| entry.key.as_str())
+            .collect();
+        assert_eq!(keys, ["b"]);
+    }
+
+    #[test]
+    fn a_merge_key_is_a_problem_and_no_entry() {
+        let document = parse("base: &base {a: 1}\nstep:\n  <<: *base\n  b: 2\n").unwrap();
+        assert_eq!(document.problems.len(), 1);
+        assert_eq!(document.problems[0].mark, Mark { line: 3, column: 3 });
+        let node = document.root.unwrap();
+        let step = entries(&entries(&node)[1].value);
+        assert_eq!(step.len(), 1);
+        assert_eq!(step[0].key, "b");
+    }
+
+    #[test]
     fn quoted_scalars_stay_strings() {
         let node = root("python: [\"3.10\", '12', !!str 7]\n");
         let Value::List(items) = &entries(&node)[0].value.value else {
@@ -403,6 +471,16 @@ mod tests {
     }
 
     #[test]
+    fn a_block_map_starts_at_its_first_key() {
+        let node = root("version: 1\nrepos:\n  - name: x\n    url: y\n");
+        assert_eq!(node.mark, Mark::START);
+        let Value::List(repos) = &entries(&node)[1].value.value else {
+            panic!("a list");
+        };
+        assert_eq!(repos[0].mark, Mark { line: 3, column: 5 });
+    }
+
+    #[test]
     fn empty_text_has_no_root() {
         assert_eq!(parse("# only a comment\n").unwrap().root, None);
         assert_eq!(parse("").unwrap().root, None);
@@ -412,7 +490,7 @@ mod tests {
     fn a_second_document_is_a_problem() {
         let document = parse("a: 1\n---\nb: 2\n").unwrap();
         assert_eq!(document.problems.len(), 1);
-        assert_eq!(document.problems[0].0.line, 2);
+        assert_eq!(document.problems[0].mark.line, 2);
         assert_eq!(entries(document.root.as_ref().unwrap()).len(), 1);
     }
 

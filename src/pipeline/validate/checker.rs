@@ -89,22 +89,37 @@ impl<'a> Checker<'a> {
         self.diagnostics.is_empty()
     }
 
-    /// Reports a value of the wrong type.
+    /// Reports a value of the wrong type, with a hint on how to write the expected one.
     pub fn wrong_type(&mut self, node: &Node, label: &str, expected: &str) {
         let hint = match (&node.value, expected) {
+            (Value::Null, _) => "the value is empty; write one after the colon".to_string(),
             (Value::Integer(_) | Value::Float(_) | Value::Bool(_), "a string") => {
-                Some("put it in quotes to make it a string".to_string())
+                "put it in quotes to make it a string".to_string()
             }
-            (Value::String(_), "a list of strings") => {
-                Some("write a list, e.g. `[first, second]`".to_string())
+            (Value::String(_), "an integer") => {
+                "write a whole number without quotes, e.g. `10`".to_string()
             }
-            (Value::Null, _) => Some("the value is empty; write one after the colon".to_string()),
-            _ => None,
+            (Value::String(_), "a finite number") => {
+                "write a number without quotes, e.g. `0.25`".to_string()
+            }
+            (Value::Float(_), "a finite number") => {
+                "JSON cannot hold `.nan` or `.inf`; write a finite number".to_string()
+            }
+            (Value::String(_), "`true` or `false`") => {
+                "write `true` or `false` without quotes".to_string()
+            }
+            (_, "a list of strings") => "write a list, e.g. `[first, second]`".to_string(),
+            (_, "a map") => "write `key: value` pairs, e.g. `{runs: 10}`".to_string(),
+            _ => format!("write {expected} here"),
+        };
+        let found = match &node.value {
+            Value::Float(value) if !value.is_finite() => "a value that is not finite",
+            other => other.kind(),
         };
         self.error(
             node.mark,
-            format!("{label} must be {expected}, found {}", node.value.kind()),
-            hint,
+            format!("{label} must be {expected}, found {found}"),
+            Some(hint),
         );
     }
 
@@ -155,7 +170,7 @@ impl<'a> Checker<'a> {
     /// The node as a finite number (integers included).
     pub fn number(&mut self, node: &Node, label: &str) -> Option<f64> {
         match &node.value {
-            #[expect(clippy::cast_precision_loss, reason = "prices and rates are small")]
+            // Prices and rates are far below 2^53, where the conversion would round.
             Value::Integer(value) => Some(*value as f64),
             Value::Float(value) if value.is_finite() => Some(*value),
             _ => {

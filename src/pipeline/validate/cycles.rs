@@ -1,15 +1,16 @@
 //! Cycles among `needs`: a pipeline must be a DAG.
 //!
-//! Every strongly connected component of more than one step is a cycle, and so is a step that needs
-//! itself; each is named in full so the user sees which `needs` to cut.
+//! petgraph's strongly connected components find where cycles are; every elementary cycle inside
+//! each is then named in full, and every step that needs itself, so the user sees which `needs` to
+//! cut.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 
 use petgraph::algo::tarjan_scc;
 use petgraph::graph::{DiGraph, NodeIndex};
 
 use super::checker::Checker;
-use super::steps::Checked;
+use super::steps::{Checked, Edges};
 
 /// Reports every cycle among the declared steps.
 pub fn check(checker: &mut Checker, steps: &Checked) {
@@ -43,68 +44,75 @@ pub fn check(checker: &mut Checker, steps: &Checked) {
         .into_iter()
         .filter(|component| component.len() > 1)
         .collect();
-    for component in &mut components {
-        component.sort_by_key(|&node| graph[node]);
-    }
-    components.sort_by_key(|component| graph[component[0]]);
+    components.sort_by_key(|component| component.iter().map(|&node| graph[node]).min());
 
     for component in components {
-        let start = component[0];
-        let cycle = shortest_cycle(&graph, start, &component);
-        let mut names: Vec<String> = cycle
-            .iter()
-            .map(|&node| format!("`{}`", steps.graph[graph[node]].name))
-            .collect();
-        names.push(names[0].clone());
-        let caught: Vec<String> = component
-            .iter()
-            .filter(|node| !cycle.contains(node))
-            .map(|&node| format!("`{}`", steps.graph[graph[node]].name))
-            .collect();
-        let mut message = format!("steps {} form a cycle", names.join(" -> "));
-        if !caught.is_empty() {
-            message.push_str(&format!(" (caught in it too: {})", caught.join(", ")));
+        let positions: BTreeSet<usize> = component.iter().map(|&node| graph[node]).collect();
+        let cycles = elementary_cycles(&steps.graph, &positions);
+        let shown = cycles.len().min(MAX_CYCLES_NAMED);
+        for (index, cycle) in cycles.iter().take(shown).enumerate() {
+            let mut names: Vec<String> = cycle
+                .iter()
+                .map(|&position| format!("`{}`", steps.graph[position].name))
+                .collect();
+            names.push(names[0].clone());
+            let mut message = format!("steps {} form a cycle", names.join(" -> "));
+            if index + 1 == shown && cycles.len() > shown {
+                message.push_str(" (more cycles among these steps are not listed)");
+            }
+            checker.error(
+                steps.graph[cycle[0]].mark,
+                message,
+                Some("each step needs the next; remove one of these `needs`".to_string()),
+            );
         }
-        checker.error(
-            steps.graph[graph[start]].mark,
-            message,
-            Some("each step needs the next; remove one of these `needs`".to_string()),
-        );
     }
 }
 
-/// The shortest path from `start` back to itself inside `component` (breadth-first, so the cycle
-/// named is the simplest one to read; neighbours in file order, so it is stable).
-fn shortest_cycle(
-    graph: &DiGraph<usize, ()>,
-    start: NodeIndex,
-    component: &[NodeIndex],
-) -> Vec<NodeIndex> {
-    let mut previous: BTreeMap<NodeIndex, NodeIndex> = BTreeMap::new();
-    let mut queue = VecDeque::from([start]);
-    while let Some(node) = queue.pop_front() {
-        let mut neighbours: Vec<NodeIndex> = graph
-            .neighbors(node)
-            .filter(|next| *next != node && component.contains(next))
+/// Enough cycles to act on; a densely tangled component could have exponentially many.
+const MAX_CYCLES_NAMED: usize = 20;
+
+/// Every elementary cycle (no step twice, self-loops excluded) among `component`, each once:
+/// rooted at its first step in file order and followed through `needs` in file order.
+fn elementary_cycles(steps: &[Edges], component: &BTreeSet<usize>) -> Vec<Vec<usize>> {
+    let positions: BTreeMap<&str, usize> = steps
+        .iter()
+        .enumerate()
+        .map(|(position, step)| (step.name.as_str(), position))
+        .collect();
+    let needs = |position: usize| -> Vec<usize> {
+        let mut needed: Vec<usize> = steps[position]
+            .needs
+            .iter()
+            .filter_map(|need| positions.get(need.as_str()).copied())
+            .filter(|need| component.contains(need))
             .collect();
-        neighbours.sort_by_key(|&next| graph[next]);
-        for next in neighbours {
-            if next == start {
-                let mut path = vec![node];
-                let mut current = node;
-                while current != start {
-                    current = previous[&current];
-                    path.push(current);
+        needed.sort_unstable();
+        needed.dedup();
+        needed
+    };
+    let mut cycles = Vec::new();
+    for &start in component {
+        // Only steps after `start` may appear, so each cycle is found from its first step alone.
+        let mut path = vec![start];
+        let mut pending = vec![needs(start).into_iter()];
+        while let Some(next) = pending.last_mut() {
+            match next.next() {
+                Some(need) if need == start && path.len() > 1 => cycles.push(path.clone()),
+                Some(need) if need > start && !path.contains(&need) => {
+                    path.push(need);
+                    pending.push(needs(need).into_iter());
                 }
-                path.reverse();
-                return path;
+                Some(_) => {}
+                None => {
+                    pending.pop();
+                    path.pop();
+                }
             }
-            if !previous.contains_key(&next) {
-                previous.insert(next, node);
-                queue.push_back(next);
+            if cycles.len() > MAX_CYCLES_NAMED {
+                return cycles;
             }
         }
     }
-    // A component of more than one node always has a cycle through each of its nodes.
-    component.to_vec()
+    cycles
 }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::checker::{Checker, Fields};
 use super::{cycles, duplicates, models, repos, steps};
-use crate::pipeline::yaml::{Document, Mark, Value};
+use crate::pipeline::yaml::{Document, Mark, Node, Value};
 use crate::pipeline::{Diagnostic, Pipeline};
 use crate::steps::Registry;
 
@@ -25,12 +25,16 @@ pub fn validate(
     registry: &Registry,
 ) -> Result<Pipeline, Vec<Diagnostic>> {
     let mut checker = Checker::new(file, root);
-    for (mark, message) in &document.problems {
-        checker.error(*mark, message.clone(), None);
+    for problem in &document.problems {
+        checker.error(
+            problem.mark,
+            problem.message.clone(),
+            Some(problem.hint.clone()),
+        );
     }
     let top = match &document.root {
         None
-        | Some(crate::pipeline::yaml::Node {
+        | Some(Node {
             value: Value::Null, ..
         }) => {
             checker.error(

@@ -5,7 +5,7 @@
 
 use super::checker::{Checker, Fields};
 use crate::pipeline::suggest;
-use crate::pipeline::yaml::Value;
+use crate::pipeline::yaml::{Mark, Node, Value};
 use crate::pipeline::{ModelSpec, Price};
 
 /// The keys a model entry may have.
@@ -34,7 +34,7 @@ pub struct Checked {
 }
 
 /// Checks the `models:` map.
-pub fn check(checker: &mut Checker, node: &crate::pipeline::yaml::Node) -> Checked {
+pub fn check(checker: &mut Checker, node: &Node) -> Checked {
     let mut checked = Checked::default();
     let Some(models) = checker.map(node, "`models`") else {
         return checked;
@@ -52,12 +52,7 @@ pub fn check(checker: &mut Checker, node: &crate::pipeline::yaml::Node) -> Check
     checked
 }
 
-fn model(
-    checker: &mut Checker,
-    fields: &Fields,
-    owner: &str,
-    at: crate::pipeline::yaml::Mark,
-) -> Option<ModelSpec> {
+fn model(checker: &mut Checker, fields: &Fields, owner: &str, at: Mark) -> Option<ModelSpec> {
     checker.unknown_keys(fields, KEYS, owner);
     let provider = checker
         .required(
@@ -153,11 +148,7 @@ fn optional<T>(value: Option<Option<T>>) -> Option<Option<T>> {
     }
 }
 
-fn api_key_env(
-    checker: &mut Checker,
-    node: &crate::pipeline::yaml::Node,
-    owner: &str,
-) -> Option<String> {
+fn api_key_env(checker: &mut Checker, node: &Node, owner: &str) -> Option<String> {
     let Value::String(name) = &node.value else {
         checker.wrong_type(node, &format!("`api_key_env` of {owner}"), "a string");
         return None;
@@ -213,7 +204,7 @@ fn looks_like_a_key(value: &str) -> bool {
         || (value.len() >= 20 && has_lower && has_digit)
 }
 
-fn price(checker: &mut Checker, node: &crate::pipeline::yaml::Node, owner: &str) -> Option<Price> {
+fn price(checker: &mut Checker, node: &Node, owner: &str) -> Option<Price> {
     let label = format!("`price_per_mtok` of {owner}");
     let fields = checker.map(node, &label)?;
     checker.unknown_keys(&fields, &["input", "output"], &label);
@@ -230,7 +221,7 @@ fn price(checker: &mut Checker, node: &crate::pipeline::yaml::Node, owner: &str)
             checker.error(
                 node.mark,
                 format!("`{key}` of {label} must not be negative"),
-                None,
+                Some("write the price in dollars per million tokens; `0` for a free model".into()),
             );
             return None;
         }

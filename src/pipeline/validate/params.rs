@@ -16,6 +16,8 @@ pub struct Context<'a> {
     pub repos: &'a [String],
     pub models: &'a [String],
     pub steps: &'a [String],
+    /// The steps this step needs, when its `needs` is valid: a step reads only their outputs.
+    pub needs: Option<&'a [String]>,
 }
 
 /// Checks `with` (absent means no parameters) and returns it as JSON if it is valid.
@@ -76,6 +78,9 @@ pub fn check(
             );
         }
     }
+    if checker.count() != before {
+        return None;
+    }
     let mut sorted = serde_json::Map::new();
     let mut entries: Vec<&Entry> = fields.entries().collect();
     entries.sort_by(|left, right| left.key.cmp(&right.key));
@@ -110,19 +115,19 @@ fn value(checker: &mut Checker, node: &Node, spec: &ParamSpec, owner: &str, cont
             }
         }
         ParamType::Enum(allowed) => {
-            if let Some(text) = checker.string(node, &label) {
-                if !allowed.contains(&text.as_str()) {
-                    let list = format!("allowed: {}", suggest::quoted_list(allowed));
-                    let hint = match suggest::nearest(&text, allowed.iter().copied()) {
-                        Some(near) => format!("did you mean `{near}`? {list}"),
-                        None => list,
-                    };
-                    checker.error(
-                        node.mark,
-                        format!("`{text}` is not an allowed value for {label}"),
-                        Some(hint),
-                    );
-                }
+            if let Some(text) = checker.string(node, &label)
+                && !allowed.contains(&text.as_str())
+            {
+                let list = format!("allowed: {}", suggest::quoted_list(allowed));
+                let hint = match suggest::nearest(&text, allowed.iter().copied()) {
+                    Some(near) => format!("did you mean `{near}`? {list}"),
+                    None => list,
+                };
+                checker.error(
+                    node.mark,
+                    format!("`{text}` is not an allowed value for {label}"),
+                    Some(hint),
+                );
             }
         }
         ParamType::StringList => {
@@ -170,30 +175,14 @@ fn value(checker: &mut Checker, node: &Node, spec: &ParamSpec, owner: &str, cont
         }
         ParamType::Step => {
             if let Some(name) = checker.string(node, &label) {
-                reference(
-                    checker,
-                    node.mark,
-                    &name,
-                    context.steps,
-                    "step",
-                    "steps",
-                    &label,
-                );
+                needed_step(checker, node.mark, &name, owner, context, &label);
             }
         }
         ParamType::StepList => {
             if let Value::List(items) = &node.value {
                 for item in items {
                     if let Some(name) = checker.string(item, &format!("each item of {label}")) {
-                        reference(
-                            checker,
-                            item.mark,
-                            &name,
-                            context.steps,
-                            "step",
-                            "steps",
-                            &label,
-                        );
+                        needed_step(checker, item.mark, &name, owner, context, &label);
                     }
                 }
             } else {
@@ -201,6 +190,34 @@ fn value(checker: &mut Checker, node: &Node, spec: &ParamSpec, owner: &str, cont
             }
         }
         ParamType::Any => {}
+    }
+}
+
+/// Checks that a step a parameter names exists and is among the steps this step needs: the engine
+/// hands a step the outputs of its `needs` only, so naming any other step could never be read.
+fn needed_step(
+    checker: &mut Checker,
+    mark: Mark,
+    name: &str,
+    owner: &str,
+    context: &Context,
+    label: &str,
+) {
+    if !context.steps.iter().any(|step| step == name) {
+        reference(checker, mark, name, context.steps, "step", "steps", label);
+        return;
+    }
+    if let Some(needs) = context.needs
+        && !needs.iter().any(|need| need == name)
+    {
+        checker.error(
+            mark,
+            format!("{label} names step `{name}`, which is not in its `needs`"),
+            Some(format!(
+                "add `{name}` to `needs` of {owner}: a step reads only the outputs of the steps \
+                 it needs"
+            )),
+        );
     }
 }
 

@@ -25,6 +25,10 @@ const KEYS: &[&str] = &[
 /// Mining settings kept raw in [`RepoSpec::extra`] for the step kinds that read them.
 const EXTRA: &[&str] = &["test_patterns", "dependencies", "merges"];
 
+/// What `merges:` may say (rank-commits reads it: score merges against their first parent, or
+/// skip them).
+const MERGES: &[&str] = &["include", "skip"];
+
 /// The ways a repository can be given; exactly one is required.
 const SOURCES: &[&str] = &["url", "path", "corpus"];
 
@@ -86,6 +90,10 @@ pub fn check(checker: &mut Checker, node: &Node) -> Checked {
         let mut extra_clean = true;
         for key in EXTRA {
             if let Some(node) = fields.get(key) {
+                if !mining_setting(checker, key, node, &owner) {
+                    extra_clean = false;
+                    continue;
+                }
                 match to_json(checker, node, &format!("`{key}` of {owner}")) {
                     Some(value) => {
                         extra.insert((*key).to_string(), value);
@@ -238,4 +246,28 @@ fn python(checker: &mut Checker, node: &Node, owner: &str) -> Option<Vec<String>
         }
     }
     clean.then_some(versions)
+}
+
+/// Checks the shape of a mining setting, so a mistake is reported here with its position rather
+/// than by the step kind that reads it, without one.
+fn mining_setting(checker: &mut Checker, key: &str, node: &Node, owner: &str) -> bool {
+    let label = format!("`{key}` of {owner}");
+    match key {
+        "merges" => {
+            let Some(merges) = checker.string(node, &label) else {
+                return false;
+            };
+            if MERGES.contains(&merges.as_str()) {
+                return true;
+            }
+            checker.error(
+                node.mark,
+                format!("`{merges}` is not an allowed value for {label}"),
+                suggest::hint(&merges, MERGES, "allowed"),
+            );
+            false
+        }
+        // `test_patterns` are globs, `dependencies` are pip requirement specifiers.
+        _ => checker.string_list(node, &label).is_some(),
+    }
 }

@@ -1,6 +1,6 @@
 //! The `steps:` section: each step's kind, the steps it needs, and its `with:` parameters.
 
-use super::checker::Checker;
+use super::checker::{Checker, Fields};
 use super::params;
 use crate::pipeline::StepSpec;
 use crate::pipeline::suggest;
@@ -48,16 +48,11 @@ pub fn check(checker: &mut Checker, node: &Node, known: &Known, registry: &Regis
         );
         return checked;
     }
-    let context = params::Context {
-        repos: known.repos,
-        models: known.models,
-        steps: &names,
-    };
     for entry in steps.entries() {
         let name = &entry.key;
         let owner = format!("step `{name}`");
         let valid_name = checker.file_name(name, entry.key_mark, "step");
-        let Value::Map(_) = &entry.value.value else {
+        let Value::Map(step_entries) = &entry.value.value else {
             let hint = match &entry.value.value {
                 Value::String(kind) => Some(format!("write `{name}: {{uses: {kind}}}`")),
                 _ => Some(format!("write `{name}: {{uses: <kind>, needs: [...]}}`")),
@@ -74,9 +69,7 @@ pub fn check(checker: &mut Checker, node: &Node, known: &Known, registry: &Regis
             });
             continue;
         };
-        let fields = checker
-            .map(&entry.value, &owner)
-            .expect("the value is a map");
+        let fields = Fields::of(entry.value.mark, step_entries);
         checker.unknown_keys(&fields, KEYS, &owner);
 
         let uses = checker
@@ -119,6 +112,12 @@ pub fn check(checker: &mut Checker, node: &Node, known: &Known, registry: &Regis
             needs: existing,
         });
 
+        let context = params::Context {
+            repos: known.repos,
+            models: known.models,
+            steps: &names,
+            needs: needs.as_deref(),
+        };
         let with = match uses.as_deref().and_then(|kind| registry.get(kind)) {
             Some(kind) => params::check(
                 checker,

@@ -8,4 +8,7 @@
 
 pub mod git;
 pub mod project;
+pub mod pytest_jobs;
+pub mod python_env;
 pub mod pytools;
+pub mod step_kinds;

@@ -1,0 +1,283 @@
+//! The one place a pytest process is built: an explicit environment from an allow-list (never the
+//! caller's secrets), a private HOME and TMPDIR, no bytecode, a fixed hash seed, the worktree first
+//! on `PYTHONPATH` so the package under test is the checked-out one, and the repository's pytest
+//! configuration neutralized where it gets in the way of collecting or running single tests.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::config_files::{parse_ini, parse_toml};
+use super::environment::Environment;
+
+/// Where a pytest process runs and what it may see.
+#[derive(Debug, Clone)]
+pub struct PytestLaunch<'a> {
+    environment: &'a Environment,
+    /// The checked-out commit: the current directory, the rootdir and the first `PYTHONPATH` entry.
+    worktree: &'a Path,
+    /// A private directory for `HOME` and `TMPDIR` (created by [`PytestLaunch::command`]).
+    private: &'a Path,
+    /// `PYTHONHASHSEED`; the oracle derives it from the run index.
+    hash_seed: u32,
+    /// Directories holding plugins loaded with `-p` (after the worktree and the environment).
+    plugin_dirs: Vec<PathBuf>,
+}
+
+impl<'a> PytestLaunch<'a> {
+    /// A launch in `worktree` with `environment`; `private` holds `HOME` and `TMPDIR`. Hash seed 0.
+    pub fn new(environment: &'a Environment, worktree: &'a Path, private: &'a Path) -> Self {
+        PytestLaunch {
+            environment,
+            worktree,
+            private,
+            hash_seed: 0,
+            plugin_dirs: Vec::new(),
+        }
+    }
+
+    /// Sets `PYTHONHASHSEED` (the oracle derives it from the run index).
+    pub fn hash_seed(mut self, seed: u32) -> Self {
+        self.hash_seed = seed;
+        self
+    }
+
+    /// Puts a directory of plugins (loaded by the caller with `-p name`) on `PYTHONPATH`.
+    pub fn plugin_dir(mut self, directory: impl Into<PathBuf>) -> Self {
+        self.plugin_dirs.push(directory.into());
+        self
+    }
+
+    /// `python -m pytest <neutralizing options> <arguments>` with an allow-listed environment.
+    pub fn command(&self, arguments: &[OsString]) -> std::io::Result<Command> {
+        let home = self.private.join("home");
+        let tmp = self.private.join("tmp");
+        std::fs::create_dir_all(&home)?;
+        std::fs::create_dir_all(&tmp)?;
+        let mut command = Command::new(&self.environment.python);
+        command
+            .current_dir(self.worktree)
+            .env_clear()
+            .env("PATH", self.path_variable())
+            .env("HOME", &home)
+            .env("TMPDIR", &tmp)
+            .env("LANG", "C.UTF-8")
+            .env("LC_ALL", "C.UTF-8")
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .env("PYTHONHASHSEED", self.hash_seed.to_string())
+            .env("PYTHONNOUSERSITE", "1")
+            .env(
+                "PYTHONPATH",
+                std::env::join_paths(self.python_path()).expect("paths without separators"),
+            )
+            .arg("-m")
+            .arg("pytest")
+            .args(self.neutralizing_options())
+            .arg("--rootdir")
+            .arg(self.worktree)
+            .arg("--confcutdir")
+            .arg(self.worktree);
+        // Without a configuration of its own, pytest would look for one above the worktree (in the
+        // workdir, the user's project, their home): an empty one stops the search.
+        if pytest_config_file(self.worktree).is_none() {
+            let empty = self.private.join("pytest.ini");
+            std::fs::write(&empty, "[pytest]\n")?;
+            command.arg("-c").arg(empty);
+        }
+        command.args(arguments);
+        Ok(command)
+    }
+
+    /// The worktree, its `src/` when the package lives there, then the environment's own entries.
+    pub fn python_path(&self) -> Vec<PathBuf> {
+        let mut entries = vec![self.worktree.to_path_buf()];
+        if has_src_layout(self.worktree) {
+            entries.push(self.worktree.join("src"));
+        }
+        entries.extend(self.environment.python_path.iter().cloned());
+        entries.extend(self.plugin_dirs.iter().cloned());
+        entries
+    }
+
+    fn path_variable(&self) -> OsString {
+        let mut directories: Vec<PathBuf> = Vec::new();
+        if let Some(bin) = self.environment.python.parent() {
+            directories.push(bin.to_path_buf());
+        }
+        directories.extend(["/usr/local/bin", "/usr/bin", "/bin"].map(PathBuf::from));
+        std::env::join_paths(directories).expect("paths without separators")
+    }
+
+    /// Options that keep a repository's configuration from breaking collection or verdicts: no cache
+    /// writes into the worktree, no `addopts` (coverage gates, `-x`, `-n auto`), no random order, no
+    /// parallel workers.
+    fn neutralizing_options(&self) -> Vec<String> {
+        let mut options = vec![
+            "-p".to_string(),
+            "no:cacheprovider".to_string(),
+            "-o".to_string(),
+            "addopts=".to_string(),
+        ];
+        for (distribution, plugin) in [("pytest-randomly", "randomly"), ("pytest-xdist", "xdist")] {
+            if self.environment.has_distribution(distribution) {
+                options.push("-p".to_string());
+                options.push(format!("no:{plugin}"));
+            }
+        }
+        options
+    }
+}
+
+/// The file pytest takes its configuration from inside `worktree`, in pytest's order of precedence:
+/// `pytest.ini` or `.pytest.ini` whatever they hold, else the first of `pyproject.toml`, `tox.ini`,
+/// `setup.cfg` with a pytest section.
+pub fn pytest_config_file(worktree: &Path) -> Option<PathBuf> {
+    for name in ["pytest.ini", ".pytest.ini"] {
+        if worktree.join(name).is_file() {
+            return Some(worktree.join(name));
+        }
+    }
+    let read = |name: &str| std::fs::read_to_string(worktree.join(name)).ok();
+    if read("pyproject.toml")
+        .is_some_and(|text| parse_toml(&text).contains_key("tool.pytest.ini_options"))
+    {
+        return Some(worktree.join("pyproject.toml"));
+    }
+    if read("tox.ini").is_some_and(|text| parse_ini(&text).contains_key("pytest")) {
+        return Some(worktree.join("tox.ini"));
+    }
+    if read("setup.cfg").is_some_and(|text| parse_ini(&text).contains_key("tool:pytest")) {
+        return Some(worktree.join("setup.cfg"));
+    }
+    None
+}
+
+/// True when the package under test lives in `src/` (a package directory there).
+fn has_src_layout(worktree: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(worktree.join("src")) else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        entry.path().join("__init__.py").is_file()
+            || entry.path().extension().is_some_and(|e| e == "py")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn environment(distributions: &[&str]) -> Environment {
+        Environment {
+            root: PathBuf::from("/cache/envs/abc"),
+            python: PathBuf::from("/cache/envs/abc/bin/python"),
+            interpreter: "3.11.7".into(),
+            pytest: "8.3.4".into(),
+            installer: "pip".into(),
+            digest: "abc".into(),
+            site_packages: PathBuf::from("/cache/envs/abc/lib/python3.11/site-packages"),
+            python_path: vec![],
+            distributions: distributions
+                .iter()
+                .map(|name| (name.to_string(), "1.0".to_string()))
+                .collect::<BTreeMap<_, _>>(),
+            dropped: vec![],
+        }
+    }
+
+    #[test]
+    fn finds_the_config_pytest_would_use() {
+        let directory = tempfile::tempdir().unwrap();
+        let root = directory.path();
+        std::fs::write(root.join("setup.cfg"), "[metadata]\nname = x\n").unwrap();
+        std::fs::write(root.join("pyproject.toml"), "[project]\nname = \"x\"\n").unwrap();
+        assert_eq!(pytest_config_file(root), None);
+        std::fs::write(root.join("tox.ini"), "[pytest]\naddopts = -x\n").unwrap();
+        assert_eq!(pytest_config_file(root), Some(root.join("tox.ini")));
+        std::fs::write(root.join("pytest.ini"), "").unwrap();
+        assert_eq!(pytest_config_file(root), Some(root.join("pytest.ini")));
+    }
+
+    #[test]
+    fn the_environment_is_an_allow_list_without_secrets() {
+        // The names are exactly the allow-list: nothing of the caller's environment (no
+        // `*_API_KEY`, no `*_TOKEN`) can reach a process that runs mined code.
+        let directory = tempfile::tempdir().unwrap();
+        let worktree = directory.path().join("worktree");
+        std::fs::create_dir_all(worktree.join("src/demo")).unwrap();
+        std::fs::write(worktree.join("src/demo/__init__.py"), "").unwrap();
+        let environment = environment(&["pytest-xdist"]);
+        let private = directory.path().join("private");
+        let launch = PytestLaunch::new(&environment, &worktree, &private)
+            .hash_seed(7)
+            .plugin_dir("/plugins");
+        let command = launch.command(&["tests/test_a.py".into()]).unwrap();
+        let variables: BTreeMap<String, String> = command
+            .get_envs()
+            .map(|(name, value)| {
+                (
+                    name.to_string_lossy().into_owned(),
+                    value.unwrap().to_string_lossy().into_owned(),
+                )
+            })
+            .collect();
+        let names: Vec<&str> = variables.keys().map(String::as_str).collect();
+        assert_eq!(
+            names,
+            [
+                "HOME",
+                "LANG",
+                "LC_ALL",
+                "PATH",
+                "PYTHONDONTWRITEBYTECODE",
+                "PYTHONHASHSEED",
+                "PYTHONNOUSERSITE",
+                "PYTHONPATH",
+                "TMPDIR"
+            ]
+        );
+        assert_eq!(variables["PYTHONHASHSEED"], "7");
+        assert_eq!(
+            variables["PYTHONPATH"],
+            format!("{}:{}/src:/plugins", worktree.display(), worktree.display())
+        );
+        let arguments: Vec<String> = command
+            .get_args()
+            .map(|argument| argument.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            arguments[..8],
+            [
+                "-m",
+                "pytest",
+                "-p",
+                "no:cacheprovider",
+                "-o",
+                "addopts=",
+                "-p",
+                "no:xdist"
+            ]
+        );
+        assert_eq!(arguments.last().unwrap(), "tests/test_a.py");
+        let config = arguments
+            .iter()
+            .position(|argument| argument == "-c")
+            .unwrap();
+        assert_eq!(
+            arguments[config + 1],
+            private.join("pytest.ini").to_string_lossy()
+        );
+        std::fs::write(
+            worktree.join("setup.cfg"),
+            "[tool:pytest]\npython_files = t_*.py\n",
+        )
+        .unwrap();
+        let command = launch.command(&[]).unwrap();
+        assert!(
+            !command.get_args().any(|argument| argument == "-c"),
+            "the repository's own config is used"
+        );
+    }
+}

@@ -1,0 +1,438 @@
+//! Virtual environments for running a repository's tests, content-addressed and shared:
+//! `<cache>/envs/<digest>`, where the digest is blake3 over the interpreter's version, the sorted
+//! requirement specs and the installer. An environment is built in a scratch directory and renamed
+//! into place, so a half-built one is never used and two processes racing to build the same one
+//! both end up using whichever rename won. The package under test is never installed: it is
+//! imported from the checked-out worktree (see [`super::command`]).
+//!
+//! Python 3 environments are `venv`s. Python 2 has no `venv` module, so its environments are a
+//! `pip install --target` directory put on `PYTHONPATH` in front of the base interpreter.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde::{Deserialize, Serialize};
+
+use super::install::build;
+use super::interpreters::{Interpreter, interpreter_for};
+use super::metadata::ProjectMetadata;
+use super::requirements::{
+    Requirement, discover_requirements, pytest_requirement, requirement_name,
+};
+use crate::cache::Digest;
+
+/// Bump when the layout or the way environments are built changes: it enters every digest.
+const ENVIRONMENT_SCHEMA: u32 = 1;
+/// The file that describes a finished environment; written last, before the rename.
+const DESCRIPTION: &str = "claimflow-environment.json";
+
+/// Why an environment could not be made or used.
+#[derive(Debug, thiserror::Error)]
+pub enum PythonError {
+    /// A file or directory could not be read or written.
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The interpreter could not create a virtual environment.
+    #[error("create a python {interpreter} environment in {path}: {tail}")]
+    Create {
+        interpreter: String,
+        path: PathBuf,
+        tail: String,
+    },
+    /// pip could not install a requirement the environment cannot do without.
+    #[error("install `{requirement}` for python {interpreter}: {tail}")]
+    Install {
+        requirement: String,
+        interpreter: String,
+        tail: String,
+    },
+    /// A subprocess outlived its deadline.
+    #[error("{what} timed out after {seconds}s")]
+    Timeout { what: String, seconds: u64 },
+    /// No installed interpreter has the version a claim was mined with.
+    #[error("find python {version}: it is not installed here")]
+    NotInstalled { version: String },
+    /// A finished environment does not answer as it should (pytest missing, description unreadable).
+    #[error("use the environment in {path}: {reason}")]
+    Broken { path: PathBuf, reason: String },
+}
+
+pub(super) fn io_error(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> PythonError {
+    let context = context.into();
+    move |source| PythonError::Io { context, source }
+}
+
+/// The installer environments are built with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Installer {
+    Pip,
+    /// Used when `uv --version` works on this machine.
+    Uv,
+}
+
+impl Installer {
+    /// `uv` when it is installed, pip otherwise (decided once per process).
+    pub fn detect() -> Installer {
+        static DETECTED: OnceLock<Installer> = OnceLock::new();
+        *DETECTED.get_or_init(|| {
+            let works = Command::new("uv")
+                .arg("--version")
+                .output()
+                .is_ok_and(|output| output.status.success());
+            if works { Installer::Uv } else { Installer::Pip }
+        })
+    }
+}
+
+/// What an environment is made of: everything that enters its digest, plus where each requirement
+/// came from (for messages).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EnvironmentRequest {
+    pub interpreter: Interpreter,
+    /// The pytest spec: the repository's pin, or the era-appropriate series for the interpreter.
+    pub pytest: String,
+    /// Further requirements: the repository's pins first, then those the commit declares.
+    pub requirements: Vec<Requirement>,
+    pub installer: Installer,
+}
+
+impl EnvironmentRequest {
+    /// The request for running `worktree`'s tests under `interpreter`: the commit's declared test
+    /// dependencies plus `pinned` (a repository's `dependencies:` list, which may pin pytest).
+    pub fn for_commit(interpreter: &Interpreter, worktree: &Path, pinned: &[String]) -> Self {
+        let metadata = ProjectMetadata::read(worktree);
+        let mut pytest = pytest_requirement(interpreter.version).to_string();
+        let mut requirements = Vec::new();
+        for spec in pinned {
+            if requirement_name(spec).as_deref() == Some("pytest") {
+                pytest = spec.clone();
+            } else {
+                requirements.push(Requirement {
+                    spec: spec.clone(),
+                    source: "repository".into(),
+                });
+            }
+        }
+        let pinned_names: Vec<Option<String>> = requirements
+            .iter()
+            .map(|r| requirement_name(&r.spec))
+            .collect();
+        requirements.extend(
+            discover_requirements(worktree, &metadata)
+                .into_iter()
+                .filter(|found| !pinned_names.contains(&requirement_name(&found.spec))),
+        );
+        EnvironmentRequest {
+            interpreter: interpreter.clone(),
+            pytest,
+            requirements,
+            installer: Installer::detect(),
+        }
+    }
+
+    /// The sorted specs pip is asked for, pytest included.
+    pub fn specs(&self) -> Vec<String> {
+        let mut specs: Vec<String> = self.requirements.iter().map(|r| r.spec.clone()).collect();
+        specs.push(self.pytest.clone());
+        specs.sort();
+        specs.dedup();
+        specs
+    }
+
+    /// The content address: blake3 over the interpreter version, the sorted specs and the installer.
+    pub fn digest(&self) -> Digest {
+        #[derive(Serialize)]
+        struct Key<'a> {
+            schema: u32,
+            python: String,
+            requirements: Vec<String>,
+            installer: &'a Installer,
+        }
+        let key = Key {
+            schema: ENVIRONMENT_SCHEMA,
+            python: self.interpreter.version.to_string(),
+            requirements: self.specs(),
+            installer: &self.installer,
+        };
+        Digest::of(&serde_json::to_vec(&key).expect("keys serialize"))
+    }
+}
+
+/// A requirement left out of an environment because it would not install.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DroppedRequirement {
+    pub spec: String,
+    pub source: String,
+    /// The tail of pip's output.
+    pub reason: String,
+}
+
+/// A finished environment, as the collector and the oracle use it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Environment {
+    /// `<cache>/envs/<digest>`.
+    pub root: PathBuf,
+    /// The executable to run: the venv's python (the base interpreter for Python 2 environments).
+    pub python: PathBuf,
+    /// The interpreter's version, `3.11.7`.
+    pub interpreter: String,
+    /// The installed pytest's version, `8.3.4`.
+    pub pytest: String,
+    pub installer: String,
+    /// The environment's digest (hex).
+    pub digest: String,
+    /// Where the requirements are installed.
+    pub site_packages: PathBuf,
+    /// Entries to put on `PYTHONPATH` after the worktree (the `--target` directory on Python 2).
+    pub python_path: Vec<PathBuf>,
+    /// Installed distributions, normalized name -> version.
+    pub distributions: BTreeMap<String, String>,
+    /// Discovered requirements that would not install and were left out.
+    pub dropped: Vec<DroppedRequirement>,
+}
+
+impl Environment {
+    /// The tool fingerprints for item keys: `python`, `pytest`, `environment` (the digest).
+    pub fn fingerprint(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            ("python".to_string(), self.interpreter.clone()),
+            ("pytest".to_string(), self.pytest.clone()),
+            ("environment".to_string(), self.digest.clone()),
+        ])
+    }
+
+    /// True when a distribution (any spelling of its name) is installed.
+    pub fn has_distribution(&self, name: &str) -> bool {
+        requirement_name(name).is_some_and(|name| self.distributions.contains_key(&name))
+    }
+}
+
+/// The cache directory: `$CLAIMFLOW_CACHE_DIR`, else `~/.cache/claimflow`.
+pub fn cache_dir() -> PathBuf {
+    if let Some(directory) =
+        std::env::var_os("CLAIMFLOW_CACHE_DIR").filter(|value| !value.is_empty())
+    {
+        return PathBuf::from(directory);
+    }
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/tmp"));
+    home.join(".cache").join("claimflow")
+}
+
+/// The environment for `request` under [`cache_dir`], built if missing.
+pub fn ensure_environment(request: &EnvironmentRequest) -> Result<Environment, PythonError> {
+    ensure_environment_in(&cache_dir(), request)
+}
+
+/// The environment for running `worktree`'s tests under the interpreter of `version` (a claim's
+/// `interpreter`, `3.11.7`), so the oracle runs a claim where it was mined; built if missing.
+pub fn environment_for_interpreter(
+    version: &str,
+    worktree: &Path,
+    pinned: &[String],
+) -> Result<Environment, PythonError> {
+    let interpreter = interpreter_for(version).ok_or_else(|| PythonError::NotInstalled {
+        version: version.to_string(),
+    })?;
+    ensure_environment(&EnvironmentRequest::for_commit(
+        &interpreter,
+        worktree,
+        pinned,
+    ))
+}
+
+/// The environment for `request` under `cache`, built if missing.
+pub fn ensure_environment_in(
+    cache: &Path,
+    request: &EnvironmentRequest,
+) -> Result<Environment, PythonError> {
+    let digest = request.digest().hex();
+    let root = cache.join("envs").join(&digest);
+    if let Some(environment) = load(&root)? {
+        return Ok(environment);
+    }
+    // Threads of one process build an environment once; other processes race safely via rename.
+    let guard = build_lock(&digest);
+    let _held = guard
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(environment) = load(&root)? {
+        return Ok(environment);
+    }
+    let scratch_parent = cache.join("envs").join(".building");
+    std::fs::create_dir_all(&scratch_parent)
+        .map_err(io_error(format!("create {}", scratch_parent.display())))?;
+    let scratch = tempfile::Builder::new()
+        .prefix(&format!("{digest}-"))
+        .tempdir_in(&scratch_parent)
+        .map_err(io_error(format!(
+            "create a directory in {}",
+            scratch_parent.display()
+        )))?;
+    let pip_cache = cache.join("pip");
+    let built = build(request, scratch.path(), &pip_cache, &digest)?;
+    let description = serde_json::to_vec_pretty(&built).expect("environments serialize");
+    std::fs::write(scratch.path().join(DESCRIPTION), description).map_err(io_error(format!(
+        "write {}",
+        scratch.path().join(DESCRIPTION).display()
+    )))?;
+    let scratch = scratch.keep();
+    if std::fs::rename(&scratch, &root).is_err() {
+        // Another process finished first; its environment is equivalent by construction.
+        let _ = std::fs::remove_dir_all(&scratch);
+    }
+    load(&root)?.ok_or_else(|| PythonError::Broken {
+        path: root.clone(),
+        reason: "missing after it was built".into(),
+    })
+}
+
+fn build_lock(digest: &str) -> Arc<Mutex<()>> {
+    static LOCKS: OnceLock<Mutex<BTreeMap<String, Arc<Mutex<()>>>>> = OnceLock::new();
+    let mut locks = LOCKS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    locks.entry(digest.to_string()).or_default().clone()
+}
+
+/// Reads a finished environment's description, rebasing its paths on `root` (environments move
+/// from their scratch directory into place, and caches may be copied between machines).
+fn load(root: &Path) -> Result<Option<Environment>, PythonError> {
+    let path = root.join(DESCRIPTION);
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(PythonError::Io {
+                context: format!("read {}", path.display()),
+                source,
+            });
+        }
+    };
+    let mut environment: Environment =
+        serde_json::from_slice(&bytes).map_err(|error| PythonError::Broken {
+            path: root.to_path_buf(),
+            reason: format!("unreadable {DESCRIPTION}: {error}"),
+        })?;
+    let old_root = environment.root.clone();
+    let rebase = |path: &Path| match path.strip_prefix(&old_root) {
+        Ok(relative) => root.join(relative),
+        Err(_) => path.to_path_buf(),
+    };
+    environment.python = rebase(&environment.python);
+    environment.site_packages = rebase(&environment.site_packages);
+    environment.python_path = environment
+        .python_path
+        .iter()
+        .map(|path| rebase(path))
+        .collect();
+    environment.root = root.to_path_buf();
+    Ok(Some(environment))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(specs: &[&str]) -> EnvironmentRequest {
+        EnvironmentRequest {
+            interpreter: Interpreter {
+                version: "3.11.7".parse().unwrap(),
+                path: PathBuf::from("/pythons/3.11.7/bin/python"),
+            },
+            pytest: "pytest>=8,<9".into(),
+            requirements: specs
+                .iter()
+                .map(|spec| Requirement {
+                    spec: spec.to_string(),
+                    source: "test extras".into(),
+                })
+                .collect(),
+            installer: Installer::Pip,
+        }
+    }
+
+    #[test]
+    fn the_digest_ignores_order_and_sources_but_not_specs() {
+        let one = request(&["attrs", "six>=1.9"]);
+        let mut other = request(&["six>=1.9", "attrs"]);
+        other.requirements[0].source = "tox.ini".into();
+        assert_eq!(one.digest(), other.digest());
+        assert_ne!(one.digest(), request(&["attrs", "six>=1.10"]).digest());
+        let mut older = request(&["attrs", "six>=1.9"]);
+        older.interpreter.version = "3.11.6".parse().unwrap();
+        assert_ne!(one.digest(), older.digest());
+    }
+
+    #[test]
+    fn a_repository_pin_replaces_the_era_pytest_and_discovered_specs() {
+        let worktree = tempfile::tempdir().unwrap();
+        std::fs::write(
+            worktree.path().join("test-requirements.txt"),
+            "six==1.10\nmock\n",
+        )
+        .unwrap();
+        let interpreter = request(&[]).interpreter;
+        let plain = EnvironmentRequest::for_commit(&interpreter, worktree.path(), &[]);
+        assert_eq!(plain.specs(), ["mock", "pytest>=8,<9", "six==1.10"]);
+        let pinned = vec!["pytest==8.0.2".to_string(), "Six>=1.16".to_string()];
+        let request = EnvironmentRequest::for_commit(&interpreter, worktree.path(), &pinned);
+        assert_eq!(request.pytest, "pytest==8.0.2");
+        assert_eq!(request.specs(), ["Six>=1.16", "mock", "pytest==8.0.2"]);
+        assert_eq!(request.requirements[0].source, "repository");
+    }
+
+    #[test]
+    fn a_moved_environment_answers_with_its_new_paths() {
+        let directory = tempfile::tempdir().unwrap();
+        let built = directory.path().join(".building/abc-1");
+        let environment = Environment {
+            root: built.clone(),
+            python: built.join("bin/python"),
+            interpreter: "3.11.7".into(),
+            pytest: "8.3.4".into(),
+            installer: "pip".into(),
+            digest: "abc".into(),
+            site_packages: built.join("lib/python3.11/site-packages"),
+            python_path: vec![built.join("site")],
+            distributions: BTreeMap::from([("pytest".to_string(), "8.3.4".to_string())]),
+            dropped: vec![],
+        };
+        let root = directory.path().join("envs/abc");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(
+            root.join(DESCRIPTION),
+            serde_json::to_vec(&environment).unwrap(),
+        )
+        .unwrap();
+        let loaded = load(&root).unwrap().unwrap();
+        assert_eq!(loaded.root, root);
+        assert_eq!(loaded.python, root.join("bin/python"));
+        assert_eq!(
+            loaded.site_packages,
+            root.join("lib/python3.11/site-packages")
+        );
+        assert_eq!(loaded.python_path, [root.join("site")]);
+        assert!(loaded.has_distribution("PyTest"));
+        assert_eq!(load(&directory.path().join("envs/missing")).unwrap(), None);
+    }
+
+    #[test]
+    fn cache_dir_respects_the_variable() {
+        // Read only: the variable may be set by the test runner; either way the answer follows it.
+        let expected = match std::env::var_os("CLAIMFLOW_CACHE_DIR").filter(|v| !v.is_empty()) {
+            Some(directory) => PathBuf::from(directory),
+            None => PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/claimflow"),
+        };
+        assert_eq!(cache_dir(), expected);
+    }
+}
