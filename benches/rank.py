@@ -113,14 +113,12 @@ def pydriller_worker(repository, branch):
         test_files, source_files = set(), set()
         for modified in files:
             old, new = modified.old_path, modified.new_path
-            kind = modified.change_type
-            shown = old if kind == ModificationType.DELETE else (new or old)
-            sides = [path for path in (old, new) if path]
-            if any(is_test(path) for path in sides):
-                test_files.add(shown)
-            elif any(is_python(path) for path in sides):
-                source_files.add(shown)
-            if old and kind != ModificationType.ADD and is_python(old) and is_test(old):
+            for path in (old, new):
+                if path and is_test(path):
+                    test_files.add(path)
+                elif path and is_python(path):
+                    source_files.add(path)
+            if old and modified.change_type != ModificationType.ADD and is_python(old) and is_test(old):
                 deleted += sum(
                     1 for _, line in modified.diff_parsed["deleted"] if is_assertion_line(line)
                 )

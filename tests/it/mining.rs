@@ -224,7 +224,11 @@ fn a_moved_test_file_deletes_no_assertions() {
     let moved = &history[0];
     assert_eq!(moved.subject, "Move the cache tests");
     assert_eq!(moved.assertions_deleted, 0);
-    assert_eq!(moved.test_files, vec!["tests/unit/test_cache.py"]);
+    assert_eq!(
+        moved.test_files,
+        ["tests/test_cache.py", "tests/unit/test_cache.py"],
+        "claims live at the old path at the parent"
+    );
     assert!(moved.is_candidate());
 }
 
