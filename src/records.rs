@@ -18,7 +18,8 @@ pub struct CommitRecord {
     pub score: f64,
     /// The commit's subject line.
     pub subject: String,
-    /// Test files the commit touched (paths at the child; deleted files at the parent).
+    /// Test files the commit touched (paths at the child; deleted files at the parent; both paths of
+    /// a renamed file).
     pub test_files: Vec<String>,
     /// Non-test Python files the commit touched.
     pub source_files: Vec<String>,

@@ -49,12 +49,26 @@ pub fn clone_dir(workdir: &Path, repo: &str) -> PathBuf {
 }
 
 /// Makes `spec` available (cloning or fetching a `url:` entry, materializing a `corpus:` entry) and
-/// resolves its branch. Network and disk writes happen here, never in [`locate`].
+/// resolves its branch. Network and disk writes happen here, never in [`locate`]. Offline
+/// (`run --offline`), a `url:` entry uses its existing clone as it is.
 pub fn prepare(spec: &RepoSpec, workdir: &Path) -> Result<PreparedRepository, MiningError> {
     let path = match &spec.source {
         RepoSource::Url(url) => {
-            fetch(spec, url, &clone_dir(workdir, &spec.name))?;
-            clone_dir(workdir, &spec.name)
+            let dir = clone_dir(workdir, &spec.name);
+            if crate::engine::offline() {
+                if !dir.join("HEAD").exists() {
+                    return Err(MiningError::Source {
+                        repo: spec.name.clone(),
+                        message: format!(
+                            "offline, and {url} was never fetched into {}",
+                            dir.display()
+                        ),
+                    });
+                }
+            } else {
+                fetch(spec, url, &dir)?;
+            }
+            dir
         }
         RepoSource::Path(path) => path.clone(),
         RepoSource::Corpus(script) => materialize_corpus(spec, script, workdir)?,

@@ -224,7 +224,11 @@ fn a_moved_test_file_deletes_no_assertions() {
     let moved = &history[0];
     assert_eq!(moved.subject, "Move the cache tests");
     assert_eq!(moved.assertions_deleted, 0);
-    assert_eq!(moved.test_files, vec!["tests/unit/test_cache.py"]);
+    assert_eq!(
+        moved.test_files,
+        ["tests/test_cache.py", "tests/unit/test_cache.py"],
+        "claims live at the old path at the parent"
+    );
     assert!(moved.is_candidate());
 }
 
@@ -780,4 +784,59 @@ fn claimflow_run_ranks_and_a_moved_branch_reranks_only_then() {
     let published = project.read("results/mined/commits.jsonl");
     assert_eq!(published.lines().count(), 3);
     assert!(published.lines().next().unwrap().contains("Fix pop"));
+}
+
+#[test]
+fn offline_runs_use_the_existing_clone_and_online_runs_fetch() {
+    let mut origin = history();
+    let project = crate::common::project::Project::new();
+    project.file(
+        "pipeline.yaml",
+        &format!(
+            "version: 1\nname: mined\nrepos:\n  - name: remote\n    url: file://{}\n    branch: main\n\
+             steps:\n  rank:\n    uses: rank-commits\n",
+            origin.path().display()
+        ),
+    );
+    let never_fetched = project.run(&["run", "pipeline.yaml", "--offline"]);
+    assert_ne!(never_fetched.code, 0);
+    assert!(
+        never_fetched.stderr.contains("was never fetched"),
+        "{}",
+        never_fetched.stderr
+    );
+    project.ok(&["run", "pipeline.yaml"]);
+    let first = project.read("results/mined/commits.jsonl");
+    origin.commit(
+        "Return nothing from get",
+        &[
+            ("pkg/cache.py", Some("def get(key):\n    return None\n")),
+            ("tests/test_put.py", Some("def test_put():\n    pass\n")),
+        ],
+    );
+    let offline = project.ok(&["run", "pipeline.yaml", "--offline"]);
+    assert!(offline.stderr.contains("0 computed"), "{}", offline.stderr);
+    assert_eq!(project.read("results/mined/commits.jsonl"), first);
+    let online = project.ok(&["run", "pipeline.yaml"]);
+    assert!(online.stderr.contains("1 computed"), "{}", online.stderr);
+    assert_eq!(
+        project.read("results/mined/commits.jsonl").lines().count(),
+        3
+    );
+}
+
+#[test]
+fn fixture_commit_ids_are_stable_and_checkout_writes_the_files() {
+    let repo = history();
+    let again = history();
+    assert_eq!(repo.commits(), again.commits());
+    repo.checkout();
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("tests/test_put.py")).unwrap(),
+        "def test_put():\n    assert put(1) is None\n"
+    );
+    let commit = repo.repository().find_commit(repo.head()).unwrap();
+    assert_eq!(commit.author().email(), Some("test@claimflow.invalid"));
+    assert_eq!(commit.time().seconds(), 1_700_000_000 + 5 * 60);
+    insta::assert_snapshot!(repo.head().to_string(), @"6426f51df4eb8d9383afb6d63e09d02f1992990d");
 }

@@ -58,7 +58,7 @@ impl FixtureRepo {
         }
     }
 
-    /// The repository's work-tree directory (nothing is checked out there).
+    /// The repository's work-tree directory (empty until [`checkout`](Self::checkout)).
     pub fn path(&self) -> &Path {
         self.dir.path()
     }
@@ -115,6 +115,18 @@ impl FixtureRepo {
             Some(tip) => self.read_files(tip),
             None => BTreeMap::new(),
         };
+        self
+    }
+
+    /// Points HEAD at the current branch and writes its files into the work tree (for tests that run
+    /// code from the repository; mining itself never needs a work tree).
+    pub fn checkout(&self) -> &Self {
+        self.repository
+            .set_head(&format!("refs/heads/{}", self.branch))
+            .expect("set HEAD");
+        self.repository
+            .checkout_head(Some(git2::build::CheckoutBuilder::new().force()))
+            .expect("check out HEAD");
         self
     }
 
