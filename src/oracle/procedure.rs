@@ -1,10 +1,11 @@
 //! The oracle's procedure for one commit: which of its claims the commit flipped.
 //!
 //! 1. At the parent, run the claims N times; keep those that passed N of N.
-//! 2. At the child, run the child's *own* version of the kept claims once. A kept claim that now
-//!    fails (or whose file no longer collects) is a new failure: the child is broken and excluded,
-//!    because its "flips" would be artefacts. Failures already present at the parent were dropped in
-//!    step 1 as environment noise.
+//! 2. At the child, run the child's *own* tests once: every test in the claims' files and in the
+//!    test modules the commit touched, including tests the commit added or rewrote. A test that
+//!    fails (or a file that no longer collects) is a new failure — the child is broken and excluded,
+//!    because its "flips" would be artefacts — unless the same node already failed at the parent:
+//!    such failures come from the environment and were dropped in step 1.
 //! 3. Restore the parent's version of every touched test file (modified and deleted files come back,
 //!    added files go; helpers and `conftest.py` included) and run the kept claims N times: N fails →
 //!    flipped, N passes → held, a mix → flaky, any unknown → discarded.
@@ -208,8 +209,18 @@ pub fn judge_commit(
     slot.worktree
         .checkout(repository, commit)
         .map_err(worktree_error)?;
+    let mut own_files: BTreeSet<String> =
+        nodes.iter().map(|node| file_of(node).to_string()).collect();
+    own_files.extend(
+        under_test
+            .test_files
+            .iter()
+            .filter(|file| is_test_module(file))
+            .cloned(),
+    );
+    let own_files: Vec<String> = own_files.into_iter().collect();
     let own = Stage::new(settings, environment, slot)
-        .run(&kept, 1, settled_at_child)
+        .run_files_once(&own_files)
         .map_err(runner_error)?;
     let mut new_failures: Vec<String> = own
         .broken_files
@@ -217,11 +228,11 @@ pub fn judge_commit(
         .map(|(file, error)| format!("{file} fails to collect ({})", error.message))
         .collect();
     let mut own_unknown = Vec::new();
-    for node in &kept {
-        if own.broken_files.contains_key(file_of(node)) {
-            continue;
-        }
-        match own.verdicts.get(node).and_then(|runs| runs.first()) {
+    for (node, verdicts) in &own.verdicts {
+        // A claim that did not pass at the parent fails for reasons older than the commit.
+        let failed_before = nodes.contains(node) && !kept.contains(node);
+        match verdicts.first() {
+            Some(Verdict::Failed(_)) if failed_before => {}
             Some(Verdict::Failed(kind)) => new_failures.push(format!("{node} fails ({kind})")),
             // A test the child removed or renamed is not a failure (when the child renamed every
             // claim, pytest collects nothing: exit code 5).
@@ -564,6 +575,99 @@ impl<'a> Stage<'a> {
         }
         Ok(result)
     }
+}
+
+impl Stage<'_> {
+    /// Runs every test in `files` (those present in the checkout) once; the plugin reports which
+    /// nodes pytest selected, and those are classified. Files whose collection aborts the batch are
+    /// dropped and the rest run again, as in [`Stage::run`]. A batch that selected nothing and
+    /// gave no verdict is recorded under the pseudo-node `<files>`.
+    fn run_files_once(&self, files: &[String]) -> Result<StageResult, RunnerError> {
+        let worktree = self.slot.worktree.dir();
+        let mut result = StageResult {
+            verdicts: BTreeMap::new(),
+            broken_files: BTreeMap::new(),
+        };
+        loop {
+            let present: Vec<String> = files
+                .iter()
+                .filter(|file| worktree.join(file).is_file())
+                .filter(|file| !result.broken_files.contains_key(*file))
+                .cloned()
+                .collect();
+            if present.is_empty() {
+                return Ok(result);
+            }
+            let report = run_pytest(&RunRequest {
+                environment: self.environment,
+                worktree,
+                files: &RunFiles::new(self.slot.runs.join("run")),
+                test_files: &present,
+                // A file path selects every test in that file.
+                nodes: &present,
+                run: 0,
+                timeout: self.settings.timeout,
+            })?;
+            let selected = selected_nodes(&report.records);
+            let mut batch = classify(&selected, &report.outcome, &report.records);
+            let prefix = format!("{}/", worktree.display());
+            for error in &mut batch.collection_errors {
+                error.message = error.message.replace(&prefix, "");
+            }
+            let new_broken: Vec<CollectionError> = batch
+                .collection_errors
+                .iter()
+                .filter(|error| present.contains(&error.node))
+                .cloned()
+                .collect();
+            if batch.aborted
+                && !new_broken.is_empty()
+                && new_broken.len() == batch.collection_errors.len()
+            {
+                for error in new_broken {
+                    result.broken_files.insert(error.node.clone(), error);
+                }
+                continue;
+            }
+            // Exit code 5 is pytest's "no tests collected": the files hold no test, nothing failed.
+            let nothing_collected = matches!(report.outcome, super::runner::RunOutcome::Exited(5));
+            if selected.is_empty() && batch.aborted && !nothing_collected {
+                let reason = match &report.outcome {
+                    super::runner::RunOutcome::TimedOut => UnknownReason::Timeout,
+                    other => UnknownReason::Crash(format!("pytest selected nothing: {other:?}")),
+                };
+                result
+                    .verdicts
+                    .insert("<files>".to_string(), vec![Verdict::Unknown(reason)]);
+            }
+            for (node, verdict) in batch.verdicts {
+                result.verdicts.entry(node).or_default().push(verdict);
+            }
+            return Ok(result);
+        }
+    }
+}
+
+/// The node ids the plugin reported as selected.
+fn selected_nodes(records: &str) -> Vec<String> {
+    #[derive(Deserialize)]
+    struct Selected {
+        event: String,
+        #[serde(default)]
+        nodes: Vec<String>,
+    }
+    records
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Selected>(line).ok())
+        .filter(|record| record.event == "selected")
+        .flat_map(|record| record.nodes)
+        .collect()
+}
+
+/// True for a file pytest collects as a test module by default (`test_*.py`, `*_test.py`).
+fn is_test_module(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.ends_with(".py") && (name.starts_with("test_") || name.ends_with("_test.py"))
 }
 
 /// At the parent a claim is out once it did not pass.

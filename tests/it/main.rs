@@ -4,6 +4,7 @@ mod arms;
 mod claims;
 mod common;
 mod corpus;
+mod demo;
 mod dsl;
 mod engine;
 mod mining;
