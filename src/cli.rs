@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::cache::Store;
-use crate::engine::{Engine, RunOptions, Silent, live_set};
+use crate::engine::{Dag, Engine, EngineError, RunOptions, Silent, live_set};
 use crate::pipeline::{self, Pipeline};
 use crate::progress::{Progress, Verbosity};
 use crate::steps::Registry;
@@ -78,6 +78,14 @@ pub enum Verb {
         #[arg(long)]
         json: bool,
     },
+    /// Print the step graph.
+    Graph {
+        /// The pipeline file.
+        pipeline: PathBuf,
+        /// The language to print it in.
+        #[arg(long, value_enum, default_value = "dot")]
+        format: GraphFormat,
+    },
     /// Inspect or clean the cache.
     Cache {
         #[command(subcommand)]
@@ -93,6 +101,21 @@ pub enum CacheAction {
     Verify(CacheTarget),
     /// Remove everything the last run of no pipeline in the workdir used.
     Gc(CacheTarget),
+    /// Copy what the last run of every pipeline in the workdir used into DIR (a cache of the same
+    /// layout), to share it with another machine.
+    Export {
+        /// The directory to write.
+        dir: PathBuf,
+        #[command(flatten)]
+        target: CacheTarget,
+    },
+    /// Take every sound object and action record of an exported cache in DIR.
+    Import {
+        /// The exported directory.
+        dir: PathBuf,
+        #[command(flatten)]
+        target: CacheTarget,
+    },
 }
 
 /// Which workdir a cache command works on.
@@ -150,10 +173,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 force: force.into_iter().collect(),
                 until,
             };
-            if offline {
-                // SAFETY: set before any thread of the run starts; read by step kinds that would go online.
-                unsafe { std::env::set_var("CLAIMFLOW_OFFLINE", "1") };
-            }
+            crate::engine::set_offline(offline);
             let summary = engine.run(&options)?;
             if verbosity == Verbosity::Normal {
                 eprintln!(
@@ -225,6 +245,16 @@ pub fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
+        Verb::Graph { pipeline, format } => {
+            let pipeline = load(&pipeline, &root, &registry)?;
+            let dag = Dag::new(&pipeline).map_err(|error| EngineError::Input(error.to_string()))?;
+            let text = match format {
+                GraphFormat::Dot => dag.dot(),
+                GraphFormat::Mermaid => dag.mermaid(),
+            };
+            write!(std::io::stdout().lock(), "{text}")?;
+            Ok(())
+        }
         Verb::Cache { action } => cache(action, &root, &registry),
     }
 }
@@ -234,6 +264,7 @@ fn cache(action: CacheAction, root: &Path, registry: &Registry) -> Result<()> {
         CacheAction::Stats(target) | CacheAction::Verify(target) | CacheAction::Gc(target) => {
             target
         }
+        CacheAction::Export { target, .. } | CacheAction::Import { target, .. } => target,
     };
     let workdir = match (&target.pipeline, &target.workdir) {
         (Some(pipeline), _) => load(pipeline, root, registry)?.workdir,
@@ -279,6 +310,32 @@ fn cache(action: CacheAction, root: &Path, registry: &Registry) -> Result<()> {
                 out,
                 "removed {actions} action records and {removed} objects"
             )?;
+        }
+        CacheAction::Export { dir, .. } => {
+            let _lock = store.lock_shared()?;
+            let (keys, objects) = live_set(&workdir, &store)?;
+            let dest = Store::open(root.join(&dir))?;
+            let (actions, copied) = store.export_to(&dest, &keys, &objects)?;
+            writeln!(
+                out,
+                "exported {actions} action records and {copied} objects to {}",
+                dir.display()
+            )?;
+        }
+        CacheAction::Import { dir, .. } => {
+            let source = Store::open(root.join(&dir))?;
+            let (actions, objects, refused) = store.import_from(&source)?;
+            writeln!(
+                out,
+                "imported {actions} action records and {objects} objects; refused {refused}"
+            )?;
+            if refused > 0 {
+                return Err(Failed(format!(
+                    "{refused} entries of {} did not verify",
+                    dir.display()
+                ))
+                .into());
+            }
         }
     }
     Ok(())

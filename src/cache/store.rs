@@ -134,6 +134,22 @@ impl Store {
         Ok(StoreLock { _file: file })
     }
 
+    /// Takes the lock of one content key, so that two runs never compute the same item at once: the
+    /// second waits, then finds the first one's result in the cache.
+    pub fn lock_key(&self, key: &Digest) -> Result<StoreLock, StoreError> {
+        let dir = self.root.join("locks");
+        fs::create_dir_all(&dir).map_err(io_error("create", &dir))?;
+        let path = dir.join(key.hex());
+        let file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(io_error("open", &path))?;
+        file.lock().map_err(io_error("lock", &path))?;
+        Ok(StoreLock { _file: file })
+    }
+
     fn lock_file(&self) -> Result<File, StoreError> {
         let path = self.root.join("lock");
         File::options()
@@ -288,10 +304,71 @@ impl Store {
                 removed_objects += 1;
             }
         }
-        for path in files_under(&self.root.join("tmp"))? {
-            fs::remove_file(&path).map_err(io_error("remove", &path))?;
+        // Under the exclusive lock no run holds a key lock, so the lock files can go too.
+        for dir in ["tmp", "locks"] {
+            for path in files_under(&self.root.join(dir))? {
+                fs::remove_file(&path).map_err(io_error("remove", &path))?;
+            }
         }
         Ok((removed_actions, removed_objects))
+    }
+}
+
+impl Store {
+    /// Copies the given action records and objects into `dest` (another store), for `cache export`.
+    /// Returns (actions, objects) copied.
+    pub fn export_to(
+        &self,
+        dest: &Store,
+        keys: &BTreeSet<Digest>,
+        objects: &BTreeSet<Digest>,
+    ) -> Result<(u64, u64), StoreError> {
+        let mut copied_objects = 0;
+        for digest in objects {
+            if let Ok(bytes) = self.get(digest) {
+                dest.put(&bytes)?;
+                copied_objects += 1;
+            }
+        }
+        let mut copied_actions = 0;
+        for key in keys {
+            if let Some(record) = self.action(key)? {
+                dest.put(&self.get(&record.output)?)?;
+                dest.record_action(key, &record)?;
+                copied_actions += 1;
+            }
+        }
+        Ok((copied_actions, copied_objects))
+    }
+
+    /// Takes every sound object and action record of `source` (an exported store), for
+    /// `cache import`. Objects whose bytes do not hash to their name, and action records whose key
+    /// record does not hash to their name, are refused. Returns (actions, objects, refused).
+    pub fn import_from(&self, source: &Store) -> Result<(u64, u64, u64), StoreError> {
+        let (mut actions, mut objects, mut refused) = (0, 0, 0);
+        for path in files_under(&source.root.join("objects"))? {
+            let bytes = fs::read(&path).map_err(io_error("read", &path))?;
+            if Digest::of(&bytes).hex() == object_name(&path) {
+                self.put(&bytes)?;
+                objects += 1;
+            } else {
+                refused += 1;
+            }
+        }
+        for path in files_under(&source.root.join("actions"))? {
+            let bytes = fs::read(&path).map_err(io_error("read", &path))?;
+            match serde_json::from_slice::<ActionRecord>(&bytes) {
+                Ok(record)
+                    if record.key.digest().hex() == action_name(&path)
+                        && self.has(&record.output) =>
+                {
+                    self.record_action(&record.key.digest(), &record)?;
+                    actions += 1;
+                }
+                _ => refused += 1,
+            }
+        }
+        Ok((actions, objects, refused))
     }
 }
 

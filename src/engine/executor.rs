@@ -9,6 +9,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::cache::{ActionRecord, Digest, KEY_SCHEMA, KeyRecord, Store, StoreError};
+use crate::engine::dag::Dag;
 use crate::engine::events::{Event, Reporter};
 use crate::engine::pools::{PoolSizes, Pools};
 use crate::engine::state::{ItemState, RunState, StepState};
@@ -150,31 +151,26 @@ impl<'a> Engine<'a> {
         }
     }
 
+    /// Step names in dependency order, ties broken by file order.
+    pub fn order(&self) -> Result<Vec<String>, EngineError> {
+        let dag = Dag::new(self.pipeline).map_err(|error| EngineError::Input(error.to_string()))?;
+        Ok(dag.topological().into_iter().map(str::to_string).collect())
+    }
+
     /// The steps a run with `until` covers: `until` and everything it needs, or every step.
     pub fn selected(&self, until: Option<&str>) -> Result<BTreeSet<String>, EngineError> {
+        let dag = Dag::new(self.pipeline).map_err(|error| EngineError::Input(error.to_string()))?;
         let Some(until) = until else {
-            return Ok(self
-                .pipeline
-                .steps
-                .iter()
-                .map(|step| step.name.clone())
-                .collect());
+            return Ok(dag.topological().into_iter().map(str::to_string).collect());
         };
-        if self.pipeline.step(until).is_none() {
-            return Err(EngineError::Input(format!(
-                "--until names no step `{until}`"
-            )));
-        }
-        let mut selected = BTreeSet::new();
-        let mut pending = vec![until.to_string()];
-        while let Some(name) = pending.pop() {
-            if selected.insert(name.clone())
-                && let Some(step) = self.pipeline.step(&name)
-            {
-                pending.extend(step.needs.iter().cloned());
-            }
-        }
-        Ok(selected)
+        let ancestors = dag
+            .ancestors(until)
+            .map_err(|error| EngineError::Input(format!("--until: {error}")))?;
+        Ok(ancestors
+            .into_iter()
+            .chain([until])
+            .map(str::to_string)
+            .collect())
     }
 
     /// Runs the pipeline.
@@ -375,7 +371,7 @@ impl<'a> Engine<'a> {
                         let (plan, record) = &keyed[index];
                         let _slot = pools.acquire(&plan.pool);
                         let item_started = Instant::now();
-                        match self.compute(
+                        match self.compute_once(
                             kind.as_ref(),
                             &ctx,
                             step,
@@ -465,6 +461,34 @@ impl<'a> Engine<'a> {
             Err(StoreError::Decode { .. }) => Ok(None),
             Err(error) => Err(error),
         }
+    }
+
+    /// Computes one item unless another run computed it while this one waited for the key's lock.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the pieces of one item's computation, all borrowed"
+    )]
+    fn compute_once(
+        &self,
+        kind: &dyn StepKind,
+        ctx: &StepContext,
+        step: &StepSpec,
+        plan: &ItemPlan,
+        record: &KeyRecord,
+        upstream: &Upstream,
+        started: Instant,
+    ) -> Result<ItemResult, StepError> {
+        let key = record.digest();
+        let _lock = self.store.lock_key(&key)?;
+        if let Some((digest, output)) = self.lookup(&key)? {
+            return Ok(ItemResult {
+                plan: plan.clone(),
+                digest,
+                output: Arc::new(output),
+                cached: true,
+            });
+        }
+        self.compute(kind, ctx, step, plan, record, upstream, started)
     }
 
     /// Computes one item and caches it: output object first, action record last.

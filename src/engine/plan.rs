@@ -55,7 +55,7 @@ impl Engine<'_> {
         let selected = self.selected(until)?;
         let mut known: BTreeMap<String, Arc<StepOutput>> = BTreeMap::new();
         let mut steps = Vec::new();
-        for name in self.order() {
+        for name in self.order()? {
             let step = self.pipeline.step(&name).expect("ordered steps exist");
             if !selected.contains(&name) {
                 continue;
@@ -227,22 +227,6 @@ impl Engine<'_> {
             hits.push(hit);
         }
         Ok(Keyed { records, hits })
-    }
-
-    /// Step names in dependency order, ties in file order.
-    pub fn order(&self) -> Vec<String> {
-        let mut order: Vec<String> = Vec::new();
-        while order.len() < self.pipeline.steps.len() {
-            let before = order.len();
-            for step in &self.pipeline.steps {
-                if !order.contains(&step.name) && step.needs.iter().all(|need| order.contains(need))
-                {
-                    order.push(step.name.clone());
-                }
-            }
-            assert!(order.len() > before, "the loader rejects cycles");
-        }
-        order
     }
 }
 

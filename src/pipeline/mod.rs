@@ -5,6 +5,9 @@
 mod diagnostic;
 mod load;
 mod model;
+pub(crate) mod suggest;
+mod validate;
+mod yaml;
 
 pub use diagnostic::{Diagnostic, Diagnostics};
 pub use load::{load, load_str};

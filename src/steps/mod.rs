@@ -3,8 +3,12 @@
 use std::sync::Arc;
 
 mod command;
+mod report;
+mod stats;
 
 pub use command::CommandStep;
+pub use report::ReportStep;
+pub use stats::StatsStep;
 
 use crate::engine::StepKind;
 
@@ -18,6 +22,9 @@ impl Registry {
     /// Every step kind claimflow ships.
     pub fn builtin() -> Self {
         let kinds: Vec<Arc<dyn StepKind>> = vec![Arc::new(CommandStep)];
+        let mut kinds = kinds;
+        kinds.push(Arc::new(StatsStep));
+        kinds.push(Arc::new(ReportStep));
         Registry { kinds }
     }
 

@@ -1,0 +1,27 @@
+"""Shared tests: the behaviour every counter in tally promises.
+
+A test class mixes ``CounterContract`` in ahead of ``unittest.TestCase`` and defines
+``make``, which builds the counter under test from an iterable of items.
+"""
+
+
+class CounterContract:
+    """What every counter promises; subclasses define ``make(items)``."""
+
+    def make(self, items=()):
+        raise NotImplementedError("a counter test class defines make(items)")
+
+    def test_missing_items_count_zero(self):
+        assert self.make(['apple'])['pear'] == 0
+
+    def test_discard_never_goes_below_zero(self):
+        counter = self.make(['apple'])
+        counter.discard('apple', 5)
+        assert counter['apple'] == 0
+        assert 'apple' not in counter
+
+    def test_len_counts_every_copy(self):
+        assert len(self.make(['apple', 'apple', 'pear'])) == 3
+
+    def test_total_counts_every_copy(self):
+        assert self.make(['apple', 'apple', 'pear']).total() == 3

@@ -1,0 +1,169 @@
+//! The top level of a pipeline file: `version`, `name`, `workdir`, `results`, then the sections.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::checker::{Checker, Fields};
+use super::{cycles, duplicates, models, repos, steps};
+use crate::pipeline::yaml::{Document, Mark, Node, Value};
+use crate::pipeline::{Diagnostic, Pipeline};
+use crate::steps::Registry;
+
+/// The keys a pipeline may have at its top level.
+const KEYS: &[&str] = &[
+    "version", "name", "workdir", "results", "repos", "models", "steps",
+];
+
+/// The only DSL version this claimflow reads.
+const VERSION: i64 = 1;
+
+/// Checks a parsed file and builds the pipeline, or returns every problem found.
+pub fn validate(
+    document: &Document,
+    file: &Path,
+    root: &Path,
+    registry: &Registry,
+) -> Result<Pipeline, Vec<Diagnostic>> {
+    let mut checker = Checker::new(file, root);
+    for problem in &document.problems {
+        checker.error(
+            problem.mark,
+            problem.message.clone(),
+            Some(problem.hint.clone()),
+        );
+    }
+    let top = match &document.root {
+        None
+        | Some(Node {
+            value: Value::Null, ..
+        }) => {
+            checker.error(
+                Mark::START,
+                "the pipeline is empty",
+                Some("a pipeline starts with `version: 1`, a `name:` and its `steps:`".to_string()),
+            );
+            return Err(checker.finish());
+        }
+        Some(node) => node,
+    };
+    let Value::Map(entries) = &top.value else {
+        checker.error(
+            top.mark,
+            format!(
+                "the top level of a pipeline must be a map, found {}",
+                top.value.kind()
+            ),
+            Some("a pipeline starts with `version: 1`, a `name:` and its `steps:`".to_string()),
+        );
+        return Err(checker.finish());
+    };
+    duplicates::check(&mut checker, top, "");
+    let fields = Fields::of(top.mark, entries);
+    checker.unknown_keys(&fields, KEYS, "the top level");
+
+    let version = version(&mut checker, &fields);
+    let name = name(&mut checker, &fields);
+    let workdir = path(&mut checker, &fields, "workdir").or_else(|| Some(root.join(".claimflow")));
+    let results = match (path(&mut checker, &fields, "results"), &name) {
+        (Some(results), _) => Some(results),
+        (None, Some(name)) if fields.get("results").is_none() => {
+            Some(root.join("results").join(name))
+        }
+        _ => None,
+    };
+
+    let repositories = match fields.get("repos") {
+        Some(node) => repos::check(&mut checker, node),
+        None => repos::Checked::default(),
+    };
+    let models = match fields.get("models") {
+        Some(node) => models::check(&mut checker, node),
+        None => models::Checked::default(),
+    };
+    let steps = match checker.required(
+        &fields,
+        "steps",
+        "the pipeline",
+        top.mark,
+        "add a `steps:` map, e.g. `steps: {rank: {uses: rank-commits}}`",
+    ) {
+        Some(node) => {
+            let known = steps::Known {
+                repos: &repositories.names,
+                models: &models.names,
+            };
+            let steps = steps::check(&mut checker, node, &known, registry);
+            cycles::check(&mut checker, &steps);
+            steps.specs
+        }
+        None => Vec::new(),
+    };
+
+    match (version, name, workdir, results) {
+        (Some(version), Some(name), Some(workdir), Some(results)) if checker.is_clean() => {
+            Ok(Pipeline {
+                file: file.to_path_buf(),
+                root: root.to_path_buf(),
+                version,
+                name,
+                workdir,
+                results,
+                repos: repositories.specs,
+                models: models.specs.into_iter().collect::<BTreeMap<_, _>>(),
+                steps,
+            })
+        }
+        _ => Err(checker.finish()),
+    }
+}
+
+/// `version: 1`, required.
+fn version(checker: &mut Checker, fields: &Fields) -> Option<u32> {
+    let node = checker.required(
+        fields,
+        "version",
+        "the pipeline",
+        fields.mark,
+        "add `version: 1` at the top of the file",
+    )?;
+    let version = checker.integer(node, "`version`")?;
+    if version != VERSION {
+        checker.error(
+            node.mark,
+            format!("unsupported pipeline version {version}"),
+            Some(format!("this claimflow reads `version: {VERSION}`")),
+        );
+        return None;
+    }
+    u32::try_from(version).ok()
+}
+
+/// `name:`, required; it names the default results directory, so it must be a file name.
+fn name(checker: &mut Checker, fields: &Fields) -> Option<String> {
+    let node = checker.required(
+        fields,
+        "name",
+        "the pipeline",
+        fields.mark,
+        "add `name: <pipeline name>`; results go to `results/<name>` by default",
+    )?;
+    let name = checker.string(node, "`name`")?;
+    checker
+        .file_name(&name, node.mark, "pipeline")
+        .then_some(name)
+}
+
+/// An optional path key, made absolute against the project root.
+fn path(checker: &mut Checker, fields: &Fields, key: &str) -> Option<PathBuf> {
+    let node = fields.get(key)?;
+    let text = checker.string(node, &format!("`{key}`"))?;
+    if text.is_empty() {
+        checker.error(
+            node.mark,
+            format!("`{key}` is empty"),
+            Some("name a directory, relative to the project root".to_string()),
+        );
+        return None;
+    }
+    Some(checker.root.join(text))
+}

@@ -1,0 +1,16 @@
+//! Validation of a parsed pipeline file: every section checked, every problem collected.
+//!
+//! Each section has its own module; they share the [`checker::Checker`] that records problems
+//! with their positions and keeps going, so one run reports everything wrong with a file.
+
+mod checker;
+mod cycles;
+mod document;
+mod duplicates;
+mod json;
+mod models;
+mod params;
+mod repos;
+mod steps;
+
+pub use document::validate;

@@ -1,0 +1,288 @@
+//! A step's `with:` parameters, checked against what its kind declares ([`ParamSpec`]).
+//!
+//! Names that parameters refer to (a model, a step, a repository, a file) are checked here too, so
+//! a misspelt prompt path fails at load time rather than an hour into a run.
+
+use std::path::Path;
+
+use super::checker::{Checker, Fields};
+use super::json::to_json;
+use crate::engine::{ParamSpec, ParamType, StepKind};
+use crate::pipeline::suggest;
+use crate::pipeline::yaml::{Entry, Mark, Node, Value};
+
+/// Names declared elsewhere in the pipeline.
+pub struct Context<'a> {
+    pub repos: &'a [String],
+    pub models: &'a [String],
+    pub steps: &'a [String],
+    /// The steps this step needs, when its `needs` is valid: a step reads only their outputs.
+    pub needs: Option<&'a [String]>,
+}
+
+/// Checks `with` (absent means no parameters) and returns it as JSON if it is valid.
+pub fn check(
+    checker: &mut Checker,
+    with: Option<&Entry>,
+    kind: &dyn StepKind,
+    owner: &str,
+    step_mark: Mark,
+    context: &Context,
+) -> Option<serde_json::Value> {
+    let specs = kind.params();
+    let label = format!("`with` of {owner}");
+    let (fields, at) = match with {
+        Some(entry) if entry.value.value == Value::Null => {
+            (Fields::of(entry.value.mark, &[]), entry.key_mark)
+        }
+        Some(entry) => (checker.map(&entry.value, &label)?, entry.key_mark),
+        None => (Fields::of(step_mark, &[]), step_mark),
+    };
+    let before = checker.count();
+    let names: Vec<&str> = specs.iter().map(|spec| spec.name).collect();
+    for entry in fields.entries() {
+        match specs.iter().find(|spec| spec.name == entry.key) {
+            Some(spec) => value(checker, &entry.value, spec, owner, context),
+            None => {
+                let hint = if names.is_empty() {
+                    Some(format!("`{}` takes no parameters", kind.name()))
+                } else {
+                    suggest::nearest(&entry.key, names.iter().copied())
+                        .map(|near| format!("did you mean `{near}`?"))
+                        .or_else(|| {
+                            Some(format!(
+                                "`{}` accepts {}",
+                                kind.name(),
+                                suggest::quoted_list(&names)
+                            ))
+                        })
+                };
+                checker.error(
+                    entry.key_mark,
+                    format!("unknown parameter `{}` in {label}", entry.key),
+                    hint,
+                );
+            }
+        }
+    }
+    for spec in specs.iter().filter(|spec| spec.required) {
+        if fields.get(spec.name).is_none() {
+            checker.error(
+                at,
+                format!(
+                    "{owner} (`{}`) is missing the required parameter `{}`",
+                    kind.name(),
+                    spec.name
+                ),
+                Some(format!("add `{}:` under `with:`: {}", spec.name, spec.help)),
+            );
+        }
+    }
+    if checker.count() != before {
+        return None;
+    }
+    let mut sorted = serde_json::Map::new();
+    let mut entries: Vec<&Entry> = fields.entries().collect();
+    entries.sort_by(|left, right| left.key.cmp(&right.key));
+    for entry in entries {
+        if let Some(value) = to_json(
+            checker,
+            &entry.value,
+            &format!("`{}` of {label}", entry.key),
+        ) {
+            sorted.insert(entry.key.clone(), value);
+        }
+    }
+    (checker.count() == before).then_some(serde_json::Value::Object(sorted))
+}
+
+/// Checks one parameter's value against its declared type.
+fn value(checker: &mut Checker, node: &Node, spec: &ParamSpec, owner: &str, context: &Context) {
+    let label = format!("parameter `{}` of {owner}", spec.name);
+    match spec.ty {
+        ParamType::String => {
+            checker.string(node, &label);
+        }
+        ParamType::Integer => {
+            checker.integer(node, &label);
+        }
+        ParamType::Number => {
+            checker.number(node, &label);
+        }
+        ParamType::Bool => {
+            if !matches!(node.value, Value::Bool(_)) {
+                checker.wrong_type(node, &label, "`true` or `false`");
+            }
+        }
+        ParamType::Enum(allowed) => {
+            if let Some(text) = checker.string(node, &label)
+                && !allowed.contains(&text.as_str())
+            {
+                let list = format!("allowed: {}", suggest::quoted_list(allowed));
+                let hint = match suggest::nearest(&text, allowed.iter().copied()) {
+                    Some(near) => format!("did you mean `{near}`? {list}"),
+                    None => list,
+                };
+                checker.error(
+                    node.mark,
+                    format!("`{text}` is not an allowed value for {label}"),
+                    Some(hint),
+                );
+            }
+        }
+        ParamType::StringList => {
+            checker.string_list(node, &label);
+        }
+        ParamType::StringOrList => {
+            if !matches!(node.value, Value::String(_)) {
+                if let Value::List(_) = node.value {
+                    checker.string_list(node, &label);
+                } else {
+                    checker.wrong_type(node, &label, "a string or a list of strings");
+                }
+            }
+        }
+        ParamType::File => {
+            if let Some(path) = checker.string(node, &label) {
+                file(checker, node.mark, &path, &label);
+            }
+        }
+        ParamType::Model => {
+            if let Some(name) = checker.string(node, &label) {
+                reference(
+                    checker,
+                    node.mark,
+                    &name,
+                    context.models,
+                    "model",
+                    "models",
+                    &label,
+                );
+            }
+        }
+        ParamType::Repo => {
+            if let Some(name) = checker.string(node, &label) {
+                reference(
+                    checker,
+                    node.mark,
+                    &name,
+                    context.repos,
+                    "repository",
+                    "repos",
+                    &label,
+                );
+            }
+        }
+        ParamType::Step => {
+            if let Some(name) = checker.string(node, &label) {
+                needed_step(checker, node.mark, &name, owner, context, &label);
+            }
+        }
+        ParamType::StepList => {
+            if let Value::List(items) = &node.value {
+                for item in items {
+                    if let Some(name) = checker.string(item, &format!("each item of {label}")) {
+                        needed_step(checker, item.mark, &name, owner, context, &label);
+                    }
+                }
+            } else {
+                checker.wrong_type(node, &label, "a list of step names");
+            }
+        }
+        ParamType::Any => {}
+    }
+}
+
+/// Checks that a step a parameter names exists and is among the steps this step needs: the engine
+/// hands a step the outputs of its `needs` only, so naming any other step could never be read.
+fn needed_step(
+    checker: &mut Checker,
+    mark: Mark,
+    name: &str,
+    owner: &str,
+    context: &Context,
+    label: &str,
+) {
+    if !context.steps.iter().any(|step| step == name) {
+        reference(checker, mark, name, context.steps, "step", "steps", label);
+        return;
+    }
+    if let Some(needs) = context.needs
+        && !needs.iter().any(|need| need == name)
+    {
+        checker.error(
+            mark,
+            format!("{label} names step `{name}`, which is not in its `needs`"),
+            Some(format!(
+                "add `{name}` to `needs` of {owner}: a step reads only the outputs of the steps \
+                 it needs"
+            )),
+        );
+    }
+}
+
+/// Checks that `name` is declared in the `section` of the pipeline.
+fn reference(
+    checker: &mut Checker,
+    mark: Mark,
+    name: &str,
+    declared: &[String],
+    noun: &str,
+    section: &str,
+    label: &str,
+) {
+    if declared.iter().any(|known| known == name) {
+        return;
+    }
+    let candidates: Vec<&str> = declared.iter().map(String::as_str).collect();
+    let hint = if candidates.is_empty() {
+        Some(format!(
+            "the pipeline declares no `{section}:`; add `{name}` there"
+        ))
+    } else {
+        suggest::hint(name, &candidates, &format!("declared in `{section}:`"))
+    };
+    checker.error(
+        mark,
+        format!("{label} names {noun} `{name}`, which is not declared in `{section}:`"),
+        hint,
+    );
+}
+
+/// Checks that a project-relative file exists; suggests a near name from the same directory.
+fn file(checker: &mut Checker, mark: Mark, path: &str, label: &str) {
+    let resolved = checker.root.join(path);
+    if resolved.is_file() {
+        return;
+    }
+    let message = if resolved.is_dir() {
+        format!("{label} names `{path}`, which is a directory, not a file")
+    } else {
+        format!("{label} names the file `{path}`, which does not exist")
+    };
+    let hint = nearby_file(&resolved, path).map_or_else(
+        || {
+            "relative paths resolve against the project root (where claimflow runs, or -C DIR)"
+                .to_string()
+        },
+        |near| format!("did you mean `{near}`?"),
+    );
+    checker.error(mark, message, Some(hint));
+}
+
+/// A file in the same directory whose name is close to the missing one, written as the user would.
+fn nearby_file(resolved: &Path, written: &str) -> Option<String> {
+    let wanted = resolved.file_name()?.to_str()?;
+    let directory = resolved.parent()?;
+    let mut names: Vec<String> = std::fs::read_dir(directory)
+        .ok()?
+        .filter_map(Result::ok)
+        .filter(|entry| entry.path().is_file())
+        .filter_map(|entry| entry.file_name().into_string().ok())
+        .collect();
+    // Directory order differs between machines; sort so the hint is stable.
+    names.sort();
+    let near = suggest::nearest(wanted, names.iter().map(String::as_str))?;
+    let prefix = written.strip_suffix(wanted)?;
+    Some(format!("{prefix}{near}"))
+}

@@ -1,0 +1,200 @@
+//! The `steps:` section: each step's kind, the steps it needs, and its `with:` parameters.
+
+use super::checker::{Checker, Fields};
+use super::params;
+use crate::pipeline::StepSpec;
+use crate::pipeline::suggest;
+use crate::pipeline::yaml::{Mark, Node, Value};
+use crate::steps::Registry;
+
+/// The keys a step may have.
+const KEYS: &[&str] = &["uses", "needs", "with"];
+
+/// Names declared elsewhere in the pipeline that parameters may refer to.
+pub struct Known<'a> {
+    pub repos: &'a [String],
+    pub models: &'a [String],
+}
+
+/// A step as the cycle check sees it: its name and the steps it needs that exist.
+#[derive(Debug)]
+pub struct Edges {
+    pub name: String,
+    pub mark: Mark,
+    pub needs: Vec<String>,
+}
+
+/// What the section yielded.
+#[derive(Debug, Default)]
+pub struct Checked {
+    /// The valid steps, in file order.
+    pub specs: Vec<StepSpec>,
+    /// Every declared step (valid or not) with its existing needs, in file order.
+    pub graph: Vec<Edges>,
+}
+
+/// Checks the `steps:` map.
+pub fn check(checker: &mut Checker, node: &Node, known: &Known, registry: &Registry) -> Checked {
+    let mut checked = Checked::default();
+    let Some(steps) = checker.map(node, "`steps`") else {
+        return checked;
+    };
+    let names: Vec<String> = steps.entries().map(|entry| entry.key.clone()).collect();
+    if names.is_empty() {
+        checker.error(
+            node.mark,
+            "the pipeline has no steps",
+            Some("add a step, e.g. `rank: {uses: rank-commits}`".to_string()),
+        );
+        return checked;
+    }
+    for entry in steps.entries() {
+        let name = &entry.key;
+        let owner = format!("step `{name}`");
+        let valid_name = checker.file_name(name, entry.key_mark, "step");
+        let Value::Map(step_entries) = &entry.value.value else {
+            let hint = match &entry.value.value {
+                Value::String(kind) => Some(format!("write `{name}: {{uses: {kind}}}`")),
+                _ => Some(format!("write `{name}: {{uses: <kind>, needs: [...]}}`")),
+            };
+            checker.error(
+                entry.value.mark,
+                format!("{owner} must be a map, found {}", entry.value.value.kind()),
+                hint,
+            );
+            checked.graph.push(Edges {
+                name: name.clone(),
+                mark: entry.key_mark,
+                needs: Vec::new(),
+            });
+            continue;
+        };
+        let fields = Fields::of(entry.value.mark, step_entries);
+        checker.unknown_keys(&fields, KEYS, &owner);
+
+        let uses = checker
+            .required(
+                &fields,
+                "uses",
+                &owner,
+                entry.key_mark,
+                &format!(
+                    "add `uses:` naming a step kind: {}",
+                    suggest::quoted_list(&registry.names())
+                ),
+            )
+            .and_then(|node| {
+                let kind = checker.string(node, &format!("`uses` of {owner}"))?;
+                if registry.get(&kind).is_some() {
+                    return Some(kind);
+                }
+                let known = registry.names();
+                let list = format!("known kinds: {}", suggest::quoted_list(&known));
+                let hint = match suggest::nearest(&kind, known.iter().copied()) {
+                    Some(near) => format!("did you mean `{near}`? {list}"),
+                    None => list,
+                };
+                checker.error(
+                    node.mark,
+                    format!("unknown step kind `{kind}` in {owner}"),
+                    Some(hint),
+                );
+                None
+            });
+
+        let (needs, existing) = match fields.get("needs") {
+            Some(node) => needs(checker, node, &owner, &names),
+            None => (Some(Vec::new()), Vec::new()),
+        };
+        checked.graph.push(Edges {
+            name: name.clone(),
+            mark: entry.key_mark,
+            needs: existing,
+        });
+
+        let context = params::Context {
+            repos: known.repos,
+            models: known.models,
+            steps: &names,
+            needs: needs.as_deref(),
+        };
+        let with = match uses.as_deref().and_then(|kind| registry.get(kind)) {
+            Some(kind) => params::check(
+                checker,
+                fields.entry("with"),
+                kind.as_ref(),
+                &owner,
+                entry.key_mark,
+                &context,
+            ),
+            // Without a known kind the parameters cannot be checked; their shape still can.
+            None => fields.get("with").and_then(|node| {
+                checker.map(node, &format!("`with` of {owner}"))?;
+                None
+            }),
+        };
+
+        if let (true, Some(uses), Some(needs), Some(with)) = (valid_name, uses, needs, with) {
+            checked.specs.push(StepSpec {
+                name: name.clone(),
+                uses,
+                needs,
+                with,
+                line: entry.key_mark.line,
+            });
+        }
+    }
+    checked
+}
+
+/// `needs:`, a list of step names. Returns the list if it is valid, and the names that exist (for
+/// the cycle check, which must run even when another need is misspelt).
+fn needs(
+    checker: &mut Checker,
+    node: &Node,
+    owner: &str,
+    names: &[String],
+) -> (Option<Vec<String>>, Vec<String>) {
+    let Value::List(items) = &node.value else {
+        let hint = match &node.value {
+            Value::String(need) => Some(format!("write a list: `needs: [{need}]`")),
+            _ => Some("write a list of step names, e.g. `needs: [rank]`".to_string()),
+        };
+        checker.error(
+            node.mark,
+            format!(
+                "`needs` of {owner} must be a list, found {}",
+                node.value.kind()
+            ),
+            hint,
+        );
+        return (None, Vec::new());
+    };
+    let candidates: Vec<&str> = names.iter().map(String::as_str).collect();
+    let mut valid = true;
+    let mut existing: Vec<String> = Vec::new();
+    for item in items {
+        let Some(need) = checker.string(item, &format!("each item of `needs` of {owner}")) else {
+            valid = false;
+            continue;
+        };
+        if !names.contains(&need) {
+            valid = false;
+            checker.error(
+                item.mark,
+                format!("{owner} needs `{need}`, which is not a step of this pipeline"),
+                suggest::hint(&need, &candidates, "steps"),
+            );
+        } else if existing.contains(&need) {
+            valid = false;
+            checker.error(
+                item.mark,
+                format!("{owner} lists `{need}` twice in `needs`"),
+                Some("remove one of them".to_string()),
+            );
+        } else {
+            existing.push(need);
+        }
+    }
+    (valid.then(|| existing.clone()), existing)
+}

@@ -1,0 +1,226 @@
+//! From the evaluation set to [`StatsDocument`]: every arm's numbers, intervals, comparisons,
+//! leave-one-repository-out and the operator's view, in one pure function.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::bootstrap::{ArmIntervals, ClusterCounts, Resample, intervals};
+use super::confusion::{Cell, Confusion, ratio};
+use super::corpus::{RepositoryCorpus, RepositoryInfo};
+use super::document::{
+    ArmStats, BootstrapSettings, ControlStats, STATS_SCHEMA, Sample, StatsDocument,
+};
+use super::evaluation::Evaluation;
+use super::reweight::{self, NaturalRate};
+use super::{loro, mcnemar, operator};
+
+/// How to analyse.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnalysisOptions {
+    pub resamples: u64,
+    pub seed: u64,
+    pub resample: Resample,
+    pub confidence: f64,
+    /// Pairs of arms (first, second) for leave-one-repository-out; pairs naming an absent arm are
+    /// skipped.
+    pub loro: Vec<(String, String)>,
+    pub natural_rate: Option<NaturalRate>,
+    pub split: Option<String>,
+    /// Which step the labels came from, for the record.
+    pub labels_from: String,
+}
+
+impl Default for AnalysisOptions {
+    fn default() -> Self {
+        AnalysisOptions {
+            resamples: 10_000,
+            seed: 0,
+            resample: Resample::Claim,
+            confidence: 0.95,
+            loro: Vec::new(),
+            natural_rate: None,
+            split: None,
+            labels_from: String::new(),
+        }
+    }
+}
+
+/// Analyses `evaluation`; `corpus` and `repositories` are carried into the document as given.
+pub fn analyze(
+    evaluation: &Evaluation,
+    corpus: Vec<RepositoryCorpus>,
+    repositories: BTreeMap<String, RepositoryInfo>,
+    options: &AnalysisOptions,
+) -> StatsDocument {
+    let labels = evaluation.labels();
+    let steps: Vec<&String> = evaluation.verdicts.keys().collect();
+    let cells: Vec<Vec<Cell>> = steps
+        .iter()
+        .map(|step| {
+            labels
+                .iter()
+                .zip(&evaluation.verdicts[*step])
+                .map(|(&flipped, &verdict)| Cell::of(flipped, verdict))
+                .collect()
+        })
+        .collect();
+    let clusters = ClusterCounts::new(&evaluation.claims, &cells, options.resample);
+    let totals = clusters.resample(options.resamples as usize, options.seed);
+    let arm_intervals = intervals(&totals, steps.len(), options.confidence);
+
+    let natural = options.natural_rate.as_ref().map(|rate| rate.value);
+    let mut all: BTreeMap<String, ArmStats> = steps
+        .iter()
+        .zip(&arm_intervals)
+        .map(|(step, bounds)| {
+            let stats = arm_stats(evaluation, &labels, step, bounds, natural);
+            ((*step).clone(), stats)
+        })
+        .collect();
+
+    let mut controls = BTreeMap::new();
+    for (control, arm) in evaluation.controls() {
+        let metrics = all.remove(control).expect("every control has stats");
+        let agreement = evaluation.verdicts.get(arm).map(|arm_verdicts| {
+            let same = arm_verdicts
+                .iter()
+                .zip(&evaluation.verdicts[control])
+                .filter(|(one, two)| one == two)
+                .count();
+            ratio(same as u64, arm_verdicts.len() as u64)
+        });
+        let stats = ControlStats {
+            of: arm.to_string(),
+            agreement: agreement.flatten(),
+            metrics,
+        };
+        controls.insert(control.to_string(), stats);
+    }
+    let arms = all;
+
+    let names: Vec<&String> = arms.keys().collect();
+    let mut comparisons = Vec::new();
+    for (index, first) in names.iter().enumerate() {
+        for second in &names[index + 1..] {
+            comparisons.push(mcnemar::compare(
+                first,
+                second,
+                &labels,
+                &evaluation.verdicts[*first],
+                &evaluation.verdicts[*second],
+            ));
+        }
+    }
+
+    let loro = options
+        .loro
+        .iter()
+        .filter(|(first, second)| arms.contains_key(first) && arms.contains_key(second))
+        .map(|(first, second)| {
+            loro::leave_one_out(
+                first,
+                second,
+                &evaluation.claims,
+                &evaluation.verdicts[first],
+                &evaluation.verdicts[second],
+            )
+        })
+        .collect();
+
+    let mut points: Vec<(String, f64, f64)> = arms
+        .iter()
+        .filter_map(|(name, stats)| {
+            Some((
+                name.clone(),
+                stats.cost.as_ref()?.per_claim,
+                stats.precision?,
+            ))
+        })
+        .collect();
+    points.sort_by(|left, right| left.1.total_cmp(&right.1).then(left.0.cmp(&right.0)));
+    let frontier = operator::frontier(&points);
+
+    let mut by_repository: BTreeMap<String, BTreeMap<String, Confusion>> = BTreeMap::new();
+    for (step, verdicts) in &evaluation.verdicts {
+        for (claim, verdict) in evaluation.claims.iter().zip(verdicts) {
+            by_repository
+                .entry(claim.repository.clone())
+                .or_default()
+                .entry(step.clone())
+                .or_default()
+                .add(claim.flipped, *verdict);
+        }
+    }
+
+    let flipped = labels.iter().filter(|&&flipped| flipped).count() as u64;
+    let total = labels.len() as u64;
+    let count_distinct = |key: fn(&super::evaluation::Claim) -> &str| {
+        evaluation
+            .claims
+            .iter()
+            .map(key)
+            .collect::<BTreeSet<_>>()
+            .len() as u64
+    };
+    StatsDocument {
+        schema: STATS_SCHEMA,
+        split: options.split.clone(),
+        sample: Sample {
+            claims: total,
+            flipped,
+            held: total - flipped,
+            discarded: evaluation.discarded,
+            base_rate: ratio(flipped, total),
+            repositories: count_distinct(|claim| &claim.repository),
+            commits: count_distinct(|claim| &claim.commit),
+            labels_from: options.labels_from.clone(),
+        },
+        natural_rate: options.natural_rate.clone(),
+        bootstrap: BootstrapSettings {
+            resamples: options.resamples,
+            seed: options.seed,
+            resample: options.resample,
+            confidence: options.confidence,
+            clusters: clusters.clusters() as u64,
+        },
+        arms,
+        controls,
+        comparisons,
+        loro,
+        frontier,
+        corpus,
+        repositories,
+        by_repository,
+    }
+}
+
+fn arm_stats(
+    evaluation: &Evaluation,
+    labels: &[bool],
+    step: &str,
+    bounds: &ArmIntervals,
+    natural: Option<f64>,
+) -> ArmStats {
+    let confusion = Confusion::count(labels.iter().copied().zip(&evaluation.verdicts[step]));
+    let claims = confusion.total();
+    ArmStats {
+        step: evaluation.info[step].clone(),
+        claims,
+        precision: confusion.precision(),
+        recall: confusion.recall(),
+        fire_rate: confusion.fire_rate(),
+        coverage: confusion.coverage(),
+        precision_ci: bounds.precision,
+        recall_ci: bounds.recall,
+        tp: confusion.true_positives,
+        fp: confusion.false_positives,
+        false_negatives: confusion.false_negatives,
+        tn: confusion.true_negatives,
+        none: confusion.no_verdict,
+        staleness: confusion.staleness(),
+        budget: confusion.fire_rate(),
+        natural_precision: natural.and_then(|rate| reweight::precision_at(&confusion, rate)),
+        natural_fire_rate: natural.and_then(|rate| reweight::fire_rate_at(&confusion, rate)),
+        cost: operator::cost(&evaluation.spend[step], &evaluation.info[step], claims),
+        unmatched: evaluation.unmatched.get(step).copied().unwrap_or(0),
+    }
+}

@@ -1,0 +1,130 @@
+//! `stats.json`: everything the report is built from, as users read it.
+//!
+//! `arms.<step>` holds the contract fields (`precision`, `recall`, `fire_rate`, `coverage`,
+//! `precision_ci`, `recall_ci`, `tp`, `fp`, `fn`, `tn`); fields may be added, never renamed.
+//! A rate that cannot be computed (an arm that never fired) is `null`, never a number.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::bootstrap::{Interval, Resample};
+use super::confusion::Confusion;
+use super::corpus::{RepositoryCorpus, RepositoryInfo};
+use super::evaluation::ArmInfo;
+use super::loro::Loro;
+use super::mcnemar::McNemar;
+use super::operator::Cost;
+use super::reweight::NaturalRate;
+
+/// Bumped when a field changes meaning.
+pub const STATS_SCHEMA: u32 = 1;
+
+/// The whole `stats.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatsDocument {
+    pub schema: u32,
+    /// The split evaluated (`with: {split: …}`), or every labelled claim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<String>,
+    pub sample: Sample,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub natural_rate: Option<NaturalRate>,
+    pub bootstrap: BootstrapSettings,
+    pub arms: BTreeMap<String, ArmStats>,
+    /// Controls, by step: an arm run under a manipulation (shuffled diffs, paraphrases), with its
+    /// agreement with the arm it wraps.
+    pub controls: BTreeMap<String, ControlStats>,
+    /// Exact McNemar on every pair of arms (first name before second).
+    pub comparisons: Vec<McNemar>,
+    /// Leave-one-repository-out, for the pairs asked for.
+    pub loro: Vec<Loro>,
+    /// Arms on the cost/precision frontier, cheapest first.
+    pub frontier: Vec<String>,
+    /// The mined corpus by repository (all splits).
+    pub corpus: Vec<RepositoryCorpus>,
+    /// The pipeline's repositories.
+    pub repositories: BTreeMap<String, RepositoryInfo>,
+    /// Per evaluated repository, each arm's confusion matrix.
+    pub by_repository: BTreeMap<String, BTreeMap<String, Confusion>>,
+}
+
+/// The evaluated claims.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Labelled claims scored (flipped + held).
+    pub claims: u64,
+    pub flipped: u64,
+    pub held: u64,
+    /// Claims of the split the oracle discarded; excluded.
+    pub discarded: u64,
+    pub base_rate: Option<f64>,
+    pub repositories: u64,
+    pub commits: u64,
+    /// Where the labels came from (the oracle, or a sampling step).
+    pub labels_from: String,
+}
+
+/// How the intervals were made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BootstrapSettings {
+    pub resamples: u64,
+    pub seed: u64,
+    pub resample: Resample,
+    pub confidence: f64,
+    /// The number of clusters each resample draws.
+    pub clusters: u64,
+}
+
+/// One arm's numbers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArmStats {
+    pub step: ArmInfo,
+    pub claims: u64,
+    pub precision: Option<f64>,
+    pub recall: Option<f64>,
+    pub fire_rate: Option<f64>,
+    pub coverage: Option<f64>,
+    pub precision_ci: Option<Interval>,
+    pub recall_ci: Option<Interval>,
+    pub tp: u64,
+    pub fp: u64,
+    #[serde(rename = "fn")]
+    pub false_negatives: u64,
+    pub tn: u64,
+    /// Claims without a verdict, charged as holds (inside `fn` and `tn`).
+    pub none: u64,
+    /// Flipped claims served as held: 1 − recall.
+    pub staleness: Option<f64>,
+    /// The share of the store re-verified: the fire rate.
+    pub budget: Option<f64>,
+    /// Precision and fire rate at the natural flip rate.
+    pub natural_precision: Option<f64>,
+    pub natural_fire_rate: Option<f64>,
+    pub cost: Option<Cost>,
+    /// Predictions for claims outside the evaluated set (other splits, discarded claims).
+    pub unmatched: u64,
+}
+
+impl ArmStats {
+    /// The confusion matrix back.
+    pub fn confusion(&self) -> Confusion {
+        Confusion {
+            true_positives: self.tp,
+            false_positives: self.fp,
+            false_negatives: self.false_negatives,
+            true_negatives: self.tn,
+            no_verdict: self.none,
+        }
+    }
+}
+
+/// A control beside the arm it wraps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ControlStats {
+    /// The arm step it wraps.
+    pub of: String,
+    /// The share of claims on which the control's verdict equals the arm's.
+    pub agreement: Option<f64>,
+    pub metrics: ArmStats,
+}

@@ -1,0 +1,126 @@
+//! The `report` step kind: renders `stats.json` as `report.md`, a CSV per table and SVG figures.
+//!
+//! The rendering is one item reading the stats step's output digest; the files are stored as blobs
+//! in the cache and written out by `publish`, so a cached report is restored without rendering.
+
+use serde::Deserialize;
+
+use crate::engine::{
+    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, StepContext, StepError, StepKind,
+    Upstream,
+};
+use crate::stats::StatsDocument;
+use crate::stats::report::{self, ReportConfig};
+
+/// The `report` step kind.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReportStep;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Params {
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    tables: Option<ReportConfig>,
+}
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec::optional(
+        "title",
+        ParamType::String,
+        "the report's title (default: the pipeline's name)",
+    ),
+    ParamSpec::optional(
+        "tables",
+        ParamType::Any,
+        "which arm steps each table compares: arms, pairs, testmon, diff_only, diff_with_claim, \
+         claim_question, practitioner, prose, prose_reference, prose_baselines, ladder, cutoff",
+    ),
+];
+
+impl ReportStep {
+    fn stats<'a>(
+        ctx: &StepContext,
+        upstream: &'a Upstream,
+    ) -> Result<&'a crate::engine::StepOutput, StepError> {
+        upstream.of_kind("stats").ok_or_else(|| {
+            StepError::Input(format!(
+                "step `{}`: needs a `stats` step; add it to `needs:`",
+                ctx.step.name
+            ))
+        })
+    }
+}
+
+impl StepKind for ReportStep {
+    fn name(&self) -> &'static str {
+        "report"
+    }
+
+    fn version(&self) -> u32 {
+        1
+    }
+
+    fn about(&self) -> &'static str {
+        "the paper's tables as Markdown and CSV, and SVG figures, from stats.json"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
+
+    fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
+        let _: Params = ctx.params()?;
+        let stats = Self::stats(ctx, upstream)?;
+        let mut plan = ItemPlan::new("report").params(serde_json::json!({
+            "pipeline": ctx.pipeline.name,
+        }));
+        for item in &stats.items {
+            plan = plan.read(format!("{}/{}", stats.step, item.plan.id), item.digest);
+        }
+        Ok(vec![plan])
+    }
+
+    fn run(
+        &self,
+        ctx: &StepContext,
+        _item: &ItemPlan,
+        upstream: &Upstream,
+    ) -> Result<ItemOutput, StepError> {
+        let params: Params = ctx.params()?;
+        let stats = Self::stats(ctx, upstream)?;
+        let document: StatsDocument = stats
+            .decode_all::<StatsDocument>()?
+            .into_iter()
+            .next()
+            .ok_or_else(|| {
+                StepError::Invariant(format!("step `{}` produced no statistics", stats.step))
+            })?;
+        let title = params
+            .title
+            .unwrap_or_else(|| format!("claimflow report: {}", ctx.pipeline.name));
+        let config = params.tables.unwrap_or_default();
+        let files = report::render(&title, &document, &config)
+            .map_err(|error| StepError::Message(format!("step `{}`: {error}", ctx.step.name)))?;
+        let mut output = ItemOutput::default();
+        for (path, bytes) in files {
+            let digest = ctx.store.put(&bytes)?;
+            output
+                .records
+                .push(serde_json::json!({"file": path, "digest": digest}));
+            output.blobs.insert(path, digest);
+        }
+        Ok(output)
+    }
+
+    fn publish(&self, ctx: &StepContext, items: &[ItemResult]) -> Result<(), StepError> {
+        for item in items {
+            for (path, digest) in &item.output.blobs {
+                let bytes = ctx.store.get(digest)?;
+                ctx.write_result(path, &bytes)?;
+            }
+        }
+        Ok(())
+    }
+}

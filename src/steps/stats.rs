@@ -1,0 +1,398 @@
+//! The `stats` step kind: scores every arm against the oracle's labels and writes `stats.json`.
+//!
+//! `needs:` lists the oracle step and the arm steps (and optionally `mine-claims`, `rank-commits`
+//! and `stratify` steps, whose records enrich the corpus table and the sample). Every needed step
+//! whose kind is not one of those is an arm, and its records must be predictions. The whole
+//! analysis is one item, whose key reads the output digest of every upstream item, so it reruns
+//! exactly when a label or a verdict changed.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Deserialize;
+
+use crate::engine::{
+    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, StepContext, StepError, StepKind,
+    StepOutput, Upstream,
+};
+use crate::pipeline::{Pipeline, RepoSource};
+use crate::records::{ClaimRecord, CommitRecord, Label, PredictionRecord, TruthRecord};
+use crate::stats::corpus::{self, RepositoryInfo};
+use crate::stats::evaluation::{ArmInput, Origins};
+use crate::stats::reweight::NaturalRate;
+use crate::stats::{AnalysisOptions, ArmInfo, Evaluation, Resample, StatsDocument, analyze};
+
+/// Step kinds whose records are not predictions.
+const NOT_ARMS: &[&str] = &[
+    "oracle",
+    "mine-claims",
+    "rank-commits",
+    "stratify",
+    "stats",
+    "report",
+];
+
+/// The leave-one-repository-out pair the paper reports.
+const DEFAULT_LORO: (&str, &str) = ("a6_risk", "a4");
+
+/// The `stats` step kind.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StatsStep;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Params {
+    #[serde(default = "default_bootstrap")]
+    bootstrap: u64,
+    #[serde(default)]
+    seed: u64,
+    #[serde(default)]
+    resample: Resample,
+    #[serde(default)]
+    split: Option<String>,
+    #[serde(default)]
+    compare: Option<Vec<Vec<String>>>,
+    #[serde(default)]
+    natural_rate: Option<f64>,
+}
+
+fn default_bootstrap() -> u64 {
+    10_000
+}
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec::optional(
+        "bootstrap",
+        ParamType::Integer,
+        "bootstrap resamples for the 95% intervals (default 10000)",
+    ),
+    ParamSpec::optional(
+        "seed",
+        ParamType::Integer,
+        "seed of the bootstrap (default 0)",
+    ),
+    ParamSpec::optional(
+        "resample",
+        ParamType::Enum(&["claim", "commit", "repo"]),
+        "what one bootstrap draw picks: a claim, a commit with its claims, a repository",
+    ),
+    ParamSpec::optional(
+        "split",
+        ParamType::String,
+        "score only claims of repositories with this `split:` (default: every claim)",
+    ),
+    ParamSpec::optional(
+        "compare",
+        ParamType::Any,
+        "pairs of arm steps for leave-one-repository-out, e.g. [[a6_risk, a4]]",
+    ),
+    ParamSpec::optional(
+        "natural_rate",
+        ParamType::Number,
+        "the natural flip rate to reweight precision to (default: recorded upstream or computed)",
+    ),
+];
+
+impl StepKind for StatsStep {
+    fn name(&self) -> &'static str {
+        "stats"
+    }
+
+    fn version(&self) -> u32 {
+        1
+    }
+
+    fn about(&self) -> &'static str {
+        "precision, recall, bootstrap intervals, McNemar, leave-one-repository-out per arm"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
+
+    fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
+        let params: Params = ctx.params()?;
+        check(ctx, &params, upstream)?;
+        // The pipeline's repositories and models shape the output too, so they enter the key.
+        let context = serde_json::json!({
+            "repositories": repositories(ctx.pipeline),
+            "arms": arm_infos(ctx.pipeline, upstream),
+        });
+        let mut plan = ItemPlan::new("stats").params(context);
+        for step in upstream.all() {
+            for item in &step.items {
+                plan = plan.read(format!("{}/{}", step.step, item.plan.id), item.digest);
+            }
+        }
+        Ok(vec![plan])
+    }
+
+    fn run(
+        &self,
+        ctx: &StepContext,
+        _item: &ItemPlan,
+        upstream: &Upstream,
+    ) -> Result<ItemOutput, StepError> {
+        let params: Params = ctx.params()?;
+        let document = compute(ctx, &params, upstream)?;
+        Ok(ItemOutput::records([document]))
+    }
+
+    fn publish(&self, ctx: &StepContext, items: &[ItemResult]) -> Result<(), StepError> {
+        let record = items
+            .first()
+            .and_then(|item| item.output.records.first())
+            .ok_or_else(|| {
+                StepError::Invariant(format!("step `{}` produced no statistics", ctx.step.name))
+            })?;
+        let mut bytes = serde_json::to_vec_pretty(record).expect("statistics serialize");
+        bytes.push(b'\n');
+        ctx.write_result("stats.json", &bytes)
+    }
+}
+
+fn input_error(ctx: &StepContext, message: impl std::fmt::Display) -> StepError {
+    StepError::Input(format!("step `{}`: {message}", ctx.step.name))
+}
+
+/// Checks what can be checked before anything runs.
+fn check(ctx: &StepContext, params: &Params, upstream: &Upstream) -> Result<(), StepError> {
+    if upstream.of_kind("oracle").is_none() && upstream.of_kind("stratify").is_none() {
+        return Err(input_error(
+            ctx,
+            "needs an `oracle` step (or a `stratify` step) for the labels; add it to `needs:`",
+        ));
+    }
+    if params.bootstrap == 0 {
+        return Err(input_error(ctx, "`bootstrap` must be at least 1"));
+    }
+    if let Some(split) = &params.split
+        && !ctx
+            .pipeline
+            .repos
+            .iter()
+            .any(|repo| repo.split.as_deref() == Some(split))
+    {
+        return Err(input_error(
+            ctx,
+            format!("no repository has `split: {split}`"),
+        ));
+    }
+    if let Some(rate) = params.natural_rate
+        && !(rate > 0.0 && rate < 1.0)
+    {
+        return Err(input_error(
+            ctx,
+            "`natural_rate` must lie strictly between 0 and 1",
+        ));
+    }
+    loro_pairs(ctx, params).map(|_| ())
+}
+
+fn loro_pairs(ctx: &StepContext, params: &Params) -> Result<Vec<(String, String)>, StepError> {
+    let Some(pairs) = &params.compare else {
+        return Ok(vec![(DEFAULT_LORO.0.into(), DEFAULT_LORO.1.into())]);
+    };
+    pairs
+        .iter()
+        .map(|pair| match pair.as_slice() {
+            [first, second] => Ok((first.clone(), second.clone())),
+            _ => Err(input_error(
+                ctx,
+                format!("`compare` entries are pairs of arm steps, got {pair:?}"),
+            )),
+        })
+        .collect()
+}
+
+/// The pipeline's repositories, as the corpus table needs them.
+fn repositories(pipeline: &Pipeline) -> BTreeMap<String, RepositoryInfo> {
+    pipeline
+        .repos
+        .iter()
+        .map(|repo| {
+            let source = match &repo.source {
+                RepoSource::Url(url) => url.clone(),
+                RepoSource::Path(path) | RepoSource::Corpus(path) => path.display().to_string(),
+            };
+            let info = RepositoryInfo {
+                split: repo.split.clone(),
+                source,
+            };
+            (repo.name.clone(), info)
+        })
+        .collect()
+}
+
+fn is_arm(output: &StepOutput) -> bool {
+    !NOT_ARMS.contains(&output.kind.as_str())
+}
+
+/// What the pipeline says about each arm step.
+fn arm_infos(pipeline: &Pipeline, upstream: &Upstream) -> BTreeMap<String, ArmInfo> {
+    upstream
+        .all()
+        .filter(|output| is_arm(output))
+        .map(|output| {
+            let with = pipeline.step(&output.step).map(|step| &step.with);
+            let text = |key: &str| {
+                with.and_then(|with| with.get(key))
+                    .and_then(|value| value.as_str())
+                    .map(str::to_string)
+            };
+            let model = text("model");
+            let price = model
+                .as_ref()
+                .and_then(|model| pipeline.models.get(model))
+                .and_then(|model| model.price_per_mtok);
+            let info = ArmInfo {
+                kind: output.kind.clone(),
+                model,
+                price_input: price.map(|price| price.input),
+                price_output: price.map(|price| price.output),
+                control_of: text("arm").filter(|arm| pipeline.step(arm).is_some()),
+            };
+            (output.step.clone(), info)
+        })
+        .collect()
+}
+
+/// Records of `output` that decode as `T`, skipping others (a summary line).
+fn decodable<T: serde::de::DeserializeOwned>(output: &StepOutput) -> Vec<T> {
+    output
+        .items
+        .iter()
+        .flat_map(|item| item.output.records.iter())
+        .filter_map(|record| serde_json::from_value(record.clone()).ok())
+        .collect()
+}
+
+/// A `natural_rate` recorded by an upstream step that is not an arm.
+fn recorded_natural_rate(upstream: &Upstream) -> Option<NaturalRate> {
+    upstream
+        .all()
+        .filter(|output| !is_arm(output))
+        .find_map(|output| {
+            output
+                .items
+                .iter()
+                .flat_map(|item| item.output.records.iter())
+                .find_map(|record| record.get("natural_rate")?.as_f64())
+                .map(|value| NaturalRate {
+                    value,
+                    source: format!("step:{}", output.step),
+                })
+        })
+}
+
+/// Runs the whole analysis.
+fn compute(
+    ctx: &StepContext,
+    params: &Params,
+    upstream: &Upstream,
+) -> Result<StatsDocument, StepError> {
+    check(ctx, params, upstream)?;
+    let oracle = upstream.of_kind("oracle");
+    let stratify = upstream.of_kind("stratify");
+    let claims: Option<Vec<ClaimRecord>> = upstream
+        .of_kind("mine-claims")
+        .map(StepOutput::decode_all)
+        .transpose()?;
+    let commits: Option<Vec<CommitRecord>> = upstream
+        .of_kind("rank-commits")
+        .map(StepOutput::decode_all)
+        .transpose()?;
+    let origins = claims
+        .as_deref()
+        .map(Origins::from_claims)
+        .unwrap_or_default();
+    let population: Vec<TruthRecord> = match oracle {
+        Some(oracle) => oracle.decode_all()?,
+        None => Vec::new(),
+    };
+    let (labels, labels_from): (Vec<TruthRecord>, String) = match stratify {
+        Some(sample) => (decodable(sample), sample.step.clone()),
+        None => (population.clone(), oracle.expect("checked").step.clone()),
+    };
+
+    let repositories = repositories(ctx.pipeline);
+    let in_split: Option<BTreeSet<String>> = params.split.as_ref().map(|split| {
+        repositories
+            .iter()
+            .filter(|(_, info)| info.split.as_deref() == Some(split))
+            .map(|(name, _)| name.clone())
+            .collect()
+    });
+
+    let infos = arm_infos(ctx.pipeline, upstream);
+    let mut arms = BTreeMap::new();
+    for output in upstream.all().filter(|output| is_arm(output)) {
+        let predictions: Vec<PredictionRecord> = output.decode_all().map_err(|error| {
+            input_error(
+                ctx,
+                format!(
+                    "needed step `{}` (uses: {}) is scored as an arm but its records are not \
+                     predictions: {error}",
+                    output.step, output.kind
+                ),
+            )
+        })?;
+        let input = ArmInput {
+            info: infos[&output.step].clone(),
+            predictions,
+        };
+        arms.insert(output.step.clone(), input);
+    }
+
+    let evaluation = Evaluation::build(&labels, &origins, &arms, in_split.as_ref())
+        .map_err(|error| StepError::Message(format!("step `{}`: {error}", ctx.step.name)))?;
+
+    let natural_rate = match params.natural_rate {
+        Some(value) => Some(NaturalRate {
+            value,
+            source: "param".into(),
+        }),
+        None => recorded_natural_rate(upstream).or_else(|| {
+            let (step, records) = match oracle {
+                Some(oracle) => (oracle.step.clone(), &population),
+                None => (labels_from.clone(), &labels),
+            };
+            let (mut flipped, mut labelled) = (0u64, 0u64);
+            for record in records {
+                let keep = origins.of(&record.claim).ok().is_some_and(|origin| {
+                    in_split
+                        .as_ref()
+                        .is_none_or(|keep| keep.contains(&origin.repository))
+                });
+                if keep && record.label != Label::Discarded {
+                    labelled += 1;
+                    flipped += u64::from(record.label == Label::Flipped);
+                }
+            }
+            crate::stats::confusion::ratio(flipped, labelled).map(|value| NaturalRate {
+                value,
+                source: format!("computed:{step}"),
+            })
+        }),
+    };
+
+    let corpus_rows = corpus::corpus(
+        &repositories,
+        &population,
+        &origins,
+        claims.as_deref(),
+        commits.as_deref(),
+    )
+    .map_err(|error| StepError::Message(format!("step `{}`: {error}", ctx.step.name)))?;
+
+    let options = AnalysisOptions {
+        resamples: params.bootstrap,
+        seed: params.seed,
+        resample: params.resample,
+        confidence: 0.95,
+        loro: loro_pairs(ctx, params)?,
+        natural_rate,
+        split: params.split.clone(),
+        labels_from,
+    };
+    Ok(analyze(&evaluation, corpus_rows, repositories, &options))
+}

@@ -1,0 +1,196 @@
+//! The pipeline DSL: bad pipelines report every problem with its place and a hint; good ones load
+//! into the pipeline the engine runs, and render as graphs.
+
+use std::path::{Path, PathBuf};
+
+use claimflow::engine::Dag;
+use claimflow::pipeline::{Pipeline, load, load_str};
+use claimflow::steps::Registry;
+
+use crate::common::step_kinds::registry;
+
+/// The project root the test pipelines resolve their paths against.
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pipelines")
+}
+
+/// The path of a test pipeline as a user would name it: relative to the project root.
+fn relative(path: &Path) -> PathBuf {
+    path.strip_prefix(root())
+        .expect("test pipelines live under the root")
+        .to_path_buf()
+}
+
+fn load_good(file: &str, registry: &Registry) -> Pipeline {
+    load(Path::new(file), &root(), registry).unwrap_or_else(|problems| panic!("{problems}"))
+}
+
+/// The pipeline as JSON, with the machine-specific root written as `[ROOT]`.
+fn portable(pipeline: &Pipeline) -> String {
+    let root = root();
+    serde_json::to_string_pretty(pipeline)
+        .expect("a pipeline serializes")
+        .replace(root.to_str().expect("a UTF-8 root"), "[ROOT]")
+}
+
+#[test]
+fn bad_pipelines_report_every_problem() {
+    insta::glob!("../pipelines/bad", "*.yaml", |path| {
+        let problems =
+            load(&relative(path), &root(), &registry()).expect_err("a bad pipeline must not load");
+        insta::assert_snapshot!(problems.to_string());
+    });
+}
+
+#[test]
+fn good_pipelines_load() {
+    insta::glob!("../pipelines/good", "*.yaml", |path| {
+        let pipeline = load(&relative(path), &root(), &registry())
+            .unwrap_or_else(|problems| panic!("{problems}"));
+        insta::assert_snapshot!(portable(&pipeline));
+    });
+}
+
+#[test]
+fn every_bad_pipeline_problem_is_in_file_order_with_a_hint() {
+    insta::glob!("../pipelines/bad", "*.yaml", |path| {
+        let problems = load(&relative(path), &root(), &registry()).unwrap_err();
+        let places: Vec<_> = problems
+            .0
+            .iter()
+            .map(|problem| (problem.line, problem.column))
+            .collect();
+        let mut sorted = places.clone();
+        sorted.sort_unstable();
+        assert_eq!(places, sorted, "{}", path.display());
+        for problem in &problems.0 {
+            assert!(problem.hint.is_some(), "no hint for: {problem}");
+        }
+    });
+}
+
+#[test]
+fn several_problems_are_reported_together() {
+    let problems = load(Path::new("bad/several_problems.yaml"), &root(), &registry()).unwrap_err();
+    assert!(problems.0.len() >= 8, "{problems}");
+}
+
+#[test]
+fn a_key_that_looks_like_a_secret_is_never_echoed() {
+    let problems = load(Path::new("bad/api_key_literal.yaml"), &root(), &registry()).unwrap_err();
+    let text = problems.to_string();
+    assert!(!text.contains("Zq3v8XkR2mN7pL4tY9wB1cD6fH0jK5sA"), "{text}");
+    assert!(!text.contains("my key"), "{text}");
+}
+
+#[test]
+fn with_becomes_sorted_json_and_lines_point_at_step_names() {
+    let pipeline = load_good("good/paper.yaml", &registry());
+    let a6 = pipeline.step("a6_risk").unwrap();
+    assert_eq!(a6.line, 46);
+    assert_eq!(
+        serde_json::to_string(&a6.with).unwrap(),
+        r#"{"model":"budget","options":{"max_tokens":512,"stop":["\n\n"],"temperature":0},"prompt":"prompts/a6_risk.txt","question":"claim"}"#
+    );
+    let stats = pipeline.step("stats").unwrap();
+    assert_eq!(stats.with["bootstrap"], serde_json::json!(10000));
+    assert!(stats.with["bootstrap"].is_i64());
+}
+
+#[test]
+fn relative_paths_resolve_against_the_root_and_absolute_ones_stay() {
+    let commands = load_good("good/commands.yaml", &registry());
+    assert_eq!(
+        commands.workdir,
+        PathBuf::from("/tmp/claimflow-absolute-workdir")
+    );
+    assert_eq!(commands.results, root().join("out/commands"));
+    let minimal = load_good("good/minimal.yaml", &registry());
+    assert_eq!(minimal.workdir, root().join(".claimflow"));
+    assert_eq!(minimal.results, root().join("results/minimal"));
+}
+
+#[test]
+fn load_str_reads_text_as_if_from_the_named_file() {
+    let problems = load_str(
+        "version: 1\nname: inline\nsteps:\n  a: {uses: command}\n",
+        Path::new("pipelines/inline.yaml"),
+        &root(),
+        &registry(),
+    )
+    .unwrap_err();
+    insta::assert_snapshot!(problems.to_string(), @r"
+    pipelines/inline.yaml:4:3: error: step `a` (`command`) is missing the required parameter `run`
+      hint: add `run:` under `with:`: the command, run by `sh -c`
+    1 problem found
+    ");
+}
+
+#[test]
+fn a_missing_pipeline_file_is_a_problem_not_a_panic() {
+    let problems = load(Path::new("good/absent.yaml"), &root(), &registry()).unwrap_err();
+    assert_eq!(problems.0.len(), 1);
+    assert!(
+        problems.0[0]
+            .message
+            .starts_with("cannot read the pipeline")
+    );
+}
+
+#[test]
+fn the_paper_pipeline_orders_and_renders() {
+    let pipeline = load_good("good/paper.yaml", &registry());
+    let dag = Dag::new(&pipeline).unwrap();
+    assert_eq!(
+        dag.topological(),
+        [
+            "rank",
+            "claims",
+            "truth",
+            "sample",
+            "a5",
+            "a6_risk",
+            "a6_shuffled",
+            "stats",
+            "report"
+        ]
+    );
+    assert_eq!(
+        dag.dependents("a6_risk").unwrap(),
+        ["a6_shuffled", "stats", "report"]
+    );
+    assert_eq!(
+        dag.ancestors("a5").unwrap(),
+        ["rank", "claims", "truth", "sample"]
+    );
+    insta::assert_snapshot!("paper_dot", dag.dot());
+    insta::assert_snapshot!("paper_mermaid", dag.mermaid());
+}
+
+#[test]
+fn declaration_order_breaks_ties_not_dependency_order() {
+    let pipeline = load_good("good/commands.yaml", &registry());
+    let dag = Dag::new(&pipeline).unwrap();
+    assert_eq!(dag.topological(), ["gen", "shout", "count", "each"]);
+    insta::assert_snapshot!("commands_dot", dag.dot());
+    insta::assert_snapshot!("commands_mermaid", dag.mermaid());
+}
+
+#[test]
+fn the_builtin_registry_loads_a_pipeline_of_command_steps() {
+    let pipeline = load_good("good/commands.yaml", &Registry::builtin());
+    assert_eq!(pipeline.steps.len(), 4);
+    assert!(pipeline.steps.iter().all(|step| step.uses == "command"));
+}
+
+#[test]
+fn a_byte_order_mark_is_not_part_of_the_first_key() {
+    let pipeline = load_str(
+        "\u{feff}version: 1\nname: bom\nsteps:\n  a: {uses: command, with: {run: \"true\"}}\n",
+        Path::new("bom.yaml"),
+        &root(),
+        &registry(),
+    )
+    .unwrap_or_else(|problems| panic!("{problems}"));
+    assert_eq!(pipeline.version, 1);
+}

@@ -1,0 +1,489 @@
+//! The engine end to end through the binary: caching, incremental re-runs, early cutoff, key
+//! stability, failures, crash safety and concurrent runs, on pipelines of `command` steps.
+
+use std::time::Duration;
+
+use crate::common::project::Project;
+
+const CHAIN: &str = r#"version: 1
+name: chain
+steps:
+  gen:
+    uses: command
+    with:
+      run: cat seed.txt > gen.txt
+      inputs: [seed.txt]
+      outputs: [gen.txt]
+  shout:
+    uses: command
+    needs: [gen]
+    with:
+      run: tr a-z A-Z < gen.txt > shout.txt
+      inputs: [gen.txt]
+      outputs: [shout.txt]
+  count:
+    uses: command
+    needs: [shout]
+    with:
+      foreach: [x, y, z]
+      run: mkdir -p counts && echo "{item} $(wc -c < shout.txt)" > counts/{item}.txt
+      inputs: [shout.txt]
+      outputs: ["counts/{item}.txt"]
+  notes:
+    uses: command
+    with:
+      foreach: notes/*.txt
+      run: mkdir -p upper && tr a-z A-Z < {item} > upper/{name}
+      inputs: ["{item}"]
+      outputs: ["upper/{name}"]
+"#;
+
+fn chain() -> Project {
+    let project = Project::new();
+    project
+        .file("pipeline.yaml", CHAIN)
+        .file("seed.txt", "hello claims\n")
+        .file("notes/a.txt", "alpha\n")
+        .file("notes/b.txt", "beta\n")
+        .file("notes/c.txt", "gamma\n");
+    project
+}
+
+fn to_run(project: &Project) -> Vec<(String, Option<u64>)> {
+    project
+        .plan("pipeline.yaml")
+        .into_iter()
+        .map(|(name, _, to_run)| (name, to_run))
+        .collect()
+}
+
+fn some(steps: &[(&str, u64)]) -> Vec<(String, Option<u64>)> {
+    steps
+        .iter()
+        .map(|(name, n)| (name.to_string(), Some(*n)))
+        .collect()
+}
+
+#[test]
+fn a_second_run_runs_nothing() {
+    let project = chain();
+    project.ok(&["run", "pipeline.yaml"]);
+    assert_eq!(project.read("shout.txt"), "HELLO CLAIMS\n");
+    assert_eq!(project.read("upper/b.txt"), "BETA\n");
+    assert_eq!(
+        to_run(&project),
+        some(&[("gen", 0), ("shout", 0), ("count", 0), ("notes", 0)])
+    );
+    let second = project.ok(&["run", "pipeline.yaml"]);
+    assert!(
+        second.stderr.contains("run finished: 0 computed, 8 cached"),
+        "{}",
+        second.stderr
+    );
+}
+
+#[test]
+fn touching_one_input_reruns_only_its_item_and_dependents() {
+    let project = chain();
+    project.ok(&["run", "pipeline.yaml"]);
+    project.file("notes/b.txt", "beta two\n");
+    assert_eq!(
+        to_run(&project),
+        some(&[("gen", 0), ("shout", 0), ("count", 0), ("notes", 1)])
+    );
+    let ran = project.ok(&["run", "pipeline.yaml"]);
+    assert!(
+        ran.stderr.contains("run finished: 1 computed, 7 cached"),
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(project.read("upper/b.txt"), "BETA TWO\n");
+
+    project.file("seed.txt", "hello again\n");
+    let plan = to_run(&project);
+    assert_eq!(plan[0], ("gen".to_string(), Some(1)));
+    // Downstream items cannot be listed until `gen` has produced its new output.
+    assert_eq!(plan[1], ("shout".to_string(), None));
+    let ran = project.ok(&["run", "pipeline.yaml"]);
+    assert!(
+        ran.stderr.contains("run finished: 5 computed, 3 cached"),
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(project.read("counts/y.txt"), "y 12\n");
+}
+
+#[test]
+fn an_upstream_rewritten_to_the_same_bytes_stops_propagation() {
+    let project = chain();
+    project.ok(&["run", "pipeline.yaml"]);
+    let shout_before = project.keys("pipeline.yaml", "shout");
+    project.file(
+        "pipeline.yaml",
+        &CHAIN.replace("run: cat seed.txt > gen.txt", "run: cp seed.txt gen.txt"),
+    );
+    let ran = project.ok(&["run", "pipeline.yaml"]);
+    assert!(
+        ran.stderr.contains("gen: done, 1 computed, 0 cached"),
+        "{}",
+        ran.stderr
+    );
+    assert!(
+        ran.stderr.contains("shout: done, 0 computed, 1 cached"),
+        "{}",
+        ran.stderr
+    );
+    assert!(
+        ran.stderr.contains("count: done, 0 computed, 3 cached"),
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(project.keys("pipeline.yaml", "shout"), shout_before);
+}
+
+#[test]
+fn keys_do_not_depend_on_the_project_location_the_workdir_or_the_yaml_layout() {
+    let first = chain();
+    first.ok(&["run", "pipeline.yaml"]);
+    let second = chain();
+    // The same pipeline reformatted, with `with` keys reordered and a workdir elsewhere.
+    second.file(
+        "pipeline.yaml",
+        r#"version: 1
+name: chain
+workdir: build/state
+steps:
+  gen: {uses: command, with: {outputs: [gen.txt], inputs: [seed.txt], run: "cat seed.txt > gen.txt"}}
+  shout:
+    needs: [gen]
+    uses: command
+    with: {outputs: [shout.txt], run: "tr a-z A-Z < gen.txt > shout.txt", inputs: [gen.txt]}
+  count:
+    uses: command
+    needs: [shout]
+    with:
+      outputs: ["counts/{item}.txt"]
+      inputs: [shout.txt]
+      run: mkdir -p counts && echo "{item} $(wc -c < shout.txt)" > counts/{item}.txt
+      foreach: [x, y, z]
+  notes:
+    uses: command
+    with: {foreach: notes/*.txt, outputs: ["upper/{name}"], inputs: ["{item}"], run: "mkdir -p upper && tr a-z A-Z < {item} > upper/{name}"}
+"#,
+    );
+    second.ok(&["run", "pipeline.yaml"]);
+    assert!(second.path("build/state/cache").is_dir());
+    for step in ["gen", "shout", "count", "notes"] {
+        assert_eq!(
+            first.keys("pipeline.yaml", step),
+            second.keys("pipeline.yaml", step),
+            "step {step}"
+        );
+    }
+}
+
+#[test]
+fn changing_a_param_changes_exactly_the_dependent_keys() {
+    let project = chain();
+    project.ok(&["run", "pipeline.yaml"]);
+    let before: Vec<_> = ["gen", "shout", "count", "notes"]
+        .iter()
+        .map(|step| project.keys("pipeline.yaml", step))
+        .collect();
+    project.file(
+        "pipeline.yaml",
+        &CHAIN.replace("echo \"{item} $(wc", "echo \"{item} has $(wc"),
+    );
+    let after: Vec<_> = ["gen", "shout", "count", "notes"]
+        .iter()
+        .map(|step| project.keys("pipeline.yaml", step))
+        .collect();
+    assert_eq!(before[0], after[0]);
+    assert_eq!(before[1], after[1]);
+    assert_eq!(before[3], after[3]);
+    assert!(
+        before[2]
+            .iter()
+            .zip(&after[2])
+            .all(|(old, new)| old.0 == new.0 && old.1 != new.1)
+    );
+    let explained = project.ok(&["explain", "pipeline.yaml", "count", "y"]);
+    assert!(
+        explained
+            .stdout
+            .contains("since the last run: params: run; item params"),
+        "{}",
+        explained.stdout
+    );
+}
+
+#[test]
+fn plan_output_reads_well() {
+    let project = chain();
+    insta::assert_snapshot!("plan_fresh", project.ok(&["plan", "pipeline.yaml"]).stdout);
+    project.ok(&["run", "pipeline.yaml"]);
+    project.file("notes/c.txt", "gamma two\n");
+    project.file("notes/d.txt", "delta\n");
+    insta::assert_snapshot!(
+        "plan_after_edit",
+        project.ok(&["plan", "pipeline.yaml"]).stdout
+    );
+    insta::assert_snapshot!(
+        "plan_after_edit_json",
+        project.ok(&["plan", "pipeline.yaml", "--json"]).stdout
+    );
+}
+
+#[test]
+fn a_failed_item_is_reported_and_never_cached() {
+    let project = Project::new();
+    project.file(
+        "pipeline.yaml",
+        r#"version: 1
+name: failing
+steps:
+  check:
+    uses: command
+    with:
+      foreach: [good, bad]
+      run: test -f flag-{item} && echo ok > out-{item}.txt
+      outputs: ["out-{item}.txt"]
+  after:
+    uses: command
+    needs: [check]
+    with:
+      run: cat out-good.txt out-bad.txt > both.txt
+      outputs: [both.txt]
+"#,
+    );
+    project.file("flag-good", "");
+    let ran = project.run(&["run", "pipeline.yaml"]);
+    assert_eq!(ran.code, 1, "{}", ran.stderr);
+    assert!(ran.stderr.contains("error: step `check` item `bad`: step `check` item `bad`: `test -f flag-bad && echo ok > out-bad.txt` exited"), "{}", ran.stderr);
+    assert!(
+        ran.stderr
+            .contains("after: skipped (step `check` did not finish)"),
+        "{}",
+        ran.stderr
+    );
+    let plan = project.plan("pipeline.yaml");
+    assert_eq!(plan[0], ("check".to_string(), Some(2), Some(1)));
+    project.file("flag-bad", "");
+    let ran = project.ok(&["run", "pipeline.yaml"]);
+    assert!(
+        ran.stderr.contains("check: done, 1 computed, 1 cached"),
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(project.read("both.txt"), "ok\nok\n");
+}
+
+#[test]
+fn a_missing_declared_output_fails_the_item() {
+    let project = Project::new();
+    project.file(
+        "pipeline.yaml",
+        "version: 1\nname: missing\nsteps:\n  make:\n    uses: command\n    with: {run: echo hi > other.txt, outputs: [wanted.txt]}\n",
+    );
+    let ran = project.run(&["run", "pipeline.yaml"]);
+    assert_eq!(ran.code, 1);
+    assert!(
+        ran.stderr
+            .contains("did not produce the declared output wanted.txt"),
+        "{}",
+        ran.stderr
+    );
+}
+
+#[test]
+fn cached_outputs_are_restored_when_deleted() {
+    let project = chain();
+    project.ok(&["run", "pipeline.yaml"]);
+    std::fs::remove_file(project.path("shout.txt")).unwrap();
+    let ran = project.ok(&["run", "pipeline.yaml"]);
+    assert!(
+        ran.stderr.contains("run finished: 0 computed"),
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(project.read("shout.txt"), "HELLO CLAIMS\n");
+}
+
+const SLOW: &str = r#"version: 1
+name: slow
+steps:
+  work:
+    uses: command
+    with:
+      foreach: [a01, a02, a03, a04, a05, a06, a07, a08, a09, a10, a11, a12, a13, a14, a15, a16]
+      run: mkdir -p out && sleep 0.05 && echo "{item} done" > out/{item}.txt
+      outputs: ["out/{item}.txt"]
+  total:
+    uses: command
+    needs: [work]
+    with:
+      run: cat out/*.txt > total.txt
+      outputs: [total.txt]
+"#;
+
+/// Kill -9 mid-run at several points; the next run completes, the cache verifies, and the results
+/// equal an uninterrupted run's.
+#[test]
+fn a_run_killed_at_any_point_leaves_a_sound_cache() {
+    let reference = Project::new();
+    reference.file("pipeline.yaml", SLOW);
+    reference.ok(&["run", "pipeline.yaml", "-j", "2"]);
+
+    let project = Project::new();
+    project.file("pipeline.yaml", SLOW);
+    for delay_ms in [40, 120, 200, 90, 300] {
+        let mut child = project
+            .command(&["run", "pipeline.yaml", "-j", "2"])
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let _ = child.kill();
+        let _ = child.wait();
+        let verify = project.run(&["cache", "verify", "pipeline.yaml"]);
+        assert_eq!(
+            verify.code, 0,
+            "after a kill at {delay_ms} ms: {}{}",
+            verify.stdout, verify.stderr
+        );
+    }
+    project.ok(&["run", "pipeline.yaml"]);
+    assert_eq!(project.read("total.txt"), reference.read("total.txt"));
+    assert_eq!(
+        project.keys("pipeline.yaml", "total"),
+        reference.keys("pipeline.yaml", "total")
+    );
+    project.ok(&["cache", "verify", "pipeline.yaml"]);
+}
+
+#[test]
+fn two_runs_on_one_workdir_do_not_corrupt_it() {
+    let project = Project::new();
+    project.file("pipeline.yaml", SLOW);
+    let first = project
+        .command(&["run", "pipeline.yaml", "-q"])
+        .spawn()
+        .unwrap();
+    let second = project
+        .command(&["run", "pipeline.yaml", "-q"])
+        .spawn()
+        .unwrap();
+    assert!(first.wait_with_output().unwrap().status.success());
+    assert!(second.wait_with_output().unwrap().status.success());
+    project.ok(&["cache", "verify", "pipeline.yaml"]);
+    let ran = project.ok(&["run", "pipeline.yaml"]);
+    assert!(
+        ran.stderr.contains("run finished: 0 computed, 17 cached"),
+        "{}",
+        ran.stderr
+    );
+}
+
+#[test]
+fn gc_keeps_what_the_last_run_used() {
+    let project = chain();
+    project.ok(&["run", "pipeline.yaml"]);
+    project.file("seed.txt", "something else\n");
+    project.ok(&["run", "pipeline.yaml"]);
+    let gc = project.ok(&["cache", "gc", "pipeline.yaml"]);
+    assert!(
+        !gc.stdout.contains("removed 0 action records"),
+        "{}",
+        gc.stdout
+    );
+    let ran = project.ok(&["run", "pipeline.yaml"]);
+    assert!(
+        ran.stderr.contains("run finished: 0 computed"),
+        "{}",
+        ran.stderr
+    );
+    project.ok(&["cache", "verify", "pipeline.yaml"]);
+}
+
+#[test]
+fn unknown_names_on_the_command_line_are_the_users_error() {
+    let project = chain();
+    assert_eq!(
+        project
+            .run(&["run", "pipeline.yaml", "--until", "nope"])
+            .code,
+        2
+    );
+    assert_eq!(
+        project
+            .run(&["run", "pipeline.yaml", "--force", "nope"])
+            .code,
+        2
+    );
+    assert_eq!(project.run(&["explain", "pipeline.yaml", "nope"]).code, 2);
+    assert_eq!(project.run(&["run", "missing.yaml"]).code, 2);
+}
+
+#[test]
+fn until_runs_only_the_step_and_what_it_needs() {
+    let project = chain();
+    let ran = project.ok(&["run", "pipeline.yaml", "--until", "shout"]);
+    assert!(
+        ran.stderr.contains("count: skipped (left out by --until)"),
+        "{}",
+        ran.stderr
+    );
+    assert!(project.path("shout.txt").is_file());
+    assert!(!project.path("counts").exists());
+    let forced = project.ok(&["run", "pipeline.yaml", "--force", "gen"]);
+    assert!(
+        forced.stderr.contains("gen: done, 1 computed, 0 cached"),
+        "{}",
+        forced.stderr
+    );
+    assert!(
+        forced.stderr.contains("shout: done, 0 computed, 1 cached"),
+        "{}",
+        forced.stderr
+    );
+}
+
+#[test]
+fn an_exported_cache_serves_another_project() {
+    let first = chain();
+    first.ok(&["run", "pipeline.yaml"]);
+    let exported = first.path("exported");
+    first.ok(&[
+        "cache",
+        "export",
+        exported.to_str().unwrap(),
+        "pipeline.yaml",
+    ]);
+    let second = chain();
+    second.ok(&[
+        "cache",
+        "import",
+        exported.to_str().unwrap(),
+        "pipeline.yaml",
+    ]);
+    let ran = second.ok(&["run", "pipeline.yaml"]);
+    assert!(
+        ran.stderr.contains("run finished: 0 computed, 8 cached"),
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(second.read("shout.txt"), "HELLO CLAIMS\n");
+}
+
+#[test]
+fn graph_prints_the_steps_and_their_edges() {
+    let project = chain();
+    let dot = project.ok(&["graph", "pipeline.yaml"]).stdout;
+    assert!(dot.starts_with("digraph"), "{dot}");
+    assert!(dot.contains("\"gen\" -> \"shout\";"), "{dot}");
+    assert!(dot.contains("\"shout\" -> \"count\";"), "{dot}");
+    let mermaid = project
+        .ok(&["graph", "pipeline.yaml", "--format", "mermaid"])
+        .stdout;
+    assert!(mermaid.contains("s0[\"gen<br/>(command)\"]"), "{mermaid}");
+    assert!(mermaid.contains("s1 --> s2"), "{mermaid}");
+}
