@@ -4,4 +4,5 @@ mod common;
 mod corpus;
 mod dsl;
 mod engine;
+mod foreach_keys;
 mod stats;
