@@ -7,7 +7,6 @@ root so their metadata (.claimflow, .dvc, .snakemake) never meets.
 Usage: python3 generate.py ROOT N
 """
 
-import json
 import os
 import sys
 
@@ -24,8 +23,7 @@ def write(path, text):
 
 
 def claimflow(root, names):
-    # JSON is YAML, and a flow list keeps a 5,000-element foreach on one line per item.
-    foreach = ",\n".join(f"        {json.dumps(name)}" for name in names)
+    foreach = "\n".join(f"        - {name}" for name in names)
     write(
         os.path.join(root, "pipeline.yaml"),
         f"""version: 1
@@ -34,17 +32,16 @@ steps:
   gen:
     uses: command
     with:
-      run: echo {{item}} > out/{{item}}.txt
-      outputs: [out/{{item}}.txt]
-      foreach: [
+      run: "echo {{item}} > out/{{item}}.txt"
+      outputs: ["out/{{item}}.txt"]
+      foreach:
 {foreach}
-      ]
   all:
     uses: command
     needs: [gen]
     with:
-      run: cat out/*.txt > all.txt
-      outputs: [all.txt]
+      run: "cat out/*.txt > all.txt"
+      outputs: ["all.txt"]
 """,
     )
 

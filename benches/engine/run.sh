@@ -4,7 +4,8 @@
 # usage: benches/engine/run.sh [N]        N items in the fan-out (default 5000)
 #
 # Each tool runs the DAG once (timed, informational), then its no-op re-run and its dry run are timed
-# (median of BENCH_RUNS runs, default 3, after one warm-up; hyperfine when installed). The script exits
+# (median of BENCH_RUNS runs, default 3, after BENCH_WARMUP warm-ups, default 1; hyperfine when
+# installed, else timer.py). The script exits
 # non-zero only on an error — a tool failing, a "no-op" that still had work, outputs that differ — never
 # on a missed target: targets are reported.
 #
@@ -21,6 +22,7 @@ if ! [[ $count =~ ^[1-9][0-9]*$ ]]; then
     exit 2
 fi
 runs=${BENCH_RUNS:-3}
+warmup=${BENCH_WARMUP:-1}
 # `dvc repro` rewrites dvc.lock after every stage (O(N^2)): past a few hundred stages its first run
 # takes hours here, so above 300 items seed_dvc.py does the `gen` stages' first run (see its doc).
 dvc_first=${BENCH_DVC_FIRST:-$(((count <= 300)) && echo repro || echo seed)}
@@ -59,8 +61,8 @@ export DVC_NO_ANALYTICS=1
 # --- claimflow, release build -------------------------------------------------------------------
 log "building claimflow (release)"
 cargo build --release --quiet --manifest-path "$repo/Cargo.toml"
-claimflow=${CARGO_TARGET_DIR:-$repo/target}/release/claimflow
-[[ -x $claimflow ]] || { echo "no binary at $claimflow" >&2; exit 1; }
+built=${CARGO_TARGET_DIR:-$repo/target}/release/claimflow
+[[ -x $built ]] || { echo "no binary at $built" >&2; exit 1; }
 
 # --- the scratch projects ------------------------------------------------------------------------
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/claimflow-bench.XXXXXX")
@@ -69,6 +71,10 @@ if [[ ${BENCH_KEEP:-0} == 1 ]]; then
 else
     trap 'rm -rf "$scratch"' EXIT
 fi
+# A copy, so a rebuild while the benchmark runs cannot swap the binary under it.
+claimflow=$scratch/bin/claimflow
+mkdir -p "$scratch/bin"
+cp "$built" "$claimflow"
 "$python" "$here/generate.py" "$scratch" "$count"
 mkdir -p "$scratch/times" "$scratch/logs"
 (cd "$scratch/dvc" && "$dvc" init --no-scm --quiet && "$dvc" config core.analytics false)
@@ -76,14 +82,11 @@ mkdir -p "$scratch/times" "$scratch/logs"
 if command -v hyperfine > /dev/null; then
     timer=hyperfine
 else
-    timer=date
+    timer=timer.py
 fi
 
-# elapsed START END: the seconds between two `date +%s.%N` stamps.
-elapsed() { "$python" -c 'import sys; print(float(sys.argv[2]) - float(sys.argv[1]))' "$1" "$2"; }
-
-# measure NAME DIR COMMAND...: times COMMAND (run in DIR) $runs times after one warm-up, writing the
-# seconds of each run, one a line, to $scratch/times/NAME.
+# measure NAME DIR COMMAND...: times COMMAND (run in DIR) $runs times after $warmup warm-ups, writing
+# the wall seconds of each run, one a line, to $scratch/times/NAME and the mean CPU seconds to NAME.cpu.
 measure() {
     local name=$1 dir=$2
     shift 2
@@ -91,38 +94,29 @@ measure() {
     if [[ $timer == hyperfine ]]; then
         local quoted
         quoted=$(printf '%q ' "$@")
-        (cd "$dir" && hyperfine --style none -N --warmup 1 --runs "$runs" \
+        (cd "$dir" && hyperfine --style none -N --warmup "$warmup" --runs "$runs" \
             --export-json "$scratch/times/$name.json" "$quoted" > /dev/null)
         "$python" -c 'import json, sys
-for t in json.load(open(sys.argv[1]))["results"][0]["times"]: print(t)' \
-            "$scratch/times/$name.json" > "$scratch/times/$name"
+result = json.load(open(sys.argv[1]))["results"][0]
+open(sys.argv[2], "w").writelines(f"{t}\n" for t in result["times"])
+open(sys.argv[2] + ".cpu", "w").write(str(result["user"] + result["system"]) + "\n")' \
+            "$scratch/times/$name.json" "$scratch/times/$name"
     else
-        (cd "$dir" && "$@" > /dev/null 2>&1)
-        : > "$scratch/times/$name"
-        local i start end
-        for ((i = 0; i < runs; i++)); do
-            start=$(date +%s.%N)
-            (cd "$dir" && "$@" > /dev/null 2>&1)
-            end=$(date +%s.%N)
-            elapsed "$start" "$end" >> "$scratch/times/$name"
-        done
+        (cd "$dir" && "$python" "$here/timer.py" "$scratch/times/$name" "$runs" "$warmup" - -- "$@")
     fi
 }
 
-# first NAME DIR COMMAND...: runs COMMAND once in DIR, recording its seconds; its output goes to a log.
+# first NAME DIR COMMAND...: runs COMMAND once in DIR, timed; its output goes to a log.
 first() {
     local name=$1 dir=$2
     shift 2
     log "first run, $name: $* (log: $scratch/logs/$name.log)"
-    local start end
-    start=$(date +%s.%N)
-    if ! (cd "$dir" && "$@" > "$scratch/logs/$name.log" 2>&1); then
+    if ! (cd "$dir" && "$python" "$here/timer.py" "$scratch/times/$name" 1 0 \
+        "$scratch/logs/$name.log" -- "$@"); then
         echo "$name failed; the end of its log:" >&2
         tail -n 30 "$scratch/logs/$name.log" >&2
         exit 1
     fi
-    end=$(date +%s.%N)
-    elapsed "$start" "$end" > "$scratch/times/$name"
 }
 
 cf=$scratch/claimflow
@@ -181,5 +175,5 @@ grep -q "Nothing to be done" "$scratch/logs/snakemake_dry.txt" || {
     exit 1
 }
 
-"$python" "$here/report.py" "$scratch/times" "$count" "$runs" "$timer" "$jobs" "$dvc_first" \
+"$python" "$here/report.py" "$scratch/times" "$count" "$runs" "$warmup" "$timer" "$jobs" "$dvc_first" \
     "claimflow $("$claimflow" --version | awk '{print $2}'), dvc $dvc_version, snakemake $snakemake_version"
