@@ -1,6 +1,6 @@
 """Prints the engine benchmark's table and ratios from the time files run.sh wrote.
 
-Usage: python3 report.py TIMES_DIR N RUNS WARMUP TIMER JOBS DVC_FIRST VERSIONS
+Usage: python3 report.py TIMES_DIR N RUNS WARMUP TIMER JOBS DVC_FIRST SNAKEMAKE_FIRST VERSIONS
 TIMES_DIR holds, per measurement, NAME (wall seconds, one run a line) and NAME.cpu (mean CPU seconds).
 """
 
@@ -46,7 +46,7 @@ def show(seconds):
 
 
 def main():
-    directory, count, runs, warmup, timer, jobs, dvc_first, versions = sys.argv[1:9]
+    directory, count, runs, warmup, timer, jobs, dvc_first, snakemake_first, versions = sys.argv[1:10]
     wall, cpu = load(directory)
     median = {name: statistics.median(values) for name, values in wall.items()}
     with open("/proc/loadavg", encoding="utf-8") as handle:
@@ -63,6 +63,8 @@ def main():
         command = command.format(jobs=jobs)
         if name == "dvc_first" and dvc_first == "seed":
             command = "seed_dvc.py + dvc repro"
+        if name == "snakemake_first" and snakemake_first == "batches":
+            command = "seed_snakemake.sh"
         values = wall[name]
         spread = ("", "") if len(values) == 1 else (show(min(values)), show(max(values)))
         print(
@@ -75,6 +77,12 @@ def main():
             "(dvc's first run: seed_dvc.py ran the gen stages' commands and wrote their dvc.lock\n"
             " entries and cache objects; `dvc repro` then checked them and ran `all`. A real first\n"
             " `dvc repro` is O(N^2) in dvc.lock rewrites: BENCH_DVC_FIRST=repro to time it anyway.)"
+        )
+    if snakemake_first == "batches":
+        print(
+            "(snakemake's first run: seed_snakemake.sh, `snakemake --cores J` over a batch of targets\n"
+            " (500 by default) at a time, then once for `all`; one call over every job slows per job\n"
+            " as N grows: BENCH_SNAKEMAKE_FIRST=run to time it anyway.)".replace("J", jobs)
         )
     print()
 

@@ -12,7 +12,8 @@
 # Environment: CLAIMFLOW_CACHE_DIR (default ~/.cache/claimflow) holds the DVC/Snakemake venv under
 # bench/; BENCH_PYTHON picks the interpreter for that venv (default python3); BENCH_RUNS the timed runs;
 # BENCH_JOBS the parallelism given to claimflow and Snakemake (default 2); BENCH_DVC_FIRST=repro|seed
-# how DVC's first run is done (default: repro up to 300 items, else seed); BENCH_KEEP=1 keeps the
+# how DVC's first run is done (default: repro up to 300 items, else seed); BENCH_SNAKEMAKE_FIRST=
+# run|batches the same for Snakemake (default: run up to 1,000 items); BENCH_KEEP=1 keeps the
 # scratch directory; CARGO_TARGET_DIR is honoured when finding the release binary.
 set -euo pipefail
 
@@ -28,6 +29,13 @@ warmup=${BENCH_WARMUP:-1}
 dvc_first=${BENCH_DVC_FIRST:-$(((count <= 300)) && echo repro || echo seed)}
 if [[ $dvc_first != repro && $dvc_first != seed ]]; then
     echo "BENCH_DVC_FIRST must be repro or seed, not $dvc_first" >&2
+    exit 2
+fi
+# One `snakemake` call over N jobs spends per-job time that grows with N: above 1,000 items
+# seed_snakemake.sh builds the outputs 500 targets per call (see its doc).
+snakemake_first=${BENCH_SNAKEMAKE_FIRST:-$(((count <= 1000)) && echo run || echo batches)}
+if [[ $snakemake_first != run && $snakemake_first != batches ]]; then
+    echo "BENCH_SNAKEMAKE_FIRST must be run or batches, not $snakemake_first" >&2
     exit 2
 fi
 jobs=${BENCH_JOBS:-2}
@@ -133,7 +141,11 @@ else
         exit 1
     fi
 fi
-first snakemake_first "$sm" "$snakemake" --cores "$jobs"
+if [[ $snakemake_first == run ]]; then
+    first snakemake_first "$sm" "$snakemake" --cores "$jobs"
+else
+    first snakemake_first "$sm" "$here/seed_snakemake.sh" "$snakemake" "$jobs"
+fi
 
 # The three must have built the same thing, or the comparison means nothing.
 for project in "$cf" "$dv" "$sm"; do
@@ -176,4 +188,5 @@ grep -q "Nothing to be done" "$scratch/logs/snakemake_dry.txt" || {
 }
 
 "$python" "$here/report.py" "$scratch/times" "$count" "$runs" "$warmup" "$timer" "$jobs" "$dvc_first" \
+    "$snakemake_first" \
     "claimflow $("$claimflow" --version | awk '{print $2}'), dvc $dvc_version, snakemake $snakemake_version"
