@@ -212,17 +212,8 @@ impl Store {
 
     /// The action record for a content key, if the item was computed and its output is still stored.
     pub fn action(&self, key: &Digest) -> Result<Option<ActionRecord>, StoreError> {
-        let path = self.action_path(key);
-        let bytes = match fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => {
-                return Err(StoreError::Io {
-                    action: "read",
-                    path,
-                    source,
-                });
-            }
+        let Some(bytes) = self.action_bytes(key)? else {
+            return Ok(None);
         };
         // A record that does not parse can only come from outside tampering (writes are atomic);
         // treating it as a miss recomputes the item and overwrites it.
@@ -230,6 +221,36 @@ impl Store {
             return Ok(None);
         };
         Ok(self.has(&record.output).then_some(record))
+    }
+
+    /// The output digest the action record for a content key names, if there is a record. Unlike
+    /// [`Store::action`] it decodes nothing else (the key record is most of the bytes) and does not
+    /// check that the output is stored: the caller reads the output next and treats
+    /// [`StoreError::Missing`] as a miss. This is the lookup every cached item of a run pays for.
+    pub fn action_output(&self, key: &Digest) -> Result<Option<Digest>, StoreError> {
+        #[derive(Deserialize)]
+        struct OutputOnly {
+            output: Digest,
+        }
+        let Some(bytes) = self.action_bytes(key)? else {
+            return Ok(None);
+        };
+        Ok(serde_json::from_slice::<OutputOnly>(&bytes)
+            .ok()
+            .map(|record| record.output))
+    }
+
+    fn action_bytes(&self, key: &Digest) -> Result<Option<Vec<u8>>, StoreError> {
+        let path = self.action_path(key);
+        match fs::read(&path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(StoreError::Io {
+                action: "read",
+                path,
+                source,
+            }),
+        }
     }
 
     /// Records that the item with this content key produced `record.output`. Called last, after the
@@ -451,6 +472,34 @@ mod tests {
             store.get(&Digest::of(b"other")),
             Err(StoreError::Missing(_))
         ));
+    }
+
+    #[test]
+    fn action_output_names_the_recorded_output_and_nothing_for_an_unknown_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let output = store.put(b"{}").unwrap();
+        let key = KeyRecord {
+            schema: crate::cache::KEY_SCHEMA,
+            kind: "command".into(),
+            version: 1,
+            params: serde_json::json!({"run": "true"}),
+            item: "main".into(),
+            item_params: serde_json::Value::Null,
+            reads: Default::default(),
+            files: Default::default(),
+            tools: Default::default(),
+            replicate: 0,
+        };
+        let record = ActionRecord {
+            key: key.clone(),
+            output,
+            step: "gen".into(),
+            seconds: 0.5,
+        };
+        store.record_action(&key.digest(), &record).unwrap();
+        assert_eq!(store.action_output(&key.digest()).unwrap(), Some(output));
+        assert_eq!(store.action_output(&Digest::of(b"unknown")).unwrap(), None);
     }
 
     #[test]

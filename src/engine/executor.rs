@@ -452,13 +452,14 @@ impl<'a> Engine<'a> {
 
     /// The cached output of a content key, if present.
     pub(crate) fn lookup(&self, key: &Digest) -> Result<Option<(Digest, ItemOutput)>, StoreError> {
-        let Some(action) = self.store.action(key)? else {
+        let Some(digest) = self.store.action_output(key)? else {
             return Ok(None);
         };
-        match self.store.get_json::<ItemOutput>(&action.output) {
-            Ok(output) => Ok(Some((action.output, output))),
-            // An output that no longer decodes (a format change without a version bump) is a miss.
-            Err(StoreError::Decode { .. }) => Ok(None),
+        match self.store.get_json::<ItemOutput>(&digest) {
+            Ok(output) => Ok(Some((digest, output))),
+            // An output removed by `gc`, or one that no longer decodes (a format change without a
+            // version bump), is a miss.
+            Err(StoreError::Missing(_) | StoreError::Decode { .. }) => Ok(None),
             Err(error) => Err(error),
         }
     }

@@ -98,6 +98,9 @@ impl Engine<'_> {
                 .collect();
             let mut why: Vec<String> = if forced && !missing.is_empty() {
                 vec![format!("{}: forced", count(missing.len()))]
+            } else if missing.is_empty() {
+                // Nothing to explain, so the last run's state (megabytes for a big fan-out) is not read.
+                Vec::new()
             } else {
                 reasons(&missing, self.state.load(&name).as_ref())
                     .into_iter()

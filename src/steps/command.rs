@@ -160,6 +160,21 @@ impl StepKind for CommandStep {
         PARAMS
     }
 
+    /// Every `with:` parameter but `foreach`. An item's element is already in its key (its id and its
+    /// substituted `run` and `outputs`), so the list adds nothing to it; left in, adding one element
+    /// would change the key of every other item, and each of N keys would carry all N elements.
+    fn key_params(&self, with: &serde_json::Value) -> serde_json::Value {
+        match with.as_object() {
+            Some(map) => serde_json::Value::Object(
+                map.iter()
+                    .filter(|(name, _)| name.as_str() != "foreach")
+                    .map(|(name, value)| (name.clone(), value.clone()))
+                    .collect(),
+            ),
+            None => with.clone(),
+        }
+    }
+
     fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
         let params: Params = ctx.params()?;
         let step = &ctx.step.name;

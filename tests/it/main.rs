@@ -7,6 +7,7 @@ mod corpus;
 mod demo;
 mod dsl;
 mod engine;
+mod foreach_keys;
 mod mining;
 mod oracle;
 mod stats;

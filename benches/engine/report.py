@@ -1,0 +1,111 @@
+"""Prints the engine benchmark's table and ratios from the time files run.sh wrote.
+
+Usage: python3 report.py TIMES_DIR N RUNS WARMUP TIMER JOBS DVC_FIRST SNAKEMAKE_FIRST VERSIONS
+TIMES_DIR holds, per measurement, NAME (wall seconds, one run a line) and NAME.cpu (mean CPU seconds).
+"""
+
+import os
+import statistics
+import sys
+
+NOOP_TARGET = 10.0  # claimflow's no-op re-run at least this many times faster than each other tool
+PLAN_TARGET_MS = 200.0
+
+ROWS = [
+    ("claimflow", "first run", "claimflow run -j {jobs}", "claimflow_first"),
+    ("claimflow", "no-op re-run", "claimflow run -j {jobs}", "claimflow_noop"),
+    ("claimflow", "dry run", "claimflow plan", "claimflow_plan"),
+    ("dvc", "first run", "dvc repro", "dvc_first"),
+    ("dvc", "no-op re-run", "dvc repro", "dvc_noop"),
+    ("dvc", "dry run", "dvc status", "dvc_status"),
+    ("snakemake", "first run", "snakemake --cores {jobs}", "snakemake_first"),
+    ("snakemake", "no-op re-run", "snakemake --cores {jobs}", "snakemake_noop"),
+    ("snakemake", "dry run", "snakemake -n", "snakemake_dry"),
+]
+
+
+def load(directory):
+    wall, cpu = {}, {}
+    for name in os.listdir(directory):
+        if name.endswith(".json"):  # hyperfine's own export
+            continue
+        path = os.path.join(directory, name)
+        with open(path, encoding="utf-8") as handle:
+            values = [float(line) for line in handle if line.strip()]
+        if name.endswith(".cpu"):
+            cpu[name[: -len(".cpu")]] = values[0]
+        elif "." not in name:
+            wall[name] = values
+    return wall, cpu
+
+
+def show(seconds):
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    return f"{seconds:.2f} s"
+
+
+def main():
+    directory, count, runs, warmup, timer, jobs, dvc_first, snakemake_first, versions = sys.argv[1:10]
+    wall, cpu = load(directory)
+    median = {name: statistics.median(values) for name, values in wall.items()}
+    with open("/proc/loadavg", encoding="utf-8") as handle:
+        load_average = " ".join(handle.read().split()[:3])
+    print()
+    print(
+        f"engine benchmark: {count} items; wall = median of {runs} run(s) after {warmup} warm-up(s)"
+        f" ({timer}); cpu = mean user+system"
+    )
+    print(f"{versions}; {os.cpu_count()} cores, load average now {load_average}")
+    print()
+    print(f"{'tool':<11}{'measurement':<14}{'command':<26}{'wall':>10}{'min':>10}{'max':>10}{'cpu':>10}")
+    for tool, what, command, name in ROWS:
+        command = command.format(jobs=jobs)
+        if name == "dvc_first" and dvc_first == "seed":
+            command = "seed_dvc.py + dvc repro"
+        if name == "snakemake_first" and snakemake_first == "batches":
+            command = "seed_snakemake.sh"
+        values = wall[name]
+        spread = ("", "") if len(values) == 1 else (show(min(values)), show(max(values)))
+        print(
+            f"{tool:<11}{what:<14}{command:<26}{show(median[name]):>10}"
+            f"{spread[0]:>10}{spread[1]:>10}{show(cpu[name]):>10}"
+        )
+    print("(first runs: one run each, informational)")
+    if dvc_first == "seed":
+        print(
+            "(dvc's first run: seed_dvc.py ran the gen stages' commands and wrote their dvc.lock\n"
+            " entries and cache objects; `dvc repro` then checked them and ran `all`. A real first\n"
+            " `dvc repro` is O(N^2) in dvc.lock rewrites: BENCH_DVC_FIRST=repro to time it anyway.)"
+        )
+    if snakemake_first == "batches":
+        print(
+            "(snakemake's first run: seed_snakemake.sh, `snakemake --cores J` over a batch of targets\n"
+            " (500 by default) at a time, then once for `all`; one call over every job slows per job\n"
+            " as N grows: BENCH_SNAKEMAKE_FIRST=run to time it anyway.)".replace("J", jobs)
+        )
+    print()
+
+    print("ratios (other tool / claimflow; wall, and cpu in parentheses):")
+    for tool, name in [("dvc repro", "dvc_noop"), (f"snakemake --cores {jobs}", "snakemake_noop")]:
+        ratio = median[name] / median["claimflow_noop"]
+        cpu_ratio = cpu[name] / cpu["claimflow_noop"]
+        verdict = "met" if ratio >= NOOP_TARGET else "MISSED"
+        print(
+            f"  no-op re-run  {tool:<20} / claimflow run   {ratio:8.1f}x ({cpu_ratio:.1f}x)"
+            f"   target >= {NOOP_TARGET:.0f}x: {verdict}"
+        )
+    for tool, name in [("dvc status", "dvc_status"), ("snakemake -n", "snakemake_dry")]:
+        ratio = median[name] / median["claimflow_plan"]
+        cpu_ratio = cpu[name] / cpu["claimflow_plan"]
+        print(f"  dry run       {tool:<20} / claimflow plan  {ratio:8.1f}x ({cpu_ratio:.1f}x)")
+    plan_ms = median["claimflow_plan"] * 1000
+    verdict = "met" if plan_ms < PLAN_TARGET_MS else "MISSED"
+    print(
+        f"  claimflow plan {plan_ms:.0f} ms wall, {cpu['claimflow_plan'] * 1000:.0f} ms cpu"
+        f"   target < {PLAN_TARGET_MS:.0f} ms (wall): {verdict}"
+    )
+
+
+if __name__ == "__main__":
+    main()
