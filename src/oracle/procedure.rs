@@ -218,7 +218,11 @@ pub fn judge_commit(
             .filter(|file| is_test_module(file))
             .cloned(),
     );
-    let own_files: Vec<String> = own_files.into_iter().collect();
+    // A file that did not collect at the parent fails at the child for the same old reason.
+    let own_files: Vec<String> = own_files
+        .into_iter()
+        .filter(|file| !at_parent.broken_files.contains_key(file))
+        .collect();
     let own = Stage::new(settings, environment, slot)
         .run_files_once(&own_files)
         .map_err(runner_error)?;
