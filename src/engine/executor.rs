@@ -371,7 +371,7 @@ impl<'a> Engine<'a> {
                         let (plan, record) = &keyed[index];
                         let _slot = pools.acquire(&plan.pool);
                         let item_started = Instant::now();
-                        match self.compute_once(
+                        match self.compute(
                             kind.as_ref(),
                             &ctx,
                             step,
@@ -384,7 +384,7 @@ impl<'a> Engine<'a> {
                                 self.reporter.event(&Event::ItemFinished {
                                     step: step.name.clone(),
                                     item: plan.id.clone(),
-                                    cached: false,
+                                    cached: result.cached,
                                     elapsed: item_started.elapsed(),
                                 });
                                 computed.lock().expect("results lock").push((index, result));
@@ -464,12 +464,14 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// Computes one item unless another run computed it while this one waited for the key's lock.
+    /// Computes one item and caches it: output object first, action record last. It holds the key's
+    /// lock while it does, and takes the cache's result instead if another run computed the item
+    /// while this one waited for the lock.
     #[expect(
         clippy::too_many_arguments,
         reason = "the pieces of one item's computation, all borrowed"
     )]
-    fn compute_once(
+    fn compute(
         &self,
         kind: &dyn StepKind,
         ctx: &StepContext,
@@ -489,24 +491,6 @@ impl<'a> Engine<'a> {
                 cached: true,
             });
         }
-        self.compute(kind, ctx, step, plan, record, upstream, started)
-    }
-
-    /// Computes one item and caches it: output object first, action record last.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "the pieces of one item's computation, all borrowed"
-    )]
-    fn compute(
-        &self,
-        kind: &dyn StepKind,
-        ctx: &StepContext,
-        step: &StepSpec,
-        plan: &ItemPlan,
-        record: &KeyRecord,
-        upstream: &Upstream,
-        started: Instant,
-    ) -> Result<ItemResult, StepError> {
         let output = kind.run(ctx, plan, upstream)?;
         for (name, blob) in &output.blobs {
             if !self.store.has(blob) {
@@ -518,7 +502,7 @@ impl<'a> Engine<'a> {
         }
         let digest = self.store.put_json(&output)?;
         self.store.record_action(
-            &record.digest(),
+            &key,
             &ActionRecord {
                 key: record.clone(),
                 output: digest,
