@@ -194,3 +194,25 @@ fn a_byte_order_mark_is_not_part_of_the_first_key() {
     .unwrap_or_else(|problems| panic!("{problems}"));
     assert_eq!(pipeline.version, 1);
 }
+
+/// Every pipeline the project ships loads with the builtin step kinds.
+#[test]
+fn every_shipped_pipeline_loads() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let registry = claimflow::steps::Registry::builtin();
+    let mut loaded = 0;
+    for entry in std::fs::read_dir(root.join("pipelines")).unwrap() {
+        let path = entry.unwrap().path();
+        if path
+            .extension()
+            .is_some_and(|extension| extension == "yaml")
+        {
+            let relative = path.strip_prefix(root).unwrap();
+            if let Err(diagnostics) = claimflow::pipeline::load(relative, root, &registry) {
+                panic!("{diagnostics}");
+            }
+            loaded += 1;
+        }
+    }
+    assert!(loaded >= 3, "found {loaded} pipelines");
+}
