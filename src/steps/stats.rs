@@ -98,7 +98,8 @@ impl StepKind for StatsStep {
     }
 
     fn version(&self) -> u32 {
-        1
+        // 2: a step is a control only when its `arm` names another step it needs.
+        2
     }
 
     fn about(&self) -> &'static str {
@@ -249,7 +250,14 @@ fn arm_infos(pipeline: &Pipeline, upstream: &Upstream) -> BTreeMap<String, ArmIn
                 model,
                 price_input: price.map(|price| price.input),
                 price_output: price.map(|price| price.output),
-                control_of: text("arm").filter(|arm| pipeline.step(arm).is_some()),
+                // A control wraps another step it needs (`with: {arm: a6_risk}`); the arm kind's own
+                // `arm: a0` names a strategy, and may coincide with the step's own name.
+                control_of: text("arm").filter(|arm| {
+                    *arm != output.step
+                        && pipeline
+                            .step(&output.step)
+                            .is_some_and(|step| step.needs.iter().any(|need| need == arm))
+                }),
             };
             (output.step.clone(), info)
         })

@@ -320,7 +320,13 @@ fn pipeline(root: &Path, arms: &[&str], stats_with: serde_json::Value) -> Pipeli
     ];
     for arm in arms {
         let uses = ARMS.iter().find(|entry| entry.step == *arm).unwrap().uses;
-        steps.push(step(arm, uses, &["truth"], arm_with(arm)));
+        // A control needs the arm it wraps, as the loader requires.
+        let needs: &[&str] = if *arm == "a6_shuffled" {
+            &["truth", "a6_risk"]
+        } else {
+            &["truth"]
+        };
+        steps.push(step(arm, uses, needs, arm_with(arm)));
     }
     let mut needs = vec!["truth", "claims"];
     needs.extend(arms);
