@@ -136,3 +136,74 @@ pub struct PredictionRecord {
 pub fn claim_id(repo: &str, parent: &str, node: &str) -> String {
     format!("{repo}@{parent}::{node}")
 }
+
+/// A claim as `mine-claims` writes it to `claims.jsonl`: every [`ClaimRecord`] field, plus where
+/// the test came from. Readers that want the contract decode lines as [`ClaimRecord`] (unknown
+/// fields are ignored); [`ClaimRecord`] itself is left as it is so code building one stays valid.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MinedClaim {
+    pub id: String,
+    pub repo: String,
+    pub parent: String,
+    pub commit: String,
+    pub node: String,
+    /// The test's source text, resolved through the class's MRO when inherited.
+    pub source: String,
+    /// The assertion statements in the test; never empty.
+    pub assertions: Vec<String>,
+    /// The fixtures the test uses, by registered name (`@pytest.fixture(name=...)` included).
+    pub fixtures: Vec<String>,
+    /// Registered fixture name -> the function that defines it.
+    pub fixture_functions: std::collections::BTreeMap<String, String>,
+    /// The test module (relative path at the parent).
+    pub file: String,
+    /// The class the test was collected in, if any.
+    pub class: Option<String>,
+    /// The test function's name, without parameters.
+    pub function: String,
+    /// The class that defines the method (a mixin for an inherited test), if any.
+    pub owner: Option<String>,
+    /// The file the source text comes from (a helper module for an inherited test).
+    pub source_file: Option<String>,
+    /// The interpreter the claim was collected under (`3.11.7`) and its pytest (`8.3.4`).
+    pub interpreter: String,
+    pub pytest: String,
+}
+
+impl MinedClaim {
+    /// The contract fields.
+    pub fn to_claim(&self) -> ClaimRecord {
+        ClaimRecord {
+            id: self.id.clone(),
+            repo: self.repo.clone(),
+            parent: self.parent.clone(),
+            commit: self.commit.clone(),
+            node: self.node.clone(),
+            source: self.source.clone(),
+            assertions: self.assertions.clone(),
+            fixtures: self.fixtures.clone(),
+        }
+    }
+}
+
+/// A candidate commit `mine-claims` could not mine, and why (`excluded.jsonl`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExclusionRecord {
+    pub repo: String,
+    pub commit: String,
+    pub parent: String,
+    /// `no-interpreter`, `no-test-modules`, `environment`, `collection`, `no-claims`.
+    pub kind: String,
+    /// What went wrong, for a person.
+    pub reason: String,
+    /// Each interpreter tried and why it failed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<AttemptRecord>,
+}
+
+/// One interpreter tried for a commit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttemptRecord {
+    pub interpreter: String,
+    pub error: String,
+}

@@ -1,2 +1,39 @@
 //! The Python side: interpreters, per-repository virtual environments, and the pytest plugin the
 //! crate writes out at run time to ask pytest what only pytest knows.
+
+mod assertions;
+mod claims;
+mod collect;
+mod command;
+mod config_files;
+mod environment;
+mod interpreters;
+mod metadata;
+mod process;
+mod requirements;
+mod setup_script;
+mod specifier;
+mod version;
+mod worktree;
+
+pub use assertions::{assertion_statements, dedent};
+pub use claims::{ClaimSummary, CommitClaims, check_claim, claims_from_collection};
+pub use collect::{
+    COLLECT_PLUGIN, CollectError, CollectRequest, CollectedTest, Collection, CollectionProblem,
+    collect_tests, python_files_patterns, test_modules,
+};
+pub use command::PytestLaunch;
+pub use environment::{
+    DroppedRequirement, Environment, EnvironmentRequest, Installer, PythonError, cache_dir,
+    ensure_environment, ensure_environment_in,
+};
+pub use interpreters::{
+    Interpreter, SelectionError, choose_interpreters, installed_interpreters, query_version,
+    select_interpreters,
+};
+pub use metadata::{ProjectMetadata, RequiresPython};
+pub use process::{ProcessOutcome, log_tail, run_logged};
+pub use requirements::{Requirement, discover_requirements, pytest_requirement, requirement_name};
+pub use specifier::{SpecifierParseError, SpecifierSet};
+pub use version::{PythonVersion, VersionParseError};
+pub use worktree::{CheckoutError, checkout_commit, clear};

@@ -3,11 +3,13 @@
 use std::sync::Arc;
 
 mod command;
+mod oracle;
 mod rank_commits;
 mod report;
 mod stats;
 
 pub use command::CommandStep;
+pub use oracle::{Environments, FixedEnvironment, OracleStep, PythonEnvironments};
 pub use rank_commits::RankCommits;
 pub use report::ReportStep;
 pub use stats::StatsStep;
@@ -28,6 +30,7 @@ impl Registry {
         kinds.push(Arc::new(StatsStep));
         kinds.push(Arc::new(ReportStep));
         kinds.push(Arc::new(RankCommits));
+        kinds.push(Arc::new(OracleStep::new(Arc::new(PythonEnvironments))));
         Registry { kinds }
     }
 

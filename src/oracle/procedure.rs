@@ -1,0 +1,536 @@
+//! The oracle's procedure for one commit: which of its claims the commit flipped.
+//!
+//! 1. At the parent, run the claims N times; keep those that passed N of N.
+//! 2. At the child, run the child's *own* version of the kept claims once. A kept claim that now
+//!    fails (or whose file no longer collects) is a new failure: the child is broken and excluded,
+//!    because its "flips" would be artefacts. Failures already present at the parent were dropped in
+//!    step 1 as environment noise.
+//! 3. Restore the parent's version of every touched test file (modified and deleted files come back,
+//!    added files go; helpers and `conftest.py` included) and run the kept claims N times: N fails →
+//!    flipped, N passes → held, a mix → flaky, any unknown → discarded.
+//!
+//! A batch aborted by a collection error gives no verdicts. When the collection errors are in test
+//! files of the batch, those files are dropped and the batch runs again, so one file that no longer
+//! imports at the child (the commit removed a name it imports) costs only its own claims: they get
+//! the import-error label (discarded, or flipped under `import_errors: flip`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use git2::{Oid, Repository};
+use serde::{Deserialize, Serialize};
+
+use super::classify::{BatchVerdicts, CollectionError, UnknownReason, Verdict, classify};
+use super::command::RunFiles;
+use super::runner::{RunRequest, RunnerError, run_pytest};
+use super::worktree::{Worktree, WorktreeError, touched_test_files};
+use crate::mining::TestFileRules;
+use crate::python::Environment;
+use crate::records::{ClaimRecord, Label, Outcome, RunRecord, TruthRecord};
+
+/// Failures that stop the oracle for a commit (not test outcomes: those are verdicts).
+#[derive(Debug, thiserror::Error)]
+pub enum ProcedureError {
+    #[error("judge commit {commit}: {source}")]
+    Worktree {
+        commit: String,
+        #[source]
+        source: WorktreeError,
+    },
+    #[error("judge commit {commit}: {source}")]
+    Runner {
+        commit: String,
+        #[source]
+        source: RunnerError,
+    },
+    #[error("judge commit {commit}: `{id}` is not a commit id")]
+    BadCommit { commit: String, id: String },
+}
+
+/// What to do with claims whose restored test file no longer imports at the child.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ImportErrorPolicy {
+    /// Discard them (the default): no test ran, so there is no execution verdict.
+    #[default]
+    Discard,
+    /// Count them as flipped: the commit removed or renamed what the claim relies on.
+    Flip,
+}
+
+/// Why a claim was discarded; written as `cause` next to each truth record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// It failed in at least one run at the parent.
+    NotPassingAtParent,
+    /// Some run at the parent gave no verdict.
+    UnknownAtParent,
+    /// The child fails its own version of the claim's tests.
+    BrokenChild,
+    /// Its restored test file failed to import at the child.
+    ImportError,
+    /// It both passed and failed at the child.
+    FlakyAtChild,
+    /// Some run at the child gave no verdict.
+    UnknownAtChild,
+}
+
+/// A claim's label, with why it was discarded (or, under `import_errors: flip`, why it flipped).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Judgement {
+    pub truth: TruthRecord,
+    pub cause: Option<Cause>,
+}
+
+/// How the oracle runs.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// N: runs at the parent and at the child.
+    pub runs: u32,
+    /// Per pytest run.
+    pub timeout: Duration,
+    pub import_errors: ImportErrorPolicy,
+    /// Which touched files are test files (restored at the child).
+    pub test_files: TestFileRules,
+}
+
+/// The commit to judge and its claims.
+pub struct CommitUnderTest<'a> {
+    pub repository: &'a Repository,
+    pub parent: &'a str,
+    pub commit: &'a str,
+    /// Test files the commit touched as the ranking saw them; joined with the diff's own.
+    pub test_files: &'a [String],
+    pub claims: &'a [ClaimRecord],
+}
+
+/// A slot: its checkout and its run directory.
+pub struct Slot {
+    pub worktree: Worktree,
+    pub runs: PathBuf,
+}
+
+/// Labels every claim of one commit.
+pub fn judge_commit(
+    settings: &Settings,
+    environment: &Environment,
+    slot: &mut Slot,
+    under_test: &CommitUnderTest,
+) -> Result<Vec<Judgement>, ProcedureError> {
+    let commit_name = under_test.commit.to_string();
+    let parse = |id: &str| {
+        Oid::from_str(id).map_err(|_| ProcedureError::BadCommit {
+            commit: commit_name.clone(),
+            id: id.to_string(),
+        })
+    };
+    let parent = parse(under_test.parent)?;
+    let commit = parse(under_test.commit)?;
+    let worktree_error = |source| ProcedureError::Worktree {
+        commit: commit_name.clone(),
+        source,
+    };
+    let runner_error = |source| ProcedureError::Runner {
+        commit: commit_name.clone(),
+        source,
+    };
+    let repository = under_test.repository;
+    let runs = settings.runs;
+    let nodes: Vec<String> = under_test
+        .claims
+        .iter()
+        .map(|claim| claim.node.clone())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+
+    // 1. The parent.
+    slot.worktree
+        .checkout(repository, parent)
+        .map_err(worktree_error)?;
+    let at_parent = Stage::new(settings, environment, slot)
+        .run(&nodes, runs)
+        .map_err(runner_error)?;
+    let kept: Vec<String> = nodes
+        .iter()
+        .filter(|node| {
+            at_parent
+                .records(node)
+                .iter()
+                .all(|run| run.outcome == Outcome::Passed)
+                && at_parent.records(node).len() == runs as usize
+        })
+        .cloned()
+        .collect();
+
+    let mut judgements = BTreeMap::new();
+    for claim in under_test.claims {
+        let parent_runs = at_parent.records(&claim.node);
+        if kept.contains(&claim.node) {
+            continue;
+        }
+        let passed = count(&parent_runs, Outcome::Passed);
+        let unknown = count(&parent_runs, Outcome::Unknown);
+        let (cause, reason) = if unknown > 0 {
+            (
+                Cause::UnknownAtParent,
+                format!(
+                    "no verdict in {unknown} of {runs} runs at the parent: {}",
+                    details(&parent_runs, Outcome::Unknown)
+                ),
+            )
+        } else {
+            (
+                Cause::NotPassingAtParent,
+                format!(
+                    "passed {passed} of {runs} runs at the parent (failed: {})",
+                    details(&parent_runs, Outcome::Failed)
+                ),
+            )
+        };
+        judgements.insert(
+            claim.id.clone(),
+            discarded(claim, cause, reason, parent_runs, Vec::new()),
+        );
+    }
+    if kept.is_empty() {
+        return Ok(ordered(under_test.claims, judgements));
+    }
+
+    // 2. The child's own tests.
+    slot.worktree
+        .checkout(repository, commit)
+        .map_err(worktree_error)?;
+    let own = Stage::new(settings, environment, slot)
+        .run(&kept, 1)
+        .map_err(runner_error)?;
+    let mut new_failures: Vec<String> = own
+        .broken_files
+        .iter()
+        .map(|(file, error)| format!("{file} fails to collect ({})", error.message))
+        .collect();
+    let mut own_unknown = Vec::new();
+    for node in &kept {
+        if own.broken_files.contains_key(file_of(node)) {
+            continue;
+        }
+        match own.verdicts.get(node).and_then(|runs| runs.first()) {
+            Some(Verdict::Failed(kind)) => new_failures.push(format!("{node} fails ({kind})")),
+            // A test the child removed or renamed is not a failure (when the child renamed every
+            // claim, pytest collects nothing: exit code 5).
+            Some(Verdict::Unknown(UnknownReason::MissingRecord | UnknownReason::ExitCode(5)))
+            | Some(Verdict::Passed) => {}
+            Some(Verdict::Unknown(reason)) => own_unknown.push(reason.to_string()),
+            None => {}
+        }
+    }
+    if !new_failures.is_empty() || !own_unknown.is_empty() {
+        let (cause, reason) = if new_failures.is_empty() {
+            own_unknown.dedup();
+            (
+                Cause::UnknownAtChild,
+                format!(
+                    "the child's own tests gave no verdict: {}",
+                    own_unknown.join("; ")
+                ),
+            )
+        } else {
+            (
+                Cause::BrokenChild,
+                format!(
+                    "the child is broken: its own version of {}",
+                    new_failures.join("; ")
+                ),
+            )
+        };
+        for claim in under_test.claims {
+            if kept.contains(&claim.node) {
+                let parent_runs = at_parent.records(&claim.node);
+                judgements.insert(
+                    claim.id.clone(),
+                    discarded(claim, cause, reason.clone(), parent_runs, Vec::new()),
+                );
+            }
+        }
+        return Ok(ordered(under_test.claims, judgements));
+    }
+
+    // 3. The parent's tests at the child.
+    let mut restored: BTreeSet<String> = under_test.test_files.iter().cloned().collect();
+    restored.extend(
+        touched_test_files(repository, parent, commit, &settings.test_files)
+            .map_err(worktree_error)?,
+    );
+    let restored: Vec<String> = restored.into_iter().collect();
+    slot.worktree
+        .restore(repository, parent, &restored)
+        .map_err(worktree_error)?;
+    let at_child = Stage::new(settings, environment, slot)
+        .run(&kept, runs)
+        .map_err(runner_error)?;
+    for claim in under_test.claims {
+        if !kept.contains(&claim.node) {
+            continue;
+        }
+        let parent_runs = at_parent.records(&claim.node);
+        let child_runs = at_child.records(&claim.node);
+        let judgement = match at_child.broken_files.get(file_of(&claim.node)) {
+            Some(error) => import_error(settings, claim, error, parent_runs, child_runs),
+            None => label(claim, runs, parent_runs, child_runs),
+        };
+        judgements.insert(claim.id.clone(), judgement);
+    }
+    Ok(ordered(under_test.claims, judgements))
+}
+
+/// The label of a kept claim from its N runs at the child.
+fn label(
+    claim: &ClaimRecord,
+    runs: u32,
+    parent_runs: Vec<RunRecord>,
+    child_runs: Vec<RunRecord>,
+) -> Judgement {
+    let passed = count(&child_runs, Outcome::Passed);
+    let failed = count(&child_runs, Outcome::Failed);
+    let unknown = count(&child_runs, Outcome::Unknown);
+    let (label, cause, reason) = if unknown > 0 || child_runs.len() != runs as usize {
+        (
+            Label::Discarded,
+            Some(Cause::UnknownAtChild),
+            Some(format!(
+                "no verdict in {unknown} of {runs} runs at the child: {}",
+                details(&child_runs, Outcome::Unknown)
+            )),
+        )
+    } else if failed == runs as usize {
+        (
+            Label::Flipped,
+            None,
+            Some(format!(
+                "failed {runs} of {runs} runs at the child: {}",
+                details(&child_runs, Outcome::Failed)
+            )),
+        )
+    } else if passed == runs as usize {
+        (Label::Held, None, None)
+    } else {
+        (
+            Label::Discarded,
+            Some(Cause::FlakyAtChild),
+            Some(format!(
+                "flaky at the child: passed {passed}, failed {failed} of {runs} runs ({})",
+                details(&child_runs, Outcome::Failed)
+            )),
+        )
+    };
+    Judgement {
+        truth: TruthRecord {
+            claim: claim.id.clone(),
+            label,
+            reason,
+            parent_runs,
+            child_runs,
+        },
+        cause,
+    }
+}
+
+/// The special label of a claim whose restored test file no longer imports at the child.
+fn import_error(
+    settings: &Settings,
+    claim: &ClaimRecord,
+    error: &CollectionError,
+    parent_runs: Vec<RunRecord>,
+    child_runs: Vec<RunRecord>,
+) -> Judgement {
+    let missing = error
+        .missing_name()
+        .map(|name| format!(" (missing name `{name}`)"))
+        .unwrap_or_default();
+    let reason = format!(
+        "import error: the parent's {} failed to import at the child{missing}: {}",
+        error.node, error.message
+    );
+    let label = match settings.import_errors {
+        ImportErrorPolicy::Discard => Label::Discarded,
+        ImportErrorPolicy::Flip => Label::Flipped,
+    };
+    Judgement {
+        truth: TruthRecord {
+            claim: claim.id.clone(),
+            label,
+            reason: Some(reason),
+            parent_runs,
+            child_runs,
+        },
+        cause: Some(Cause::ImportError),
+    }
+}
+
+fn discarded(
+    claim: &ClaimRecord,
+    cause: Cause,
+    reason: String,
+    parent_runs: Vec<RunRecord>,
+    child_runs: Vec<RunRecord>,
+) -> Judgement {
+    Judgement {
+        truth: TruthRecord {
+            claim: claim.id.clone(),
+            label: Label::Discarded,
+            reason: Some(reason),
+            parent_runs,
+            child_runs,
+        },
+        cause: Some(cause),
+    }
+}
+
+/// The judgements in the claims' order.
+fn ordered(claims: &[ClaimRecord], mut judgements: BTreeMap<String, Judgement>) -> Vec<Judgement> {
+    claims
+        .iter()
+        .filter_map(|claim| judgements.remove(&claim.id))
+        .collect()
+}
+
+fn count(runs: &[RunRecord], outcome: Outcome) -> usize {
+    runs.iter().filter(|run| run.outcome == outcome).count()
+}
+
+/// The distinct details of the runs with `outcome`, joined.
+fn details(runs: &[RunRecord], outcome: Outcome) -> String {
+    let mut seen: Vec<&str> = Vec::new();
+    for run in runs.iter().filter(|run| run.outcome == outcome) {
+        let detail = run.detail.as_deref().unwrap_or("no detail");
+        if !seen.contains(&detail) {
+            seen.push(detail);
+        }
+    }
+    seen.join("; ")
+}
+
+/// The test file of a node id.
+fn file_of(node: &str) -> &str {
+    node.split("::").next().unwrap_or(node)
+}
+
+/// Repeated runs of one set of node ids in the slot's current checkout.
+struct Stage<'a> {
+    settings: &'a Settings,
+    environment: &'a Environment,
+    slot: &'a Slot,
+}
+
+/// The verdicts of every run of a stage, and the files dropped for collection errors.
+struct StageResult {
+    verdicts: BTreeMap<String, Vec<Verdict>>,
+    broken_files: BTreeMap<String, CollectionError>,
+}
+
+impl StageResult {
+    /// A node's run records; the claims of a dropped file get one unknown run naming the error.
+    fn records(&self, node: &str) -> Vec<RunRecord> {
+        if let Some(error) = self.broken_files.get(file_of(node)) {
+            return vec![RunRecord {
+                run: 0,
+                outcome: Outcome::Unknown,
+                detail: Some(format!("collection error: {}", error.message)),
+            }];
+        }
+        self.verdicts
+            .get(node)
+            .map(|verdicts| {
+                verdicts
+                    .iter()
+                    .zip(0..)
+                    .map(|(verdict, run)| verdict.run_record(run))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+impl<'a> Stage<'a> {
+    fn new(settings: &'a Settings, environment: &'a Environment, slot: &'a Slot) -> Self {
+        Stage {
+            settings,
+            environment,
+            slot,
+        }
+    }
+
+    /// Runs `nodes` `runs` times. When the first run is aborted by collection errors that all lie
+    /// in files of the batch, those files are dropped and the run is repeated without them.
+    fn run(&self, nodes: &[String], runs: u32) -> Result<StageResult, RunnerError> {
+        let worktree = self.slot.worktree.dir();
+        let mut files: Vec<String> = nodes
+            .iter()
+            .map(|node| file_of(node).to_string())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            // A file missing from the checkout would make pytest stop with a usage error; its
+            // nodes simply get no record.
+            .filter(|file| worktree.join(file).is_file())
+            .collect();
+        let mut result = StageResult {
+            verdicts: BTreeMap::new(),
+            broken_files: BTreeMap::new(),
+        };
+        let mut run = 0;
+        while run < runs {
+            let selected: Vec<String> = nodes
+                .iter()
+                .filter(|node| !result.broken_files.contains_key(file_of(node)))
+                .cloned()
+                .collect();
+            let batch = if files.is_empty() {
+                // Nothing to run: no test of the batch exists in this checkout.
+                BatchVerdicts {
+                    verdicts: selected
+                        .iter()
+                        .map(|node| (node.clone(), Verdict::Unknown(UnknownReason::MissingRecord)))
+                        .collect(),
+                    collection_errors: Vec::new(),
+                    aborted: false,
+                }
+            } else {
+                let report = run_pytest(&RunRequest {
+                    environment: self.environment,
+                    worktree,
+                    files: &RunFiles::new(self.slot.runs.join("run")),
+                    test_files: &files,
+                    nodes: &selected,
+                    run,
+                    timeout: self.settings.timeout,
+                })?;
+                let mut batch = classify(&selected, &report.outcome, &report.records);
+                // Messages name files by absolute path; the slot's path must not reach results.
+                let prefix = format!("{}/", worktree.display());
+                for error in &mut batch.collection_errors {
+                    error.message = error.message.replace(&prefix, "");
+                }
+                batch
+            };
+            let in_batch = |error: &CollectionError| files.contains(&error.node);
+            if run == 0
+                && batch.aborted
+                && !batch.collection_errors.is_empty()
+                && batch.collection_errors.iter().all(in_batch)
+            {
+                for error in batch.collection_errors {
+                    files.retain(|file| *file != error.node);
+                    result.broken_files.insert(error.node.clone(), error);
+                }
+                continue;
+            }
+            for (node, verdict) in batch.verdicts {
+                result.verdicts.entry(node).or_default().push(verdict);
+            }
+            run += 1;
+        }
+        Ok(result)
+    }
+}

@@ -1,0 +1,182 @@
+//! Runs one pytest command under a timeout and reports how it ended.
+//!
+//! A run gets a fresh private directory (home, temp, the plugin, the selection and the record
+//! file). The process runs in its own process group; when it ends, or when the timeout fires, the
+//! whole group is killed, so a test that forks or daemonizes leaves nothing behind.
+
+use std::fs;
+use std::path::Path;
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::command::{PLUGIN_MODULE, PLUGIN_SOURCE, PytestInvocation, RunFiles, pytest_command};
+use crate::python::Environment;
+
+/// Failures to run pytest at all (as opposed to tests failing, which is an outcome).
+#[derive(Debug, thiserror::Error)]
+pub enum RunnerError {
+    /// The run's directory or its files could not be prepared or read.
+    #[error("prepare the pytest run directory {path}: {source}")]
+    Prepare {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The interpreter could not be started.
+    #[error("start pytest with {python}: {source}")]
+    Spawn {
+        python: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// How a pytest process ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunOutcome {
+    /// It exited with this code (pytest's: 0 passed, 1 failed, 2 interrupted, 3 internal error,
+    /// 4 usage error, 5 nothing collected).
+    Exited(i32),
+    /// It was killed by a signal it did not get from us (a crash).
+    Signalled(i32),
+    /// It ran past the timeout and was killed.
+    TimedOut,
+}
+
+/// One finished run: how it ended, what the plugin recorded, and the end of its output.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    pub outcome: RunOutcome,
+    /// The plugin's record file, as written (possibly truncated by a crash).
+    pub records: String,
+    /// The last lines of stdout and stderr, for messages.
+    pub output_tail: String,
+    pub elapsed: Duration,
+}
+
+/// What one run executes.
+pub struct RunRequest<'a> {
+    pub environment: &'a Environment,
+    pub worktree: &'a Path,
+    /// The run's directory; emptied first.
+    pub files: &'a RunFiles,
+    pub test_files: &'a [String],
+    /// Node ids the plugin keeps.
+    pub nodes: &'a [String],
+    pub run: u32,
+    pub timeout: Duration,
+}
+
+/// Runs pytest once.
+pub fn run_pytest(request: &RunRequest) -> Result<RunReport, RunnerError> {
+    prepare(request.files, request.nodes)?;
+    let mut command = pytest_command(&PytestInvocation {
+        environment: request.environment,
+        worktree: request.worktree,
+        files: request.files,
+        test_files: request.test_files,
+        run: request.run,
+    })
+    .map_err(|source| RunnerError::Prepare {
+        path: request.files.dir.display().to_string(),
+        source,
+    })?;
+    command.stdout(create(&request.files.stdout())?);
+    command.stderr(create(&request.files.stderr())?);
+
+    let started = Instant::now();
+    let mut child = command.spawn().map_err(|source| RunnerError::Spawn {
+        python: request.environment.python.display().to_string(),
+        source,
+    })?;
+    let group = child.id() as libc::pid_t;
+    let (sender, receiver) = mpsc::channel();
+    let waiter = thread::spawn(move || {
+        let _ = sender.send(child.wait());
+    });
+    let outcome = match receiver.recv_timeout(request.timeout) {
+        Ok(status) => {
+            kill_group(group);
+            outcome_of(status)
+        }
+        Err(_) => {
+            kill_group(group);
+            // The leader dies with its group; wait for it so no zombie is left.
+            let _ = receiver.recv();
+            RunOutcome::TimedOut
+        }
+    };
+    let _ = waiter.join();
+    let elapsed = started.elapsed();
+
+    let records = fs::read(request.files.records())
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .unwrap_or_default();
+    let output_tail = format!(
+        "{}\n{}",
+        tail(&request.files.stdout(), 20),
+        tail(&request.files.stderr(), 20)
+    );
+    Ok(RunReport {
+        outcome,
+        records,
+        output_tail,
+        elapsed,
+    })
+}
+
+fn outcome_of(status: std::io::Result<std::process::ExitStatus>) -> RunOutcome {
+    use std::os::unix::process::ExitStatusExt;
+    match status {
+        Ok(status) => match (status.code(), status.signal()) {
+            (Some(code), _) => RunOutcome::Exited(code),
+            (None, Some(signal)) => RunOutcome::Signalled(signal),
+            (None, None) => RunOutcome::Signalled(0),
+        },
+        Err(_) => RunOutcome::Signalled(0),
+    }
+}
+
+/// Kills every process left in the group. The group id stays reserved while any member lives,
+/// so this cannot reach an unrelated process.
+fn kill_group(group: libc::pid_t) {
+    // SAFETY: kill(2) with a negative pid signals a process group; it has no memory effects.
+    unsafe {
+        libc::kill(-group, libc::SIGKILL);
+    }
+}
+
+fn prepare(files: &RunFiles, nodes: &[String]) -> Result<(), RunnerError> {
+    let failed = |path: &Path| {
+        let path = path.display().to_string();
+        move |source| RunnerError::Prepare { path, source }
+    };
+    if files.dir.exists() {
+        fs::remove_dir_all(&files.dir).map_err(failed(&files.dir))?;
+    }
+    for dir in [files.home(), files.tmp(), files.plugin_dir()] {
+        fs::create_dir_all(&dir).map_err(failed(&dir))?;
+    }
+    let plugin = files.plugin_dir().join(format!("{PLUGIN_MODULE}.py"));
+    fs::write(&plugin, PLUGIN_SOURCE).map_err(failed(&plugin))?;
+    let mut selection = nodes.join("\n");
+    selection.push('\n');
+    fs::write(files.selection(), selection).map_err(failed(&files.selection()))?;
+    Ok(())
+}
+
+fn create(path: &Path) -> Result<fs::File, RunnerError> {
+    fs::File::create(path).map_err(|source| RunnerError::Prepare {
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+fn tail(path: &Path, lines: usize) -> String {
+    let text = fs::read(path)
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}

@@ -1,0 +1,276 @@
+//! From what pytest collected to claims: one claim per test node (a parametrized test gives one per
+//! parameter set) in the commit's touched test modules, with its resolved source, its assertion
+//! statements and its fixtures. A test without any assertion statement is not a claim: it is counted
+//! in the commit's summary, never written.
+
+use serde::{Deserialize, Serialize};
+
+use super::assertions::assertion_statements;
+use super::collect::Collection;
+use crate::records::{CommitRecord, MinedClaim, claim_id};
+
+/// What mining one commit produced besides its claims.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimSummary {
+    pub repo: String,
+    pub commit: String,
+    pub parent: String,
+    pub interpreter: String,
+    pub pytest: String,
+    /// The test modules collected.
+    pub files: Vec<String>,
+    /// Tests pytest collected from them.
+    pub collected: usize,
+    pub claims: usize,
+    /// Tests with no assertion statement (not claims).
+    pub without_assertions: Vec<String>,
+    /// Tests whose source Python could not give (not claims).
+    pub without_source: Vec<String>,
+    /// Claims left out by `limit_claims_per_commit`.
+    pub over_limit: usize,
+    /// Discovered requirements left out of the environment because they would not install.
+    pub dropped_requirements: Vec<String>,
+    /// Tests whose assertions came from the interpreter's parser (source that is not Python 3).
+    pub assertions_from_interpreter: usize,
+}
+
+/// A commit's claims and its summary.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommitClaims {
+    pub claims: Vec<MinedClaim>,
+    pub summary: ClaimSummary,
+}
+
+/// Builds the claims of `commit` from `collection` (taken at its parent), keeping tests of `files`,
+/// in collection order, at most `limit` of them.
+pub fn claims_from_collection(
+    commit: &CommitRecord,
+    files: &[String],
+    collection: &Collection,
+    limit: Option<usize>,
+) -> CommitClaims {
+    let mut summary = ClaimSummary {
+        repo: commit.repo.clone(),
+        commit: commit.commit.clone(),
+        parent: commit.parent.clone(),
+        interpreter: collection.python.clone(),
+        pytest: collection.pytest.clone(),
+        files: files.to_vec(),
+        ..ClaimSummary::default()
+    };
+    let mut claims = Vec::new();
+    for test in &collection.tests {
+        if !test.test_module || !files.contains(&test.file) {
+            continue;
+        }
+        summary.collected += 1;
+        let Some(source) = test
+            .source
+            .clone()
+            .filter(|source| !source.trim().is_empty())
+        else {
+            summary.without_source.push(test.node.clone());
+            continue;
+        };
+        let assertions = match assertion_statements(&source) {
+            Some(assertions) => assertions,
+            None => {
+                summary.assertions_from_interpreter += 1;
+                test.assertions.clone()
+            }
+        };
+        if assertions.is_empty() {
+            summary.without_assertions.push(test.node.clone());
+            continue;
+        }
+        if limit.is_some_and(|limit| claims.len() >= limit) {
+            summary.over_limit += 1;
+            continue;
+        }
+        let function = test.function.clone().unwrap_or_else(|| {
+            test.node
+                .rsplit("::")
+                .next()
+                .unwrap_or_default()
+                .split('[')
+                .next()
+                .unwrap_or_default()
+                .to_string()
+        });
+        claims.push(MinedClaim {
+            id: claim_id(&commit.repo, &commit.parent, &test.node),
+            repo: commit.repo.clone(),
+            parent: commit.parent.clone(),
+            commit: commit.commit.clone(),
+            node: test.node.clone(),
+            source,
+            assertions,
+            fixtures: test.fixtures.clone(),
+            fixture_functions: test.fixture_functions.clone(),
+            file: test.file.clone(),
+            class: test.class.clone(),
+            function,
+            owner: test.owner.clone(),
+            source_file: test.source_file.clone(),
+            interpreter: collection.python.clone(),
+            pytest: collection.pytest.clone(),
+        });
+    }
+    summary.claims = claims.len();
+    CommitClaims { claims, summary }
+}
+
+/// The invariants every written claim keeps: an id made of its repository, parent and node, a
+/// source, and at least one assertion statement (each non-empty).
+pub fn check_claim(claim: &MinedClaim) -> Result<(), String> {
+    if claim.id != claim_id(&claim.repo, &claim.parent, &claim.node) {
+        return Err(format!(
+            "claim `{}` has an id that is not its repository, parent and node",
+            claim.id
+        ));
+    }
+    if claim.source.trim().is_empty() {
+        return Err(format!("claim `{}` has no source text", claim.id));
+    }
+    if claim.assertions.is_empty()
+        || claim
+            .assertions
+            .iter()
+            .any(|assertion| assertion.trim().is_empty())
+    {
+        return Err(format!("claim `{}` has no assertion statements", claim.id));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::super::collect::CollectedTest;
+    use super::*;
+
+    fn test(node: &str, source: Option<&str>, plugin_assertions: &[&str]) -> CollectedTest {
+        CollectedTest {
+            node: node.into(),
+            file: node.split("::").next().unwrap().into(),
+            class: None,
+            function: Some(
+                node.rsplit("::")
+                    .next()
+                    .unwrap()
+                    .split('[')
+                    .next()
+                    .unwrap()
+                    .into(),
+            ),
+            owner: None,
+            source: source.map(str::to_string),
+            source_file: None,
+            source_line: Some(1),
+            assertions: plugin_assertions.iter().map(|a| a.to_string()).collect(),
+            fixtures: vec![],
+            fixture_functions: BTreeMap::new(),
+            test_module: true,
+            problem: None,
+        }
+    }
+
+    fn commit() -> CommitRecord {
+        serde_json::from_value(serde_json::json!({
+            "repo": "demo", "commit": "c1", "parent": "p0", "score": 1.0, "subject": "s",
+            "test_files": ["tests/test_a.py", "tests/helpers.py"], "source_files": []
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn claims_need_assertions_and_respect_the_limit() {
+        let collection = Collection {
+            tests: vec![
+                test(
+                    "tests/test_a.py::test_one[1]",
+                    Some("def test_one(x):\n    assert x\n"),
+                    &[],
+                ),
+                test(
+                    "tests/test_a.py::test_one[2]",
+                    Some("def test_one(x):\n    assert x\n"),
+                    &[],
+                ),
+                test(
+                    "tests/test_a.py::test_smoke",
+                    Some("def test_smoke():\n    run()\n"),
+                    &[],
+                ),
+                test(
+                    "tests/test_a.py::test_py2",
+                    Some("def test_py2():\n    print 'x'\n    assert 1\n"),
+                    &["assert 1"],
+                ),
+                test("tests/test_a.py::test_lost", None, &[]),
+                test(
+                    "tests/test_other.py::test_elsewhere",
+                    Some("def test_elsewhere():\n    assert 1\n"),
+                    &[],
+                ),
+            ],
+            pytest: "8.3.4".into(),
+            python: "3.11.7".into(),
+        };
+        let files = vec!["tests/test_a.py".to_string()];
+        let mined = claims_from_collection(&commit(), &files, &collection, Some(2));
+        let nodes: Vec<&str> = mined
+            .claims
+            .iter()
+            .map(|claim| claim.node.as_str())
+            .collect();
+        assert_eq!(
+            nodes,
+            [
+                "tests/test_a.py::test_one[1]",
+                "tests/test_a.py::test_one[2]"
+            ]
+        );
+        assert_eq!(mined.claims[0].id, "demo@p0::tests/test_a.py::test_one[1]");
+        assert_eq!(mined.claims[0].function, "test_one");
+        assert_eq!(mined.summary.collected, 5);
+        assert_eq!(
+            mined.summary.without_assertions,
+            ["tests/test_a.py::test_smoke"]
+        );
+        assert_eq!(mined.summary.without_source, ["tests/test_a.py::test_lost"]);
+        assert_eq!(
+            mined.summary.over_limit, 1,
+            "the Python 2 test is over the limit"
+        );
+        assert_eq!(mined.summary.assertions_from_interpreter, 1);
+        for claim in &mined.claims {
+            check_claim(claim).unwrap();
+        }
+        let unlimited = claims_from_collection(&commit(), &files, &collection, None);
+        assert_eq!(unlimited.claims[2].assertions, ["assert 1"]);
+    }
+
+    #[test]
+    fn the_invariant_rejects_claims_without_assertions() {
+        let collection = Collection {
+            tests: vec![test(
+                "tests/test_a.py::test_one",
+                Some("def test_one():\n    assert 1\n"),
+                &[],
+            )],
+            pytest: "8.3.4".into(),
+            python: "3.11.7".into(),
+        };
+        let mut claim =
+            claims_from_collection(&commit(), &["tests/test_a.py".into()], &collection, None)
+                .claims[0]
+                .clone();
+        claim.assertions.clear();
+        assert_eq!(
+            check_claim(&claim).unwrap_err(),
+            "claim `demo@p0::tests/test_a.py::test_one` has no assertion statements"
+        );
+    }
+}

@@ -1,0 +1,663 @@
+//! Virtual environments for running a repository's tests, content-addressed and shared:
+//! `<cache>/envs/<digest>`, where the digest is blake3 over the interpreter's version, the sorted
+//! requirement specs and the installer. An environment is built in a scratch directory and renamed
+//! into place, so a half-built one is never used and two processes racing to build the same one
+//! both end up using whichever rename won. The package under test is never installed: it is
+//! imported from the checked-out worktree (see [`super::command`]).
+//!
+//! Python 3 environments are `venv`s. Python 2 has no `venv` module, so its environments are a
+//! `pip install --target` directory put on `PYTHONPATH` in front of the base interpreter.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::interpreters::Interpreter;
+use super::metadata::ProjectMetadata;
+use super::process::{ProcessOutcome, log_tail, run_logged};
+use super::requirements::{
+    Requirement, discover_requirements, pytest_requirement, requirement_name,
+};
+use crate::cache::Digest;
+
+/// Bump when the layout or the way environments are built changes: it enters every digest.
+const ENVIRONMENT_SCHEMA: u32 = 1;
+/// The file that describes a finished environment; written last, before the rename.
+const DESCRIPTION: &str = "claimflow-environment.json";
+/// pip resolves and downloads; a slow index must not hang a pipeline forever.
+const INSTALL_TIMEOUT: Duration = Duration::from_secs(900);
+/// How many failing discovered requirements may be dropped before giving up.
+const MAX_DROPPED: usize = 8;
+
+/// Why an environment could not be made or used.
+#[derive(Debug, thiserror::Error)]
+pub enum PythonError {
+    /// A file or directory could not be read or written.
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The interpreter could not create a virtual environment.
+    #[error("create a python {interpreter} environment in {path}: {tail}")]
+    Create {
+        interpreter: String,
+        path: PathBuf,
+        tail: String,
+    },
+    /// pip could not install a requirement the environment cannot do without.
+    #[error("install `{requirement}` for python {interpreter}: {tail}")]
+    Install {
+        requirement: String,
+        interpreter: String,
+        tail: String,
+    },
+    /// A subprocess outlived its deadline.
+    #[error("{what} timed out after {seconds}s")]
+    Timeout { what: String, seconds: u64 },
+    /// A finished environment does not answer as it should (pytest missing, description unreadable).
+    #[error("use the environment in {path}: {reason}")]
+    Broken { path: PathBuf, reason: String },
+}
+
+fn io_error(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> PythonError {
+    let context = context.into();
+    move |source| PythonError::Io { context, source }
+}
+
+/// The installer environments are built with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Installer {
+    Pip,
+    /// Used when `uv --version` works on this machine.
+    Uv,
+}
+
+impl Installer {
+    /// `uv` when it is installed, pip otherwise (decided once per process).
+    pub fn detect() -> Installer {
+        static DETECTED: OnceLock<Installer> = OnceLock::new();
+        *DETECTED.get_or_init(|| {
+            let works = Command::new("uv")
+                .arg("--version")
+                .output()
+                .is_ok_and(|output| output.status.success());
+            if works { Installer::Uv } else { Installer::Pip }
+        })
+    }
+}
+
+/// What an environment is made of: everything that enters its digest, plus where each requirement
+/// came from (for messages).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EnvironmentRequest {
+    pub interpreter: Interpreter,
+    /// The pytest spec: the repository's pin, or the era-appropriate series for the interpreter.
+    pub pytest: String,
+    /// Further requirements: the repository's pins first, then those the commit declares.
+    pub requirements: Vec<Requirement>,
+    pub installer: Installer,
+}
+
+impl EnvironmentRequest {
+    /// The request for running `worktree`'s tests under `interpreter`: the commit's declared test
+    /// dependencies plus `pinned` (a repository's `dependencies:` list, which may pin pytest).
+    pub fn for_commit(interpreter: &Interpreter, worktree: &Path, pinned: &[String]) -> Self {
+        let metadata = ProjectMetadata::read(worktree);
+        let mut pytest = pytest_requirement(interpreter.version).to_string();
+        let mut requirements = Vec::new();
+        for spec in pinned {
+            if requirement_name(spec).as_deref() == Some("pytest") {
+                pytest = spec.clone();
+            } else {
+                requirements.push(Requirement {
+                    spec: spec.clone(),
+                    source: "repository".into(),
+                });
+            }
+        }
+        let pinned_names: Vec<Option<String>> = requirements
+            .iter()
+            .map(|r| requirement_name(&r.spec))
+            .collect();
+        requirements.extend(
+            discover_requirements(worktree, &metadata)
+                .into_iter()
+                .filter(|found| !pinned_names.contains(&requirement_name(&found.spec))),
+        );
+        EnvironmentRequest {
+            interpreter: interpreter.clone(),
+            pytest,
+            requirements,
+            installer: Installer::detect(),
+        }
+    }
+
+    /// The sorted specs pip is asked for, pytest included.
+    pub fn specs(&self) -> Vec<String> {
+        let mut specs: Vec<String> = self.requirements.iter().map(|r| r.spec.clone()).collect();
+        specs.push(self.pytest.clone());
+        specs.sort();
+        specs.dedup();
+        specs
+    }
+
+    /// The content address: blake3 over the interpreter version, the sorted specs and the installer.
+    pub fn digest(&self) -> Digest {
+        #[derive(Serialize)]
+        struct Key<'a> {
+            schema: u32,
+            python: String,
+            requirements: Vec<String>,
+            installer: &'a Installer,
+        }
+        let key = Key {
+            schema: ENVIRONMENT_SCHEMA,
+            python: self.interpreter.version.to_string(),
+            requirements: self.specs(),
+            installer: &self.installer,
+        };
+        Digest::of(&serde_json::to_vec(&key).expect("keys serialize"))
+    }
+}
+
+/// A requirement left out of an environment because it would not install.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DroppedRequirement {
+    pub spec: String,
+    pub source: String,
+    /// The tail of pip's output.
+    pub reason: String,
+}
+
+/// A finished environment, as the collector and the oracle use it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Environment {
+    /// `<cache>/envs/<digest>`.
+    pub root: PathBuf,
+    /// The executable to run: the venv's python (the base interpreter for Python 2 environments).
+    pub python: PathBuf,
+    /// The interpreter's version, `3.11.7`.
+    pub interpreter: String,
+    /// The installed pytest's version, `8.3.4`.
+    pub pytest: String,
+    pub installer: String,
+    /// The environment's digest (hex).
+    pub digest: String,
+    /// Where the requirements are installed.
+    pub site_packages: PathBuf,
+    /// Entries to put on `PYTHONPATH` after the worktree (the `--target` directory on Python 2).
+    pub python_path: Vec<PathBuf>,
+    /// Installed distributions, normalized name -> version.
+    pub distributions: BTreeMap<String, String>,
+    /// Discovered requirements that would not install and were left out.
+    pub dropped: Vec<DroppedRequirement>,
+}
+
+impl Environment {
+    /// The tool fingerprints for item keys: `python`, `pytest`, `environment` (the digest).
+    pub fn fingerprint(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            ("python".to_string(), self.interpreter.clone()),
+            ("pytest".to_string(), self.pytest.clone()),
+            ("environment".to_string(), self.digest.clone()),
+        ])
+    }
+
+    /// True when a distribution (any spelling of its name) is installed.
+    pub fn has_distribution(&self, name: &str) -> bool {
+        requirement_name(name).is_some_and(|name| self.distributions.contains_key(&name))
+    }
+}
+
+/// The cache directory: `$CLAIMFLOW_CACHE_DIR`, else `~/.cache/claimflow`.
+pub fn cache_dir() -> PathBuf {
+    if let Some(directory) =
+        std::env::var_os("CLAIMFLOW_CACHE_DIR").filter(|value| !value.is_empty())
+    {
+        return PathBuf::from(directory);
+    }
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/tmp"));
+    home.join(".cache").join("claimflow")
+}
+
+/// The environment for `request` under [`cache_dir`], built if missing.
+pub fn ensure_environment(request: &EnvironmentRequest) -> Result<Environment, PythonError> {
+    ensure_environment_in(&cache_dir(), request)
+}
+
+/// The environment for `request` under `cache`, built if missing.
+pub fn ensure_environment_in(
+    cache: &Path,
+    request: &EnvironmentRequest,
+) -> Result<Environment, PythonError> {
+    let digest = request.digest().hex();
+    let root = cache.join("envs").join(&digest);
+    if let Some(environment) = load(&root)? {
+        return Ok(environment);
+    }
+    // Threads of one process build an environment once; other processes race safely via rename.
+    let guard = build_lock(&digest);
+    let _held = guard
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(environment) = load(&root)? {
+        return Ok(environment);
+    }
+    let scratch_parent = cache.join("envs").join(".building");
+    std::fs::create_dir_all(&scratch_parent)
+        .map_err(io_error(format!("create {}", scratch_parent.display())))?;
+    let scratch = tempfile::Builder::new()
+        .prefix(&format!("{digest}-"))
+        .tempdir_in(&scratch_parent)
+        .map_err(io_error(format!(
+            "create a directory in {}",
+            scratch_parent.display()
+        )))?;
+    let pip_cache = cache.join("pip");
+    let built = build(request, scratch.path(), &pip_cache, &digest)?;
+    let description = serde_json::to_vec_pretty(&built).expect("environments serialize");
+    std::fs::write(scratch.path().join(DESCRIPTION), description).map_err(io_error(format!(
+        "write {}",
+        scratch.path().join(DESCRIPTION).display()
+    )))?;
+    let scratch = scratch.keep();
+    if std::fs::rename(&scratch, &root).is_err() {
+        // Another process finished first; its environment is equivalent by construction.
+        let _ = std::fs::remove_dir_all(&scratch);
+    }
+    load(&root)?.ok_or_else(|| PythonError::Broken {
+        path: root.clone(),
+        reason: "missing after it was built".into(),
+    })
+}
+
+fn build_lock(digest: &str) -> Arc<Mutex<()>> {
+    static LOCKS: OnceLock<Mutex<BTreeMap<String, Arc<Mutex<()>>>>> = OnceLock::new();
+    let mut locks = LOCKS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    locks.entry(digest.to_string()).or_default().clone()
+}
+
+/// Reads a finished environment's description, rebasing its paths on `root` (environments move
+/// from their scratch directory into place, and caches may be copied between machines).
+fn load(root: &Path) -> Result<Option<Environment>, PythonError> {
+    let path = root.join(DESCRIPTION);
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(PythonError::Io {
+                context: format!("read {}", path.display()),
+                source,
+            });
+        }
+    };
+    let mut environment: Environment =
+        serde_json::from_slice(&bytes).map_err(|error| PythonError::Broken {
+            path: root.to_path_buf(),
+            reason: format!("unreadable {DESCRIPTION}: {error}"),
+        })?;
+    let old_root = environment.root.clone();
+    let rebase = |path: &Path| match path.strip_prefix(&old_root) {
+        Ok(relative) => root.join(relative),
+        Err(_) => path.to_path_buf(),
+    };
+    environment.python = rebase(&environment.python);
+    environment.site_packages = rebase(&environment.site_packages);
+    environment.python_path = environment
+        .python_path
+        .iter()
+        .map(|path| rebase(path))
+        .collect();
+    environment.root = root.to_path_buf();
+    Ok(Some(environment))
+}
+
+/// Builds the environment in `scratch` and describes it with paths under `scratch`.
+fn build(
+    request: &EnvironmentRequest,
+    scratch: &Path,
+    pip_cache: &Path,
+    digest: &str,
+) -> Result<Environment, PythonError> {
+    let interpreter = request.interpreter.version.to_string();
+    let logs = scratch.join("logs");
+    std::fs::create_dir_all(&logs).map_err(io_error(format!("create {}", logs.display())))?;
+    let python_2 = request.interpreter.version.major < 3;
+    let (python, site_packages, python_path) = if python_2 {
+        let site = scratch.join("site");
+        (request.interpreter.path.clone(), site.clone(), vec![site])
+    } else {
+        create_venv(request, scratch, &logs.join("venv.log"))?;
+        let python = scratch.join("bin").join("python");
+        let site = scratch
+            .join("lib")
+            .join(format!(
+                "python{}",
+                request.interpreter.version.minor_string()
+            ))
+            .join("site-packages");
+        (python, site, vec![])
+    };
+    let mut wanted: Vec<Requirement> = request.requirements.clone();
+    let mut dropped = Vec::new();
+    loop {
+        let mut specs: Vec<String> = wanted.iter().map(|r| r.spec.clone()).collect();
+        specs.push(request.pytest.clone());
+        specs.sort();
+        let log = logs.join(format!("install-{}.log", dropped.len()));
+        let mut command = install_command(
+            request,
+            &python,
+            python_2.then_some(site_packages.as_path()),
+            &specs,
+            pip_cache,
+        );
+        let outcome = run_logged(&mut command, &log, INSTALL_TIMEOUT)
+            .map_err(io_error(format!("run pip for python {interpreter}")))?;
+        match outcome {
+            ProcessOutcome::Exited(0) => break,
+            ProcessOutcome::TimedOut => {
+                return Err(PythonError::Timeout {
+                    what: format!("installing {} for python {interpreter}", specs.join(" ")),
+                    seconds: INSTALL_TIMEOUT.as_secs(),
+                });
+            }
+            _ => {}
+        }
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let tail = log_tail(&log, 15);
+        let culprit = failing_requirement(&text);
+        // Requirements the commit merely declares may be dropped; pytest and pins may not.
+        let position = culprit.as_ref().and_then(|name| {
+            wanted.iter().position(|requirement| {
+                requirement.source != "repository"
+                    && requirement_name(&requirement.spec).as_ref() == Some(name)
+            })
+        });
+        match position {
+            Some(index) if dropped.len() < MAX_DROPPED => {
+                let requirement = wanted.remove(index);
+                dropped.push(DroppedRequirement {
+                    spec: requirement.spec,
+                    source: requirement.source,
+                    reason: tail,
+                });
+            }
+            _ => {
+                return Err(PythonError::Install {
+                    requirement: culprit.unwrap_or_else(|| specs.join(" ")),
+                    interpreter,
+                    tail,
+                });
+            }
+        }
+    }
+    let distributions =
+        list_distributions(&python, python_2.then_some(site_packages.as_path()), &logs)?;
+    let pytest = distributions
+        .get("pytest")
+        .cloned()
+        .ok_or_else(|| PythonError::Broken {
+            path: scratch.to_path_buf(),
+            reason: "pytest is not installed after a successful install".into(),
+        })?;
+    Ok(Environment {
+        root: scratch.to_path_buf(),
+        python,
+        interpreter,
+        pytest,
+        installer: match request.installer {
+            Installer::Pip => "pip".into(),
+            Installer::Uv => "uv".into(),
+        },
+        digest: digest.to_string(),
+        site_packages,
+        python_path,
+        distributions,
+        dropped,
+    })
+}
+
+fn create_venv(
+    request: &EnvironmentRequest,
+    scratch: &Path,
+    log: &Path,
+) -> Result<(), PythonError> {
+    let mut command = match request.installer {
+        Installer::Pip => {
+            let mut command = Command::new(&request.interpreter.path);
+            command.args(["-m", "venv"]).arg(scratch);
+            command
+        }
+        Installer::Uv => {
+            let mut command = Command::new("uv");
+            command
+                .args(["venv", "--python"])
+                .arg(&request.interpreter.path)
+                .arg(scratch);
+            command
+        }
+    };
+    installer_environment(&mut command, None);
+    let outcome = run_logged(&mut command, log, Duration::from_secs(300)).map_err(io_error(
+        format!("run {}", request.interpreter.path.display()),
+    ))?;
+    if outcome.success() {
+        Ok(())
+    } else {
+        Err(PythonError::Create {
+            interpreter: request.interpreter.version.to_string(),
+            path: scratch.to_path_buf(),
+            tail: log_tail(log, 15),
+        })
+    }
+}
+
+fn install_command(
+    request: &EnvironmentRequest,
+    python: &Path,
+    target: Option<&Path>,
+    specs: &[String],
+    pip_cache: &Path,
+) -> Command {
+    let mut command = match request.installer {
+        Installer::Uv if target.is_none() => {
+            let mut command = Command::new("uv");
+            command.args(["pip", "install", "--python"]).arg(python);
+            command
+        }
+        _ => {
+            let mut command = Command::new(python);
+            command.args([
+                "-m",
+                "pip",
+                "install",
+                "--no-input",
+                "--disable-pip-version-check",
+            ]);
+            command
+        }
+    };
+    if let Some(target) = target {
+        command.arg("--target").arg(target);
+    }
+    command.args(specs);
+    installer_environment(&mut command, Some(pip_cache));
+    command
+}
+
+/// The installer's environment: an allow-list of network and index settings, never secrets.
+fn installer_environment(command: &mut Command, pip_cache: Option<&Path>) {
+    const PASSED: [&str; 13] = [
+        "PATH",
+        "HOME",
+        "PIP_INDEX_URL",
+        "PIP_EXTRA_INDEX_URL",
+        "PIP_FIND_LINKS",
+        "PIP_CERT",
+        "PIP_TRUSTED_HOST",
+        "PIP_DEFAULT_TIMEOUT",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "NO_PROXY",
+        "SSL_CERT_FILE",
+        "UV_INDEX_URL",
+    ];
+    command.env_clear();
+    for name in PASSED {
+        for spelling in [name.to_string(), name.to_ascii_lowercase()] {
+            if let Some(value) = std::env::var_os(&spelling) {
+                command.env(&spelling, value);
+            }
+        }
+    }
+    command
+        .env("LANG", "C.UTF-8")
+        .env("LC_ALL", "C.UTF-8")
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("PYTHONNOUSERSITE", "1")
+        .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
+        .env("PIP_NO_WARN_SCRIPT_LOCATION", "1");
+    if let Some(cache) = pip_cache {
+        command
+            .env("PIP_CACHE_DIR", cache)
+            .env("UV_CACHE_DIR", cache.with_file_name("uv"));
+    }
+}
+
+/// The normalized name of the requirement pip says it could not satisfy or build.
+fn failing_requirement(output: &str) -> Option<String> {
+    const MARKERS: [&str; 5] = [
+        "No matching distribution found for ",
+        "Could not find a version that satisfies the requirement ",
+        "Failed building wheel for ",
+        "Failed to build ",
+        "Could not build wheels for ",
+    ];
+    for line in output.lines() {
+        for marker in MARKERS {
+            if let Some(index) = line.find(marker) {
+                let rest = &line[index + marker.len()..];
+                let spec = rest
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or("")
+                    .trim_end_matches([',', '.']);
+                if let Some(name) = requirement_name(spec) {
+                    return Some(name);
+                }
+            }
+        }
+    }
+    // pip >= 22 reports build failures as "× ... did not run successfully" after "Collecting X".
+    let mut last_collected = None;
+    for line in output.lines() {
+        if let Some(rest) = line.trim().strip_prefix("Collecting ") {
+            last_collected = rest.split_whitespace().next().and_then(requirement_name);
+        }
+        if line.contains("did not run successfully") {
+            return last_collected;
+        }
+    }
+    None
+}
+
+/// Installed distributions, by normalized name (works on Python 2.7 and 3.x).
+fn list_distributions(
+    python: &Path,
+    target: Option<&Path>,
+    logs: &Path,
+) -> Result<BTreeMap<String, String>, PythonError> {
+    const SCRIPT: &str = "import sys\n\
+try:\n    from importlib.metadata import distributions\n    found = [(d.metadata['Name'], d.version) for d in distributions()]\n\
+except ImportError:\n    import pkg_resources\n    found = [(d.project_name, d.version) for d in pkg_resources.working_set]\n\
+for name, version in sorted(set(found), key=str):\n    if name:\n        sys.stdout.write('%s==%s\\n' % (name, version))\n";
+    let mut command = Command::new(python);
+    command.args(["-c", SCRIPT]);
+    installer_environment(&mut command, None);
+    if let Some(target) = target {
+        command.env("PYTHONPATH", target);
+    }
+    let log = logs.join("distributions.log");
+    let outcome = run_logged(&mut command, &log, Duration::from_secs(120))
+        .map_err(io_error(format!("run {}", python.display())))?;
+    if !outcome.success() {
+        return Err(PythonError::Broken {
+            path: python.to_path_buf(),
+            reason: format!("listing distributions failed: {}", log_tail(&log, 10)),
+        });
+    }
+    let text =
+        std::fs::read_to_string(&log).map_err(io_error(format!("read {}", log.display())))?;
+    Ok(text
+        .lines()
+        .filter_map(|line| line.split_once("=="))
+        .filter_map(|(name, version)| Some((requirement_name(name)?, version.trim().to_string())))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(specs: &[&str]) -> EnvironmentRequest {
+        EnvironmentRequest {
+            interpreter: Interpreter {
+                version: "3.11.7".parse().unwrap(),
+                path: PathBuf::from("/pythons/3.11.7/bin/python"),
+            },
+            pytest: "pytest>=8,<9".into(),
+            requirements: specs
+                .iter()
+                .map(|spec| Requirement {
+                    spec: spec.to_string(),
+                    source: "test extras".into(),
+                })
+                .collect(),
+            installer: Installer::Pip,
+        }
+    }
+
+    #[test]
+    fn the_digest_ignores_order_and_sources_but_not_specs() {
+        let one = request(&["attrs", "six>=1.9"]);
+        let mut other = request(&["six>=1.9", "attrs"]);
+        other.requirements[0].source = "tox.ini".into();
+        assert_eq!(one.digest(), other.digest());
+        assert_ne!(one.digest(), request(&["attrs", "six>=1.10"]).digest());
+        let mut older = request(&["attrs", "six>=1.9"]);
+        older.interpreter.version = "3.11.6".parse().unwrap();
+        assert_ne!(one.digest(), older.digest());
+    }
+
+    #[test]
+    fn names_the_requirement_pip_could_not_install() {
+        let old = "Collecting nosuchthing==9.9\n  ERROR: Could not find a version that satisfies the requirement nosuchthing==9.9 (from versions: none)\nERROR: No matching distribution found for nosuchthing==9.9\n";
+        assert_eq!(failing_requirement(old).as_deref(), Some("nosuchthing"));
+        let build = "Collecting Cython_Thing<1\n  Downloading x.tar.gz\n  error: subprocess-exited-with-error\n  × python setup.py egg_info did not run successfully.\n";
+        assert_eq!(failing_requirement(build).as_deref(), Some("cython-thing"));
+        assert_eq!(failing_requirement("ERROR: ResolutionImpossible"), None);
+    }
+
+    #[test]
+    fn cache_dir_respects_the_variable() {
+        // Read only: the variable may be set by the test runner; either way the answer follows it.
+        let expected = match std::env::var_os("CLAIMFLOW_CACHE_DIR").filter(|v| !v.is_empty()) {
+            Some(directory) => PathBuf::from(directory),
+            None => PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/claimflow"),
+        };
+        assert_eq!(cache_dir(), expected);
+    }
+}

@@ -1,0 +1,380 @@
+//! Which Python interpreters can run a commit's tests: those installed on the machine (pyenv
+//! versions, `python3.X` on PATH), narrowed by what the pipeline declares for the repository or,
+//! failing that, by what the commit's packaging metadata allows, in the order to try them.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use serde::Serialize;
+
+use super::metadata::ProjectMetadata;
+use super::specifier::SpecifierSet;
+use super::version::PythonVersion;
+
+/// An installed interpreter.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Interpreter {
+    pub version: PythonVersion,
+    /// The base interpreter's executable (not a virtual environment's).
+    pub path: PathBuf,
+}
+
+/// Why no interpreter may run a commit's tests (the commit is excluded with this reason).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SelectionError {
+    /// The pipeline's `python:` list names nothing installed that the commit allows.
+    #[error(
+        "none of the declared interpreters {declared:?} is installed and allowed ({constraint})"
+    )]
+    NoDeclaredInterpreter {
+        declared: Vec<String>,
+        constraint: String,
+    },
+    /// The commit's metadata allows none of the installed interpreters.
+    #[error("no installed interpreter ({installed}) satisfies {constraint}")]
+    NoAllowedInterpreter {
+        constraint: String,
+        installed: String,
+    },
+}
+
+/// Every interpreter installed on this machine, newest first (discovered once per process).
+pub fn installed_interpreters() -> &'static [Interpreter] {
+    static INSTALLED: OnceLock<Vec<Interpreter>> = OnceLock::new();
+    INSTALLED.get_or_init(discover)
+}
+
+/// The interpreters to try for the commit checked out at `worktree`, in order; empty when none is
+/// allowed (see [`choose_interpreters`] for the reason).
+pub fn select_interpreters(worktree: &Path, declared: &[String]) -> Vec<Interpreter> {
+    let metadata = ProjectMetadata::read(worktree);
+    choose_interpreters(&metadata, declared, installed_interpreters()).unwrap_or_default()
+}
+
+/// Chooses, from `installed`, the interpreters allowed for a commit with `metadata`, in the order to
+/// try them. Declared interpreters (`3.11`, `3.11.7` or a path) keep their order. Otherwise
+/// `python_requires` filters, and classifiers and tox's envlist put the project's own era first:
+/// hinted versions newest first, then older ones, then newer ones closest first.
+pub fn choose_interpreters(
+    metadata: &ProjectMetadata,
+    declared: &[String],
+    installed: &[Interpreter],
+) -> Result<Vec<Interpreter>, SelectionError> {
+    let requires = metadata
+        .requires_python
+        .as_ref()
+        .and_then(|requires| SpecifierSet::parse(&requires.specifier).ok());
+    let constraint = match &metadata.requires_python {
+        Some(requires) => format!("{} from {}", requires.specifier, requires.file),
+        None => "no python_requires".to_string(),
+    };
+    let allowed = |interpreter: &Interpreter| {
+        requires
+            .as_ref()
+            .is_none_or(|requires| requires.allows(interpreter.version))
+    };
+    if !declared.is_empty() {
+        let mut chosen: Vec<Interpreter> = Vec::new();
+        for wanted in declared {
+            let matching = installed
+                .iter()
+                .filter(|interpreter| matches_declared(interpreter, wanted))
+                .filter(|interpreter| allowed(interpreter))
+                .cloned()
+                .chain(declared_path(wanted));
+            for interpreter in matching {
+                if !chosen
+                    .iter()
+                    .any(|seen| seen.version == interpreter.version)
+                {
+                    chosen.push(interpreter);
+                }
+            }
+        }
+        return if chosen.is_empty() {
+            Err(SelectionError::NoDeclaredInterpreter {
+                declared: declared.to_vec(),
+                constraint,
+            })
+        } else {
+            Ok(chosen)
+        };
+    }
+    let mut candidates: Vec<Interpreter> =
+        installed.iter().filter(|i| allowed(i)).cloned().collect();
+    let hints: BTreeSet<&str> = metadata
+        .classifier_versions
+        .iter()
+        .chain(&metadata.tox_versions)
+        .map(String::as_str)
+        .collect();
+    let hinted_majors: BTreeSet<u32> = hints
+        .iter()
+        .filter_map(|hint| hint.split('.').next()?.parse().ok())
+        .collect();
+    if requires.is_none() && !hinted_majors.is_empty() {
+        // Without python_requires, a project that names only Python 2 (or only 3) means it.
+        let narrowed: Vec<Interpreter> = candidates
+            .iter()
+            .filter(|interpreter| hinted_majors.contains(&interpreter.version.major))
+            .cloned()
+            .collect();
+        if !narrowed.is_empty() {
+            candidates = narrowed;
+        }
+    }
+    let hinted_minor =
+        |interpreter: &Interpreter| hints.contains(interpreter.version.minor_string().as_str());
+    let newest_hint = candidates
+        .iter()
+        .filter(|interpreter| hinted_minor(interpreter))
+        .map(|interpreter| interpreter.version)
+        .max();
+    candidates.sort_by_key(|interpreter| {
+        let version = interpreter.version;
+        // Python 2 goes last when nothing says the project is of that era.
+        let era = if hinted_minor(interpreter) {
+            0
+        } else if newest_hint.is_some_and(|newest| version < newest) {
+            1
+        } else if newest_hint.is_some() {
+            2
+        } else if version.major >= 3 {
+            1
+        } else {
+            3
+        };
+        let newer_first = if era == 2 {
+            (version.major, version.minor, version.patch)
+        } else {
+            (
+                u32::MAX - version.major,
+                u32::MAX - version.minor,
+                u32::MAX - version.patch,
+            )
+        };
+        (era, newer_first)
+    });
+    if candidates.is_empty() {
+        return Err(SelectionError::NoAllowedInterpreter {
+            constraint,
+            installed: installed
+                .iter()
+                .map(|interpreter| interpreter.version.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    }
+    Ok(candidates)
+}
+
+fn matches_declared(interpreter: &Interpreter, wanted: &str) -> bool {
+    let version = interpreter.version.to_string();
+    version == wanted || version.starts_with(&format!("{wanted}."))
+}
+
+/// A declared entry that is a path to an executable.
+fn declared_path(wanted: &str) -> Option<Interpreter> {
+    let path = Path::new(wanted);
+    if !path.is_absolute() || !path.is_file() {
+        return None;
+    }
+    Some(Interpreter {
+        version: query_version(path)?,
+        path: path.to_path_buf(),
+    })
+}
+
+fn discover() -> Vec<Interpreter> {
+    let mut found: Vec<Interpreter> = Vec::new();
+    let mut roots: Vec<PathBuf> = Vec::new();
+    if let Some(root) = std::env::var_os("PYENV_ROOT") {
+        roots.push(PathBuf::from(root));
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        roots.push(Path::new(&home).join(".pyenv"));
+    }
+    roots.push(PathBuf::from("/root/.pyenv"));
+    for root in roots {
+        let Ok(entries) = std::fs::read_dir(root.join("versions")) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            // Only plain CPython releases: `3.11.7`, not `pypy3.9` or `miniconda`.
+            if !name.chars().all(|c| c.is_ascii_digit() || c == '.') {
+                continue;
+            }
+            let path = entry.path().join("bin").join("python");
+            if let (Ok(version), true) = (name.parse::<PythonVersion>(), path.is_file()) {
+                push_new(&mut found, Interpreter { version, path });
+            }
+        }
+    }
+    if let Some(path_variable) = std::env::var_os("PATH") {
+        for directory in std::env::split_paths(&path_variable) {
+            // pyenv shims resolve through pyenv's own selection; the versions are found above.
+            if directory
+                .components()
+                .any(|part| part.as_os_str() == "shims")
+            {
+                continue;
+            }
+            let Ok(entries) = std::fs::read_dir(&directory) else {
+                continue;
+            };
+            let mut names: Vec<String> = entries
+                .flatten()
+                .map(|entry| entry.file_name().to_string_lossy().into_owned())
+                .filter(|name| is_versioned_python(name))
+                .collect();
+            names.sort();
+            for name in names {
+                let path = directory.join(&name);
+                if let Some(version) = query_version(&path) {
+                    push_new(&mut found, Interpreter { version, path });
+                }
+            }
+        }
+    }
+    found.sort_by_key(|interpreter| std::cmp::Reverse(interpreter.version));
+    found
+}
+
+/// `python3.11`, `python2.7`: a versioned name, not `python3.11-config`.
+fn is_versioned_python(name: &str) -> bool {
+    name.strip_prefix("python").is_some_and(|rest| {
+        rest.contains('.') && rest.chars().all(|c| c.is_ascii_digit() || c == '.')
+    })
+}
+
+fn push_new(found: &mut Vec<Interpreter>, interpreter: Interpreter) {
+    if !found.iter().any(|seen| seen.version == interpreter.version) {
+        found.push(interpreter);
+    }
+}
+
+/// Asks an executable for its version (works on Python 2 and 3).
+pub fn query_version(path: &Path) -> Option<PythonVersion> {
+    let output = Command::new(path)
+        .args(["-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"])
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .ok()?;
+    if !output.status.success() {
+        return None;
+    }
+    String::from_utf8_lossy(&output.stdout).trim().parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::metadata::RequiresPython;
+    use super::*;
+
+    fn installed() -> Vec<Interpreter> {
+        [
+            "3.13.0", "3.12.1", "3.11.7", "3.10.13", "3.9.18", "3.8.18", "3.7.16", "3.6.15",
+            "2.7.18",
+        ]
+        .iter()
+        .map(|version| Interpreter {
+            version: version.parse().unwrap(),
+            path: PathBuf::from(format!("/pythons/{version}/bin/python")),
+        })
+        .collect()
+    }
+
+    fn versions(chosen: &[Interpreter]) -> Vec<String> {
+        chosen
+            .iter()
+            .map(|interpreter| interpreter.version.minor_string())
+            .collect()
+    }
+
+    fn requiring(specifier: &str) -> ProjectMetadata {
+        ProjectMetadata {
+            requires_python: Some(RequiresPython {
+                specifier: specifier.into(),
+                file: "setup.py".into(),
+            }),
+            ..ProjectMetadata::default()
+        }
+    }
+
+    #[test]
+    fn without_metadata_newest_first_and_python_2_last() {
+        let chosen = choose_interpreters(&ProjectMetadata::default(), &[], &installed()).unwrap();
+        assert_eq!(
+            versions(&chosen),
+            [
+                "3.13", "3.12", "3.11", "3.10", "3.9", "3.8", "3.7", "3.6", "2.7"
+            ]
+        );
+    }
+
+    #[test]
+    fn python_requires_filters_newest_first() {
+        let chosen = choose_interpreters(&requiring(">=3.7, <3.10"), &[], &installed()).unwrap();
+        assert_eq!(versions(&chosen), ["3.9", "3.8", "3.7"]);
+    }
+
+    #[test]
+    fn classifiers_put_the_projects_era_first() {
+        let metadata = ProjectMetadata {
+            classifier_versions: vec!["3".into(), "3.6".into(), "3.7".into()],
+            tox_versions: vec!["3.8".into()],
+            ..requiring(">=3.6")
+        };
+        let chosen = choose_interpreters(&metadata, &[], &installed()).unwrap();
+        assert_eq!(
+            versions(&chosen),
+            ["3.8", "3.7", "3.6", "3.9", "3.10", "3.11", "3.12", "3.13"]
+        );
+    }
+
+    #[test]
+    fn a_python_2_only_project_without_python_requires_gets_python_2() {
+        let metadata = ProjectMetadata {
+            classifier_versions: vec!["2".into(), "2.7".into()],
+            ..ProjectMetadata::default()
+        };
+        let chosen = choose_interpreters(&metadata, &[], &installed()).unwrap();
+        assert_eq!(versions(&chosen), ["2.7"]);
+    }
+
+    #[test]
+    fn declared_interpreters_keep_their_order_and_respect_python_requires() {
+        let declared = vec!["3.9".to_string(), "3.11.7".to_string(), "2.7".to_string()];
+        let chosen = choose_interpreters(&requiring(">=3"), &declared, &installed()).unwrap();
+        assert_eq!(versions(&chosen), ["3.9", "3.11"]);
+    }
+
+    #[test]
+    fn exclusion_reasons_name_the_constraint() {
+        let error = choose_interpreters(&requiring(">=3.14"), &[], &installed()).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "no installed interpreter (3.13.0, 3.12.1, 3.11.7, 3.10.13, 3.9.18, 3.8.18, 3.7.16, \
+             3.6.15, 2.7.18) satisfies >=3.14 from setup.py"
+        );
+        let declared = vec!["3.4".to_string()];
+        let error =
+            choose_interpreters(&ProjectMetadata::default(), &declared, &installed()).unwrap_err();
+        assert!(matches!(
+            error,
+            SelectionError::NoDeclaredInterpreter { .. }
+        ));
+    }
+
+    #[test]
+    fn versioned_executable_names() {
+        assert!(is_versioned_python("python3.11"));
+        assert!(!is_versioned_python("python3"));
+        assert!(!is_versioned_python("python3.11-config"));
+    }
+}

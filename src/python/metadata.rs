@@ -1,0 +1,298 @@
+//! What a commit's packaging files say about the project: its name, the Pythons it allows
+//! (`python_requires`, `requires-python`, classifiers, tox's envlist) and its declared dependencies.
+//! Read from `setup.py` (statically), `setup.cfg`, `pyproject.toml` and `tox.ini` in the worktree.
+
+use std::path::Path;
+
+use super::config_files::{TomlValue, ini_lines, parse_ini, parse_toml};
+use super::setup_script::{SetupValue, setup_keywords};
+
+/// The dependency groups that hold test requirements.
+const TEST_GROUPS: [&str; 3] = ["test", "tests", "testing"];
+
+/// A `python_requires`-style constraint and the file that declared it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequiresPython {
+    pub specifier: String,
+    /// `setup.py`, `setup.cfg` or `pyproject.toml`.
+    pub file: String,
+}
+
+/// Packaging metadata of one commit.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProjectMetadata {
+    /// The distribution name, when declared.
+    pub name: Option<String>,
+    pub requires_python: Option<RequiresPython>,
+    /// Versions named by `Programming Language :: Python :: X[.Y]` classifiers (`2`, `2.7`, `3.6`).
+    pub classifier_versions: Vec<String>,
+    /// Versions named by tox's envlist (`py27` -> `2.7`), a hint only.
+    pub tox_versions: Vec<String>,
+    /// Runtime requirements (`install_requires`, `[project] dependencies`).
+    pub runtime: Vec<String>,
+    /// Requirements of the test extras and `tests_require`.
+    pub test_extras: Vec<String>,
+    /// `deps` of tox's `[testenv]`.
+    pub tox_deps: Vec<String>,
+}
+
+impl ProjectMetadata {
+    /// Reads every packaging file present in `worktree`; unreadable files contribute nothing.
+    pub fn read(worktree: &Path) -> Self {
+        let mut metadata = ProjectMetadata::default();
+        let read = |name: &str| std::fs::read_to_string(worktree.join(name)).ok();
+        if let Some(text) = read("pyproject.toml") {
+            metadata.add_pyproject(&text);
+        }
+        if let Some(text) = read("setup.cfg") {
+            metadata.add_setup_cfg(&text);
+        }
+        if let Some(text) = read("setup.py") {
+            metadata.add_setup_py(&text);
+        }
+        if let Some(text) = read("tox.ini") {
+            metadata.add_tox_ini(&text);
+        }
+        metadata.classifier_versions.sort();
+        metadata.classifier_versions.dedup();
+        metadata.tox_versions.sort();
+        metadata.tox_versions.dedup();
+        metadata
+    }
+
+    fn set_requires(&mut self, specifier: &str, file: &str) {
+        if self.requires_python.is_none() && !specifier.trim().is_empty() {
+            self.requires_python = Some(RequiresPython {
+                specifier: specifier.trim().to_string(),
+                file: file.to_string(),
+            });
+        }
+    }
+
+    fn add_classifiers<'a>(&mut self, classifiers: impl IntoIterator<Item = &'a String>) {
+        for classifier in classifiers {
+            let parts: Vec<&str> = classifier.split("::").map(str::trim).collect();
+            if let ["Programming Language", "Python", version] = parts.as_slice()
+                && version.split('.').all(|part| part.parse::<u32>().is_ok())
+            {
+                self.classifier_versions.push((*version).to_string());
+            }
+        }
+    }
+
+    fn add_pyproject(&mut self, text: &str) {
+        let tables = parse_toml(text);
+        let Some(project) = tables.get("project") else {
+            return;
+        };
+        if let Some(TomlValue::String(name)) = project.get("name") {
+            self.name.get_or_insert_with(|| name.clone());
+        }
+        if let Some(TomlValue::String(specifier)) = project.get("requires-python") {
+            self.set_requires(specifier, "pyproject.toml");
+        }
+        if let Some(TomlValue::Strings(classifiers)) = project.get("classifiers") {
+            self.add_classifiers(classifiers);
+        }
+        if let Some(TomlValue::Strings(dependencies)) = project.get("dependencies") {
+            self.runtime.extend(dependencies.iter().cloned());
+        }
+        if let Some(groups) = tables.get("project.optional-dependencies") {
+            for group in TEST_GROUPS {
+                if let Some(TomlValue::Strings(requirements)) = groups.get(group) {
+                    self.test_extras.extend(requirements.iter().cloned());
+                }
+            }
+        }
+    }
+
+    fn add_setup_cfg(&mut self, text: &str) {
+        let sections = parse_ini(text);
+        if let Some(section) = sections.get("metadata") {
+            if let Some(name) = section.get("name") {
+                self.name.get_or_insert_with(|| name.clone());
+            }
+            if let Some(classifiers) = section.get("classifiers") {
+                self.add_classifiers(&ini_lines(classifiers));
+            }
+        }
+        if let Some(section) = sections.get("options") {
+            if let Some(specifier) = section.get("python_requires") {
+                self.set_requires(specifier, "setup.cfg");
+            }
+            if let Some(requirements) = section.get("install_requires") {
+                self.runtime.extend(ini_lines(requirements));
+            }
+            if let Some(requirements) = section.get("tests_require") {
+                self.test_extras.extend(ini_lines(requirements));
+            }
+        }
+        if let Some(section) = sections.get("options.extras_require") {
+            for group in TEST_GROUPS {
+                if let Some(requirements) = section.get(group) {
+                    self.test_extras.extend(ini_lines(requirements));
+                }
+            }
+        }
+    }
+
+    fn add_setup_py(&mut self, text: &str) {
+        let Some(keywords) = setup_keywords(text) else {
+            return;
+        };
+        if let Some(SetupValue::String(name)) = keywords.get("name") {
+            self.name.get_or_insert_with(|| name.clone());
+        }
+        if let Some(SetupValue::String(specifier)) = keywords.get("python_requires") {
+            self.set_requires(specifier, "setup.py");
+        }
+        if let Some(SetupValue::Strings(classifiers)) = keywords.get("classifiers") {
+            self.add_classifiers(classifiers);
+        }
+        if let Some(SetupValue::Strings(requirements)) = keywords.get("install_requires") {
+            self.runtime.extend(requirements.iter().cloned());
+        }
+        if let Some(SetupValue::Strings(requirements)) = keywords.get("tests_require") {
+            self.test_extras.extend(requirements.iter().cloned());
+        }
+        if let Some(SetupValue::Groups(groups)) = keywords.get("extras_require") {
+            for group in TEST_GROUPS {
+                if let Some(requirements) = groups.get(group) {
+                    self.test_extras.extend(requirements.iter().cloned());
+                }
+            }
+        }
+    }
+
+    fn add_tox_ini(&mut self, text: &str) {
+        let sections = parse_ini(text);
+        if let Some(envlist) = sections
+            .get("tox")
+            .and_then(|section| section.get("envlist"))
+        {
+            self.tox_versions.extend(tox_versions(envlist));
+        }
+        if let Some(deps) = sections
+            .get("testenv")
+            .and_then(|section| section.get("deps"))
+        {
+            self.tox_deps.extend(ini_lines(deps));
+        }
+    }
+}
+
+/// The Python versions a tox envlist names: `py27, py{36,37}-django, pypy` -> 2.7, 3.6, 3.7.
+fn tox_versions(envlist: &str) -> Vec<String> {
+    let mut versions = Vec::new();
+    for environment in expand_braces(envlist) {
+        for factor in environment.split('-') {
+            let Some(digits) = factor.trim().strip_prefix("py") else {
+                continue;
+            };
+            if digits.len() >= 2 && digits.chars().all(|c| c.is_ascii_digit()) {
+                versions.push(format!("{}.{}", &digits[..1], &digits[1..]));
+            }
+        }
+    }
+    versions
+}
+
+/// Splits an envlist on commas and newlines, expanding one level of `{a,b}` alternatives.
+fn expand_braces(envlist: &str) -> Vec<String> {
+    let mut items = Vec::new();
+    let mut current = String::new();
+    let mut depth = 0;
+    for character in envlist.chars() {
+        match character {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            _ => {}
+        }
+        if (character == ',' || character == '\n') && depth == 0 {
+            items.push(std::mem::take(&mut current));
+        } else {
+            current.push(character);
+        }
+    }
+    items.push(current);
+    let mut expanded = Vec::new();
+    for item in items {
+        let item = item.trim();
+        match (item.find('{'), item.find('}')) {
+            (Some(open), Some(close)) if open < close => {
+                for alternative in item[open + 1..close].split(',') {
+                    expanded.push(format!(
+                        "{}{}{}",
+                        &item[..open],
+                        alternative.trim(),
+                        &item[close + 1..]
+                    ));
+                }
+            }
+            _ if !item.is_empty() => expanded.push(item.to_string()),
+            _ => {}
+        }
+    }
+    expanded
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn worktree(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let directory = tempfile::tempdir().unwrap();
+        for (name, text) in files {
+            std::fs::write(directory.path().join(name), text).unwrap();
+        }
+        directory
+    }
+
+    #[test]
+    fn pyproject_wins_over_setup_cfg_and_setup_py() {
+        let directory = worktree(&[
+            (
+                "pyproject.toml",
+                "[project]\nname = \"demo\"\nrequires-python = \">=3.8\"\ndependencies = [\"attrs\"]\n\
+                 [project.optional-dependencies]\ntests = [\"hypothesis\"]\n",
+            ),
+            ("setup.cfg", "[options]\npython_requires = >=3.6\n"),
+            (
+                "setup.py",
+                "from setuptools import setup\nsetup(python_requires='>=2.7')\n",
+            ),
+        ]);
+        let metadata = ProjectMetadata::read(directory.path());
+        assert_eq!(metadata.name.as_deref(), Some("demo"));
+        assert_eq!(
+            metadata.requires_python,
+            Some(RequiresPython {
+                specifier: ">=3.8".into(),
+                file: "pyproject.toml".into()
+            })
+        );
+        assert_eq!(metadata.runtime, ["attrs"]);
+        assert_eq!(metadata.test_extras, ["hypothesis"]);
+    }
+
+    #[test]
+    fn classifiers_and_tox_envlist_name_versions() {
+        let directory = worktree(&[
+            (
+                "setup.py",
+                "from setuptools import setup\nsetup(name='old', classifiers=[\n\
+                 'Programming Language :: Python :: 2',\n'Programming Language :: Python :: 2.7',\n\
+                 'Programming Language :: Python :: 3.4',\n'Programming Language :: Python :: Implementation :: PyPy',\n])\n",
+            ),
+            (
+                "tox.ini",
+                "[tox]\nenvlist = py27, py{34,35}-django, pypy, flake8\n\n[testenv]\ndeps =\n    mock\n    -rrequirements.txt\n",
+            ),
+        ]);
+        let metadata = ProjectMetadata::read(directory.path());
+        assert_eq!(metadata.requires_python, None);
+        assert_eq!(metadata.classifier_versions, ["2", "2.7", "3.4"]);
+        assert_eq!(metadata.tox_versions, ["2.7", "3.4", "3.5"]);
+        assert_eq!(metadata.tox_deps, ["mock", "-rrequirements.txt"]);
+    }
+}

@@ -1,0 +1,505 @@
+//! `uses: oracle`: the execution oracle as a step.
+//!
+//! ```yaml
+//! truth: {uses: oracle, needs: [claims], with: {runs: 10, timeout: 300, import_errors: discard}}
+//! ```
+//!
+//! One item per commit (`<repo>@<commit>`). Its key reads the digest of that commit's claims (and
+//! of its `rank-commits` record when the step also needs `rank-commits`), the interpreter and pytest
+//! fingerprint, and the commit ids; `timeout` and `slots` are left out, since they cannot change a
+//! verdict that was reached. A re-run over the same commits therefore runs no pytest at all. Items
+//! for different commits run in parallel, each in its own slot (a worktree and a run directory).
+//! Before anything is written the step checks the oracle's invariants; a broken one fails the step.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::cache::Digest;
+use crate::engine::{
+    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, Pool, StepContext, StepError, StepKind,
+    Upstream,
+};
+use crate::mining::TestFileRules;
+use crate::oracle::invariants::{check_claims, check_judgements};
+use crate::oracle::worktree::slot_dir;
+use crate::oracle::{
+    Cause, CommitUnderTest, ImportErrorPolicy, Judgement, OracleSummary, Settings, Slot, Worktree,
+    judge_commit,
+};
+use crate::pipeline::RepoSpec;
+use crate::python::{self, Environment, EnvironmentRequest, Installer};
+use crate::records::{ClaimRecord, CommitRecord, TruthRecord};
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec::optional(
+        "runs",
+        ParamType::Integer,
+        "runs at the parent and at the child (N, default 10)",
+    ),
+    ParamSpec::optional(
+        "timeout",
+        ParamType::Number,
+        "seconds per pytest run before it is killed (default 300)",
+    ),
+    ParamSpec::optional(
+        "slots",
+        ParamType::Integer,
+        "worktrees, so commits judged at once (default: the number of cores)",
+    ),
+    ParamSpec::optional(
+        "import_errors",
+        ParamType::Enum(&["discard", "flip"]),
+        "claims whose test file no longer imports at the child: discard (default) or flip",
+    ),
+];
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Params {
+    #[serde(default = "default_runs")]
+    runs: u32,
+    #[serde(default = "default_timeout")]
+    timeout: f64,
+    #[serde(default)]
+    slots: Option<usize>,
+    #[serde(default)]
+    import_errors: ImportErrorPolicy,
+}
+
+fn default_runs() -> u32 {
+    10
+}
+
+fn default_timeout() -> f64 {
+    300.0
+}
+
+/// The per-item parameters.
+#[derive(Debug, Serialize, Deserialize)]
+struct CommitItem {
+    repo: String,
+    parent: String,
+    commit: String,
+    /// The ids of the claims judged, in order.
+    claims: Vec<String>,
+}
+
+/// Where the oracle gets the Python environment it runs a repository's tests in.
+pub trait Environments: Send + Sync {
+    /// What enters the keys of `repo`'s items: interpreter and pytest versions, never paths.
+    fn fingerprint(&self, repo: &RepoSpec) -> Result<BTreeMap<String, String>, StepError>;
+
+    /// The environment for a commit of `repo` whose parent is checked out at `worktree`. The
+    /// parent's environment serves the child too, so a difference in outcome comes from the code.
+    fn environment(&self, repo: &RepoSpec, worktree: &Path) -> Result<Environment, StepError>;
+}
+
+/// One environment for every repository (tests, and users who bring their own environment).
+pub struct FixedEnvironment(pub Environment);
+
+impl Environments for FixedEnvironment {
+    fn fingerprint(&self, _repo: &RepoSpec) -> Result<BTreeMap<String, String>, StepError> {
+        Ok(self.0.fingerprint())
+    }
+
+    fn environment(&self, _repo: &RepoSpec, _worktree: &Path) -> Result<Environment, StepError> {
+        Ok(self.0.clone())
+    }
+}
+
+/// The environments `mine-claims` uses: interpreters chosen by the repository's `python:` list or
+/// the commit's metadata, the commit's declared test dependencies plus the repository's pinned
+/// `dependencies:`, built once per content and shared through the user's cache.
+pub struct PythonEnvironments;
+
+/// The repository's pinned `dependencies:` (strings), if it lists any.
+fn pinned_dependencies(repo: &RepoSpec) -> Vec<String> {
+    repo.extra
+        .get("dependencies")
+        .and_then(serde_json::Value::as_array)
+        .map(|list| {
+            list.iter()
+                .filter_map(|value| value.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl Environments for PythonEnvironments {
+    fn fingerprint(&self, repo: &RepoSpec) -> Result<BTreeMap<String, String>, StepError> {
+        let installed = python::installed_interpreters();
+        let series: Vec<String> = installed
+            .iter()
+            .map(|interpreter| {
+                format!(
+                    "{}={}",
+                    interpreter.version,
+                    python::pytest_requirement(interpreter.version)
+                )
+            })
+            .collect();
+        let installer = match Installer::detect() {
+            Installer::Pip => "pip",
+            Installer::Uv => "uv",
+        };
+        Ok(BTreeMap::from([
+            ("interpreters".to_string(), series.join(";")),
+            ("installer".to_string(), installer.to_string()),
+            ("declared".to_string(), repo.python.join(",")),
+            ("pinned".to_string(), pinned_dependencies(repo).join(",")),
+        ]))
+    }
+
+    fn environment(&self, repo: &RepoSpec, worktree: &Path) -> Result<Environment, StepError> {
+        let metadata = python::ProjectMetadata::read(worktree);
+        let interpreters =
+            python::choose_interpreters(&metadata, &repo.python, python::installed_interpreters())
+                .map_err(|error| {
+                    StepError::Message(format!("repository `{}`: {error}", repo.name))
+                })?;
+        let pinned = pinned_dependencies(repo);
+        let mut failures = Vec::new();
+        for interpreter in &interpreters {
+            let request = EnvironmentRequest::for_commit(interpreter, worktree, &pinned);
+            match python::ensure_environment(&request) {
+                Ok(environment) => return Ok(environment),
+                Err(error) => failures.push(format!("python {}: {error}", interpreter.version)),
+            }
+        }
+        Err(StepError::Message(format!(
+            "repository `{}`: no environment could be built: {}",
+            repo.name,
+            failures.join("; ")
+        )))
+    }
+}
+
+/// The `oracle` step kind.
+pub struct OracleStep {
+    environments: Arc<dyn Environments>,
+    /// Slot pools by workdir: one process may run several pipelines.
+    pools: Mutex<BTreeMap<PathBuf, Arc<SlotPool>>>,
+}
+
+impl OracleStep {
+    /// An oracle that runs tests with the interpreters `environments` provides.
+    pub fn new(environments: Arc<dyn Environments>) -> Self {
+        OracleStep {
+            environments,
+            pools: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    fn pool(&self, workdir: &Path, slots: usize) -> Arc<SlotPool> {
+        let mut pools = self.pools.lock().expect("slot pools lock");
+        Arc::clone(
+            pools
+                .entry(workdir.to_path_buf())
+                .or_insert_with(|| Arc::new(SlotPool::new(workdir, slots))),
+        )
+    }
+}
+
+/// The free slots of one workdir.
+struct SlotPool {
+    free: Mutex<Vec<(usize, Slot)>>,
+    released: Condvar,
+}
+
+impl SlotPool {
+    fn new(workdir: &Path, slots: usize) -> Self {
+        let free = (0..slots.max(1))
+            .rev()
+            .map(|index| {
+                let slot = Slot {
+                    worktree: Worktree::new(slot_dir(workdir, index)),
+                    runs: workdir.join("oracle").join(format!("slot-{index}")),
+                };
+                (index, slot)
+            })
+            .collect();
+        SlotPool {
+            free: Mutex::new(free),
+            released: Condvar::new(),
+        }
+    }
+
+    fn acquire(&self) -> (usize, Slot) {
+        let mut free = self.free.lock().expect("slot pool lock");
+        loop {
+            if let Some(slot) = free.pop() {
+                return slot;
+            }
+            free = self.released.wait(free).expect("slot pool lock");
+        }
+    }
+
+    fn release(&self, slot: (usize, Slot)) {
+        self.free.lock().expect("slot pool lock").push(slot);
+        self.released.notify_one();
+    }
+}
+
+fn claims_of(upstream: &Upstream, step: &str) -> Result<Vec<ClaimRecord>, StepError> {
+    let output = upstream.of_kind("mine-claims").ok_or_else(|| {
+        StepError::Input(format!(
+            "step `{step}`: the oracle needs a `mine-claims` step"
+        ))
+    })?;
+    output.decode_all()
+}
+
+/// `rank-commits` records by (repo, commit), when the step needs that step too.
+fn commits_of(upstream: &Upstream) -> Result<BTreeMap<(String, String), CommitRecord>, StepError> {
+    let Some(output) = upstream.of_kind("rank-commits") else {
+        return Ok(BTreeMap::new());
+    };
+    Ok(output
+        .decode_all::<CommitRecord>()?
+        .into_iter()
+        .map(|record| ((record.repo.clone(), record.commit.clone()), record))
+        .collect())
+}
+
+fn repo_spec<'a>(ctx: &'a StepContext, name: &str) -> Result<&'a RepoSpec, StepError> {
+    ctx.pipeline.repo(name).ok_or_else(|| {
+        StepError::Input(format!(
+            "step `{}`: claims name repository `{name}`, which `repos:` does not list",
+            ctx.step.name
+        ))
+    })
+}
+
+/// A truth record with its cause, as one line of `truth.jsonl`.
+fn truth_line(judgement: &Judgement) -> serde_json::Value {
+    let mut value = serde_json::to_value(&judgement.truth).expect("truth records serialize");
+    value["cause"] = serde_json::to_value(judgement.cause).expect("causes serialize");
+    value
+}
+
+fn judgement_of(value: &serde_json::Value) -> Result<Judgement, StepError> {
+    let truth: TruthRecord = serde_json::from_value(value.clone())
+        .map_err(|error| StepError::Message(format!("decode a truth record: {error}")))?;
+    let cause: Option<Cause> = serde_json::from_value(value["cause"].clone())
+        .map_err(|error| StepError::Message(format!("decode a truth record's cause: {error}")))?;
+    Ok(Judgement { truth, cause })
+}
+
+impl StepKind for OracleStep {
+    fn name(&self) -> &'static str {
+        "oracle"
+    }
+
+    fn version(&self) -> u32 {
+        1
+    }
+
+    fn about(&self) -> &'static str {
+        "runs each claim N times at the parent and at the child, labels it flipped, held or discarded"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
+
+    fn key_params(&self, with: &serde_json::Value) -> serde_json::Value {
+        // Defaults are written out, so `runs: 10` and no `runs` share their items.
+        match serde_json::from_value::<Params>(with.clone()) {
+            Ok(params) => json!({"runs": params.runs, "import_errors": params.import_errors}),
+            Err(_) => {
+                let mut with = with.clone();
+                if let Some(map) = with.as_object_mut() {
+                    map.remove("timeout");
+                    map.remove("slots");
+                }
+                with
+            }
+        }
+    }
+
+    fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
+        let step = &ctx.step.name;
+        let _: Params = ctx.params()?;
+        let claims = claims_of(upstream, step)?;
+        let problems = check_claims(&claims);
+        if !problems.is_empty() {
+            return Err(StepError::Invariant(format!(
+                "step `{step}`: {}",
+                problems.join("; ")
+            )));
+        }
+        let commits = commits_of(upstream)?;
+        let mut by_commit: BTreeMap<(String, String), Vec<&ClaimRecord>> = BTreeMap::new();
+        for claim in &claims {
+            by_commit
+                .entry((claim.repo.clone(), claim.commit.clone()))
+                .or_default()
+                .push(claim);
+        }
+        let mut fingerprints = BTreeMap::new();
+        let mut plans = Vec::new();
+        for ((repo, commit), mut claims) in by_commit {
+            claims.sort_by(|left, right| left.id.cmp(&right.id));
+            claims.dedup_by(|left, right| left.id == right.id);
+            let parent = claims[0].parent.clone();
+            if let Some(other) = claims.iter().find(|claim| claim.parent != parent) {
+                return Err(StepError::Input(format!(
+                    "step `{step}`: claims of commit {commit} name two parents ({parent} and {})",
+                    other.parent
+                )));
+            }
+            let spec = repo_spec(ctx, &repo)?;
+            if !fingerprints.contains_key(&repo) {
+                let fingerprint = self.environments.fingerprint(spec)?;
+                fingerprints.insert(repo.clone(), fingerprint);
+            }
+            let claims_bytes = serde_json::to_vec(&claims).expect("claims serialize");
+            let mut plan = ItemPlan::new(format!("{repo}@{commit}"))
+                .params(
+                    serde_json::to_value(CommitItem {
+                        repo: repo.clone(),
+                        parent: parent.clone(),
+                        commit: commit.clone(),
+                        claims: claims.iter().map(|claim| claim.id.clone()).collect(),
+                    })
+                    .expect("item params serialize"),
+                )
+                .read("claims", Digest::of(&claims_bytes))
+                .tool("parent", parent)
+                .tool("commit", commit.clone())
+                .pool(Pool::Pytest);
+            for (name, fingerprint) in &fingerprints[&repo] {
+                plan = plan.tool(format!("python:{name}"), fingerprint.clone());
+            }
+            if let Some(record) = commits.get(&(repo, commit)) {
+                let bytes = serde_json::to_vec(record).expect("commit records serialize");
+                plan = plan.read("commit", Digest::of(&bytes));
+            }
+            plans.push(plan);
+        }
+        Ok(plans)
+    }
+
+    fn run(
+        &self,
+        ctx: &StepContext,
+        item: &ItemPlan,
+        upstream: &Upstream,
+    ) -> Result<ItemOutput, StepError> {
+        let step = &ctx.step.name;
+        let params: Params = ctx.params()?;
+        let target: CommitItem = serde_json::from_value(item.params.clone())
+            .map_err(|error| StepError::Message(format!("item {}: {error}", item.id)))?;
+        let mut claims: Vec<ClaimRecord> = claims_of(upstream, step)?
+            .into_iter()
+            .filter(|claim| claim.repo == target.repo && claim.commit == target.commit)
+            .collect();
+        claims.sort_by(|left, right| left.id.cmp(&right.id));
+        claims.dedup_by(|left, right| left.id == right.id);
+        let test_files = commits_of(upstream)?
+            .remove(&(target.repo.clone(), target.commit.clone()))
+            .map(|record| record.test_files)
+            .unwrap_or_default();
+        let spec = repo_spec(ctx, &target.repo)?;
+        let located = crate::mining::locate(spec, ctx.workdir)
+            .map_err(|error| StepError::Message(format!("item {}: {error}", item.id)))?;
+        let repository = located
+            .open()
+            .map_err(|error| StepError::Message(format!("item {}: {error}", item.id)))?;
+        let settings = Settings {
+            runs: params.runs,
+            timeout: Duration::from_secs_f64(params.timeout.max(1.0)),
+            import_errors: params.import_errors,
+            test_files: TestFileRules::default(),
+        };
+        let slots = params.slots.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+        });
+        let pool = self.pool(ctx.workdir, slots);
+        let mut slot = pool.acquire();
+        let judged = (|| {
+            let parent = git2::Oid::from_str(&target.parent)
+                .map_err(|error| StepError::Message(format!("item {}: {error}", item.id)))?;
+            slot.1
+                .worktree
+                .checkout(&repository, parent)
+                .map_err(|error| StepError::Message(format!("item {}: {error}", item.id)))?;
+            let environment = self.environments.environment(spec, slot.1.worktree.dir())?;
+            judge_commit(
+                &settings,
+                &environment,
+                &mut slot.1,
+                &CommitUnderTest {
+                    repository: &repository,
+                    parent: &target.parent,
+                    commit: &target.commit,
+                    test_files: &test_files,
+                    claims: &claims,
+                },
+            )
+            .map_err(|error| StepError::Message(format!("item {}: {error}", item.id)))
+        })();
+        pool.release(slot);
+        let judgements = judged?;
+        let problems = check_judgements(
+            &target.claims,
+            &judgements,
+            params.runs,
+            params.import_errors,
+        );
+        if !problems.is_empty() {
+            return Err(StepError::Invariant(format!(
+                "step `{step}`, item {}: {}",
+                item.id,
+                problems.join("; ")
+            )));
+        }
+        Ok(ItemOutput {
+            records: judgements.iter().map(truth_line).collect(),
+            blobs: BTreeMap::new(),
+        })
+    }
+
+    fn publish(&self, ctx: &StepContext, items: &[ItemResult]) -> Result<(), StepError> {
+        let step = &ctx.step.name;
+        let params: Params = ctx.params()?;
+        let mut problems = Vec::new();
+        let mut commits = Vec::new();
+        for item in items {
+            let target: CommitItem = serde_json::from_value(item.plan.params.clone())
+                .map_err(|error| StepError::Message(format!("item {}: {error}", item.plan.id)))?;
+            let judgements = item
+                .output
+                .records
+                .iter()
+                .map(judgement_of)
+                .collect::<Result<Vec<_>, _>>()?;
+            problems.extend(check_judgements(
+                &target.claims,
+                &judgements,
+                params.runs,
+                params.import_errors,
+            ));
+            commits.push((item.plan.id.clone(), judgements));
+        }
+        if !problems.is_empty() {
+            return Err(StepError::Invariant(format!(
+                "step `{step}`: {}",
+                problems.join("; ")
+            )));
+        }
+        let lines = commits
+            .iter()
+            .flat_map(|(_, judgements)| judgements.iter().map(truth_line));
+        ctx.write_jsonl("truth.jsonl", lines)?;
+        let summary = OracleSummary::new(params.runs, &commits);
+        let mut bytes = serde_json::to_vec_pretty(&summary).expect("summaries serialize");
+        bytes.push(b'\n');
+        ctx.write_result("oracle_summary.json", &bytes)
+    }
+}

@@ -1,0 +1,10 @@
+//! The execution oracle against real pytest runs: fixture repositories built with git2, a cached
+//! virtual environment with a pinned pytest.
+
+mod fixture;
+mod library;
+mod procedure;
+mod python;
+mod runner;
+mod step;
+mod worktree;
