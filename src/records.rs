@@ -202,7 +202,7 @@ pub struct ExclusionRecord {
 }
 
 /// One interpreter tried for a commit.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AttemptRecord {
     pub interpreter: String,
     pub error: String,

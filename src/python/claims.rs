@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::assertions::assertion_statements;
 use super::collect::Collection;
-use crate::records::{CommitRecord, MinedClaim, claim_id};
+use crate::records::{AttemptRecord, CommitRecord, MinedClaim, claim_id};
 
 /// What mining one commit produced besides its claims.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -32,6 +32,9 @@ pub struct ClaimSummary {
     pub dropped_requirements: Vec<String>,
     /// Tests whose assertions came from the interpreter's parser (source that is not Python 3).
     pub assertions_from_interpreter: usize,
+    /// Interpreters tried before the one that collected, and why each failed.
+    #[serde(default)]
+    pub attempts: Vec<AttemptRecord>,
 }
 
 /// A commit's claims and its summary.

@@ -7,6 +7,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::config_files::{parse_ini, parse_toml};
 use super::environment::Environment;
 
 /// Where a pytest process runs and what it may see.
@@ -74,7 +75,16 @@ impl<'a> PytestLaunch<'a> {
             .args(self.neutralizing_options())
             .arg("--rootdir")
             .arg(self.worktree)
-            .args(arguments);
+            .arg("--confcutdir")
+            .arg(self.worktree);
+        // Without a configuration of its own, pytest would look for one above the worktree (in the
+        // workdir, the user's project, their home): an empty one stops the search.
+        if pytest_config_file(self.worktree).is_none() {
+            let empty = self.private.join("pytest.ini");
+            std::fs::write(&empty, "[pytest]\n")?;
+            command.arg("-c").arg(empty);
+        }
+        command.args(arguments);
         Ok(command)
     }
 
@@ -118,6 +128,30 @@ impl<'a> PytestLaunch<'a> {
     }
 }
 
+/// The file pytest takes its configuration from inside `worktree`, in pytest's order of precedence:
+/// `pytest.ini` or `.pytest.ini` whatever they hold, else the first of `pyproject.toml`, `tox.ini`,
+/// `setup.cfg` with a pytest section.
+pub fn pytest_config_file(worktree: &Path) -> Option<PathBuf> {
+    for name in ["pytest.ini", ".pytest.ini"] {
+        if worktree.join(name).is_file() {
+            return Some(worktree.join(name));
+        }
+    }
+    let read = |name: &str| std::fs::read_to_string(worktree.join(name)).ok();
+    if read("pyproject.toml")
+        .is_some_and(|text| parse_toml(&text).contains_key("tool.pytest.ini_options"))
+    {
+        return Some(worktree.join("pyproject.toml"));
+    }
+    if read("tox.ini").is_some_and(|text| parse_ini(&text).contains_key("pytest")) {
+        return Some(worktree.join("tox.ini"));
+    }
+    if read("setup.cfg").is_some_and(|text| parse_ini(&text).contains_key("tool:pytest")) {
+        return Some(worktree.join("setup.cfg"));
+    }
+    None
+}
+
 /// True when the package under test lives in `src/` (a package directory there).
 fn has_src_layout(worktree: &Path) -> bool {
     let Ok(entries) = std::fs::read_dir(worktree.join("src")) else {
@@ -154,10 +188,22 @@ mod tests {
     }
 
     #[test]
+    fn finds_the_config_pytest_would_use() {
+        let directory = tempfile::tempdir().unwrap();
+        let root = directory.path();
+        std::fs::write(root.join("setup.cfg"), "[metadata]\nname = x\n").unwrap();
+        std::fs::write(root.join("pyproject.toml"), "[project]\nname = \"x\"\n").unwrap();
+        assert_eq!(pytest_config_file(root), None);
+        std::fs::write(root.join("tox.ini"), "[pytest]\naddopts = -x\n").unwrap();
+        assert_eq!(pytest_config_file(root), Some(root.join("tox.ini")));
+        std::fs::write(root.join("pytest.ini"), "").unwrap();
+        assert_eq!(pytest_config_file(root), Some(root.join("pytest.ini")));
+    }
+
+    #[test]
     fn the_environment_is_an_allow_list_without_secrets() {
-        // SAFETY: tests in this module do not read this variable concurrently; it only proves that
-        // a caller's secret does not leak into the child.
-        unsafe { std::env::set_var("CLAIMFLOW_TEST_API_KEY", "secret") };
+        // The names are exactly the allow-list: nothing of the caller's environment (no
+        // `*_API_KEY`, no `*_TOKEN`) can reach a process that runs mined code.
         let directory = tempfile::tempdir().unwrap();
         let worktree = directory.path().join("worktree");
         std::fs::create_dir_all(worktree.join("src/demo")).unwrap();
@@ -215,5 +261,23 @@ mod tests {
             ]
         );
         assert_eq!(arguments.last().unwrap(), "tests/test_a.py");
+        let config = arguments
+            .iter()
+            .position(|argument| argument == "-c")
+            .unwrap();
+        assert_eq!(
+            arguments[config + 1],
+            private.join("pytest.ini").to_string_lossy()
+        );
+        std::fs::write(
+            worktree.join("setup.cfg"),
+            "[tool:pytest]\npython_files = t_*.py\n",
+        )
+        .unwrap();
+        let command = launch.command(&[]).unwrap();
+        assert!(
+            !command.get_args().any(|argument| argument == "-c"),
+            "the repository's own config is used"
+        );
     }
 }

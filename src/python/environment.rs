@@ -12,13 +12,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::install::build;
 use super::interpreters::Interpreter;
 use super::metadata::ProjectMetadata;
-use super::process::{ProcessOutcome, log_tail, run_logged};
 use super::requirements::{
     Requirement, discover_requirements, pytest_requirement, requirement_name,
 };
@@ -28,10 +27,6 @@ use crate::cache::Digest;
 const ENVIRONMENT_SCHEMA: u32 = 1;
 /// The file that describes a finished environment; written last, before the rename.
 const DESCRIPTION: &str = "claimflow-environment.json";
-/// pip resolves and downloads; a slow index must not hang a pipeline forever.
-const INSTALL_TIMEOUT: Duration = Duration::from_secs(900);
-/// How many failing discovered requirements may be dropped before giving up.
-const MAX_DROPPED: usize = 8;
 
 /// Why an environment could not be made or used.
 #[derive(Debug, thiserror::Error)]
@@ -65,7 +60,7 @@ pub enum PythonError {
     Broken { path: PathBuf, reason: String },
 }
 
-fn io_error(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> PythonError {
+pub(super) fn io_error(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> PythonError {
     let context = context.into();
     move |source| PythonError::Io { context, source }
 }
@@ -324,290 +319,6 @@ fn load(root: &Path) -> Result<Option<Environment>, PythonError> {
     Ok(Some(environment))
 }
 
-/// Builds the environment in `scratch` and describes it with paths under `scratch`.
-fn build(
-    request: &EnvironmentRequest,
-    scratch: &Path,
-    pip_cache: &Path,
-    digest: &str,
-) -> Result<Environment, PythonError> {
-    let interpreter = request.interpreter.version.to_string();
-    let logs = scratch.join("logs");
-    std::fs::create_dir_all(&logs).map_err(io_error(format!("create {}", logs.display())))?;
-    let python_2 = request.interpreter.version.major < 3;
-    let (python, site_packages, python_path) = if python_2 {
-        let site = scratch.join("site");
-        (request.interpreter.path.clone(), site.clone(), vec![site])
-    } else {
-        create_venv(request, scratch, &logs.join("venv.log"))?;
-        let python = scratch.join("bin").join("python");
-        let site = scratch
-            .join("lib")
-            .join(format!(
-                "python{}",
-                request.interpreter.version.minor_string()
-            ))
-            .join("site-packages");
-        (python, site, vec![])
-    };
-    let mut wanted: Vec<Requirement> = request.requirements.clone();
-    let mut dropped = Vec::new();
-    loop {
-        let mut specs: Vec<String> = wanted.iter().map(|r| r.spec.clone()).collect();
-        specs.push(request.pytest.clone());
-        specs.sort();
-        let log = logs.join(format!("install-{}.log", dropped.len()));
-        let mut command = install_command(
-            request,
-            &python,
-            python_2.then_some(site_packages.as_path()),
-            &specs,
-            pip_cache,
-        );
-        let outcome = run_logged(&mut command, &log, INSTALL_TIMEOUT)
-            .map_err(io_error(format!("run pip for python {interpreter}")))?;
-        match outcome {
-            ProcessOutcome::Exited(0) => break,
-            ProcessOutcome::TimedOut => {
-                return Err(PythonError::Timeout {
-                    what: format!("installing {} for python {interpreter}", specs.join(" ")),
-                    seconds: INSTALL_TIMEOUT.as_secs(),
-                });
-            }
-            _ => {}
-        }
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        let tail = log_tail(&log, 15);
-        let culprit = failing_requirement(&text);
-        // Requirements the commit merely declares may be dropped; pytest and pins may not.
-        let position = culprit.as_ref().and_then(|name| {
-            wanted.iter().position(|requirement| {
-                requirement.source != "repository"
-                    && requirement_name(&requirement.spec).as_ref() == Some(name)
-            })
-        });
-        match position {
-            Some(index) if dropped.len() < MAX_DROPPED => {
-                let requirement = wanted.remove(index);
-                dropped.push(DroppedRequirement {
-                    spec: requirement.spec,
-                    source: requirement.source,
-                    reason: tail,
-                });
-            }
-            _ => {
-                return Err(PythonError::Install {
-                    requirement: culprit.unwrap_or_else(|| specs.join(" ")),
-                    interpreter,
-                    tail,
-                });
-            }
-        }
-    }
-    let distributions =
-        list_distributions(&python, python_2.then_some(site_packages.as_path()), &logs)?;
-    let pytest = distributions
-        .get("pytest")
-        .cloned()
-        .ok_or_else(|| PythonError::Broken {
-            path: scratch.to_path_buf(),
-            reason: "pytest is not installed after a successful install".into(),
-        })?;
-    Ok(Environment {
-        root: scratch.to_path_buf(),
-        python,
-        interpreter,
-        pytest,
-        installer: match request.installer {
-            Installer::Pip => "pip".into(),
-            Installer::Uv => "uv".into(),
-        },
-        digest: digest.to_string(),
-        site_packages,
-        python_path,
-        distributions,
-        dropped,
-    })
-}
-
-fn create_venv(
-    request: &EnvironmentRequest,
-    scratch: &Path,
-    log: &Path,
-) -> Result<(), PythonError> {
-    let mut command = match request.installer {
-        Installer::Pip => {
-            let mut command = Command::new(&request.interpreter.path);
-            command.args(["-m", "venv"]).arg(scratch);
-            command
-        }
-        Installer::Uv => {
-            let mut command = Command::new("uv");
-            command
-                .args(["venv", "--python"])
-                .arg(&request.interpreter.path)
-                .arg(scratch);
-            command
-        }
-    };
-    installer_environment(&mut command, None);
-    let outcome = run_logged(&mut command, log, Duration::from_secs(300)).map_err(io_error(
-        format!("run {}", request.interpreter.path.display()),
-    ))?;
-    if outcome.success() {
-        Ok(())
-    } else {
-        Err(PythonError::Create {
-            interpreter: request.interpreter.version.to_string(),
-            path: scratch.to_path_buf(),
-            tail: log_tail(log, 15),
-        })
-    }
-}
-
-fn install_command(
-    request: &EnvironmentRequest,
-    python: &Path,
-    target: Option<&Path>,
-    specs: &[String],
-    pip_cache: &Path,
-) -> Command {
-    let mut command = match request.installer {
-        Installer::Uv if target.is_none() => {
-            let mut command = Command::new("uv");
-            command.args(["pip", "install", "--python"]).arg(python);
-            command
-        }
-        _ => {
-            let mut command = Command::new(python);
-            command.args([
-                "-m",
-                "pip",
-                "install",
-                "--no-input",
-                "--disable-pip-version-check",
-            ]);
-            command
-        }
-    };
-    if let Some(target) = target {
-        command.arg("--target").arg(target);
-    }
-    command.args(specs);
-    installer_environment(&mut command, Some(pip_cache));
-    command
-}
-
-/// The installer's environment: an allow-list of network and index settings, never secrets.
-fn installer_environment(command: &mut Command, pip_cache: Option<&Path>) {
-    const PASSED: [&str; 13] = [
-        "PATH",
-        "HOME",
-        "PIP_INDEX_URL",
-        "PIP_EXTRA_INDEX_URL",
-        "PIP_FIND_LINKS",
-        "PIP_CERT",
-        "PIP_TRUSTED_HOST",
-        "PIP_DEFAULT_TIMEOUT",
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "NO_PROXY",
-        "SSL_CERT_FILE",
-        "UV_INDEX_URL",
-    ];
-    command.env_clear();
-    for name in PASSED {
-        for spelling in [name.to_string(), name.to_ascii_lowercase()] {
-            if let Some(value) = std::env::var_os(&spelling) {
-                command.env(&spelling, value);
-            }
-        }
-    }
-    command
-        .env("LANG", "C.UTF-8")
-        .env("LC_ALL", "C.UTF-8")
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("PYTHONNOUSERSITE", "1")
-        .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
-        .env("PIP_NO_WARN_SCRIPT_LOCATION", "1");
-    if let Some(cache) = pip_cache {
-        command
-            .env("PIP_CACHE_DIR", cache)
-            .env("UV_CACHE_DIR", cache.with_file_name("uv"));
-    }
-}
-
-/// The normalized name of the requirement pip says it could not satisfy or build.
-fn failing_requirement(output: &str) -> Option<String> {
-    const MARKERS: [&str; 5] = [
-        "No matching distribution found for ",
-        "Could not find a version that satisfies the requirement ",
-        "Failed building wheel for ",
-        "Failed to build ",
-        "Could not build wheels for ",
-    ];
-    for line in output.lines() {
-        for marker in MARKERS {
-            if let Some(index) = line.find(marker) {
-                let rest = &line[index + marker.len()..];
-                let spec = rest
-                    .split_whitespace()
-                    .next()
-                    .unwrap_or("")
-                    .trim_end_matches([',', '.']);
-                if let Some(name) = requirement_name(spec) {
-                    return Some(name);
-                }
-            }
-        }
-    }
-    // pip >= 22 reports build failures as "× ... did not run successfully" after "Collecting X".
-    let mut last_collected = None;
-    for line in output.lines() {
-        if let Some(rest) = line.trim().strip_prefix("Collecting ") {
-            last_collected = rest.split_whitespace().next().and_then(requirement_name);
-        }
-        if line.contains("did not run successfully") {
-            return last_collected;
-        }
-    }
-    None
-}
-
-/// Installed distributions, by normalized name (works on Python 2.7 and 3.x).
-fn list_distributions(
-    python: &Path,
-    target: Option<&Path>,
-    logs: &Path,
-) -> Result<BTreeMap<String, String>, PythonError> {
-    const SCRIPT: &str = "import sys\n\
-try:\n    from importlib.metadata import distributions\n    found = [(d.metadata['Name'], d.version) for d in distributions()]\n\
-except ImportError:\n    import pkg_resources\n    found = [(d.project_name, d.version) for d in pkg_resources.working_set]\n\
-for name, version in sorted(set(found), key=str):\n    if name:\n        sys.stdout.write('%s==%s\\n' % (name, version))\n";
-    let mut command = Command::new(python);
-    command.args(["-c", SCRIPT]);
-    installer_environment(&mut command, None);
-    if let Some(target) = target {
-        command.env("PYTHONPATH", target);
-    }
-    let log = logs.join("distributions.log");
-    let outcome = run_logged(&mut command, &log, Duration::from_secs(120))
-        .map_err(io_error(format!("run {}", python.display())))?;
-    if !outcome.success() {
-        return Err(PythonError::Broken {
-            path: python.to_path_buf(),
-            reason: format!("listing distributions failed: {}", log_tail(&log, 10)),
-        });
-    }
-    let text =
-        std::fs::read_to_string(&log).map_err(io_error(format!("read {}", log.display())))?;
-    Ok(text
-        .lines()
-        .filter_map(|line| line.split_once("=="))
-        .filter_map(|(name, version)| Some((requirement_name(name)?, version.trim().to_string())))
-        .collect())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -643,12 +354,56 @@ mod tests {
     }
 
     #[test]
-    fn names_the_requirement_pip_could_not_install() {
-        let old = "Collecting nosuchthing==9.9\n  ERROR: Could not find a version that satisfies the requirement nosuchthing==9.9 (from versions: none)\nERROR: No matching distribution found for nosuchthing==9.9\n";
-        assert_eq!(failing_requirement(old).as_deref(), Some("nosuchthing"));
-        let build = "Collecting Cython_Thing<1\n  Downloading x.tar.gz\n  error: subprocess-exited-with-error\n  × python setup.py egg_info did not run successfully.\n";
-        assert_eq!(failing_requirement(build).as_deref(), Some("cython-thing"));
-        assert_eq!(failing_requirement("ERROR: ResolutionImpossible"), None);
+    fn a_repository_pin_replaces_the_era_pytest_and_discovered_specs() {
+        let worktree = tempfile::tempdir().unwrap();
+        std::fs::write(
+            worktree.path().join("test-requirements.txt"),
+            "six==1.10\nmock\n",
+        )
+        .unwrap();
+        let interpreter = request(&[]).interpreter;
+        let plain = EnvironmentRequest::for_commit(&interpreter, worktree.path(), &[]);
+        assert_eq!(plain.specs(), ["mock", "pytest>=8,<9", "six==1.10"]);
+        let pinned = vec!["pytest==8.0.2".to_string(), "Six>=1.16".to_string()];
+        let request = EnvironmentRequest::for_commit(&interpreter, worktree.path(), &pinned);
+        assert_eq!(request.pytest, "pytest==8.0.2");
+        assert_eq!(request.specs(), ["Six>=1.16", "mock", "pytest==8.0.2"]);
+        assert_eq!(request.requirements[0].source, "repository");
+    }
+
+    #[test]
+    fn a_moved_environment_answers_with_its_new_paths() {
+        let directory = tempfile::tempdir().unwrap();
+        let built = directory.path().join(".building/abc-1");
+        let environment = Environment {
+            root: built.clone(),
+            python: built.join("bin/python"),
+            interpreter: "3.11.7".into(),
+            pytest: "8.3.4".into(),
+            installer: "pip".into(),
+            digest: "abc".into(),
+            site_packages: built.join("lib/python3.11/site-packages"),
+            python_path: vec![built.join("site")],
+            distributions: BTreeMap::from([("pytest".to_string(), "8.3.4".to_string())]),
+            dropped: vec![],
+        };
+        let root = directory.path().join("envs/abc");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(
+            root.join(DESCRIPTION),
+            serde_json::to_vec(&environment).unwrap(),
+        )
+        .unwrap();
+        let loaded = load(&root).unwrap().unwrap();
+        assert_eq!(loaded.root, root);
+        assert_eq!(loaded.python, root.join("bin/python"));
+        assert_eq!(
+            loaded.site_packages,
+            root.join("lib/python3.11/site-packages")
+        );
+        assert_eq!(loaded.python_path, [root.join("site")]);
+        assert!(loaded.has_distribution("PyTest"));
+        assert_eq!(load(&directory.path().join("envs/missing")).unwrap(), None);
     }
 
     #[test]

@@ -54,6 +54,16 @@ pub fn select_interpreters(worktree: &Path, declared: &[String]) -> Vec<Interpre
     choose_interpreters(&metadata, declared, installed_interpreters()).unwrap_or_default()
 }
 
+/// The installed interpreter a claim names (`3.11.7`, or `3.11` for the newest 3.11), so the
+/// oracle runs a claim under the interpreter it was mined with.
+pub fn interpreter_for(version: &str) -> Option<Interpreter> {
+    installed_interpreters()
+        .iter()
+        .filter(|interpreter| matches_declared(interpreter, version))
+        .max_by_key(|interpreter| interpreter.version)
+        .cloned()
+}
+
 /// Chooses, from `installed`, the interpreters allowed for a commit with `metadata`, in the order to
 /// try them. Declared interpreters (`3.11`, `3.11.7` or a path) keep their order. Otherwise
 /// `python_requires` filters, and classifiers and tox's envlist put the project's own era first:
@@ -85,13 +95,13 @@ pub fn choose_interpreters(
                 .filter(|interpreter| allowed(interpreter))
                 .cloned()
                 .chain(declared_path(wanted));
-            for interpreter in matching {
-                if !chosen
+            // One interpreter per declared entry: the newest patch release that matches it.
+            if let Some(interpreter) = matching.max_by_key(|interpreter| interpreter.version)
+                && !chosen
                     .iter()
                     .any(|seen| seen.version == interpreter.version)
-                {
-                    chosen.push(interpreter);
-                }
+            {
+                chosen.push(interpreter);
             }
         }
         return if chosen.is_empty() {
@@ -126,8 +136,12 @@ pub fn choose_interpreters(
             candidates = narrowed;
         }
     }
-    let hinted_minor =
-        |interpreter: &Interpreter| hints.contains(interpreter.version.minor_string().as_str());
+    // Python 2 source with no other word on the era: try Python 2 first, the rest after it.
+    let python_2_first = requires.is_none() && hints.is_empty() && metadata.python_2_source;
+    let hinted_minor = |interpreter: &Interpreter| {
+        (python_2_first && interpreter.version.major == 2)
+            || hints.contains(interpreter.version.minor_string().as_str())
+    };
     let newest_hint = candidates
         .iter()
         .filter(|interpreter| hinted_minor(interpreter))
@@ -157,6 +171,11 @@ pub fn choose_interpreters(
             )
         };
         (era, newer_first)
+    });
+    // Patch releases of one minor version behave alike; trying a second one only repeats a failure.
+    let mut seen_minors = BTreeSet::new();
+    candidates.retain(|interpreter| {
+        seen_minors.insert((interpreter.version.major, interpreter.version.minor))
     });
     if candidates.is_empty() {
         return Err(SelectionError::NoAllowedInterpreter {
@@ -278,8 +297,8 @@ mod tests {
 
     fn installed() -> Vec<Interpreter> {
         [
-            "3.13.0", "3.12.1", "3.11.7", "3.10.13", "3.9.18", "3.8.18", "3.7.16", "3.6.15",
-            "2.7.18",
+            "3.13.0", "3.12.1", "3.11.7", "3.11.2", "3.10.13", "3.9.18", "3.8.18", "3.7.16",
+            "3.6.15", "2.7.18",
         ]
         .iter()
         .map(|version| Interpreter {
@@ -348,10 +367,33 @@ mod tests {
     }
 
     #[test]
+    fn python_2_source_puts_python_2_first_without_excluding_python_3() {
+        let metadata = ProjectMetadata {
+            python_2_source: true,
+            ..ProjectMetadata::default()
+        };
+        let chosen = choose_interpreters(&metadata, &[], &installed()).unwrap();
+        assert_eq!(
+            versions(&chosen),
+            [
+                "2.7", "3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13"
+            ]
+        );
+    }
+
+    #[test]
     fn declared_interpreters_keep_their_order_and_respect_python_requires() {
-        let declared = vec!["3.9".to_string(), "3.11.7".to_string(), "2.7".to_string()];
+        let declared = vec!["3.9".to_string(), "3.11".to_string(), "2.7".to_string()];
         let chosen = choose_interpreters(&requiring(">=3"), &declared, &installed()).unwrap();
         assert_eq!(versions(&chosen), ["3.9", "3.11"]);
+        assert_eq!(
+            chosen[1].version.to_string(),
+            "3.11.7",
+            "the newest patch release of a minor"
+        );
+        let exact = vec!["3.11.2".to_string()];
+        let chosen = choose_interpreters(&requiring(">=3"), &exact, &installed()).unwrap();
+        assert_eq!(chosen[0].version.to_string(), "3.11.2");
     }
 
     #[test]
@@ -359,7 +401,7 @@ mod tests {
         let error = choose_interpreters(&requiring(">=3.14"), &[], &installed()).unwrap_err();
         assert_eq!(
             error.to_string(),
-            "no installed interpreter (3.13.0, 3.12.1, 3.11.7, 3.10.13, 3.9.18, 3.8.18, 3.7.16, \
+            "no installed interpreter (3.13.0, 3.12.1, 3.11.7, 3.11.2, 3.10.13, 3.9.18, 3.8.18, 3.7.16, \
              3.6.15, 2.7.18) satisfies >=3.14 from setup.py"
         );
         let declared = vec!["3.4".to_string()];

@@ -34,6 +34,9 @@ pub struct ProjectMetadata {
     pub test_extras: Vec<String>,
     /// `deps` of tox's `[testenv]`.
     pub tox_deps: Vec<String>,
+    /// Source that does not parse as Python 3 (`setup.py`, or test modules the caller checked):
+    /// a sign of the Python 2 era when nothing else says which Python the project wants.
+    pub python_2_source: bool,
 }
 
 impl ProjectMetadata {
@@ -138,6 +141,7 @@ impl ProjectMetadata {
 
     fn add_setup_py(&mut self, text: &str) {
         let Some(keywords) = setup_keywords(text) else {
+            self.python_2_source |= !parses_as_python_3(text);
             return;
         };
         if let Some(SetupValue::String(name)) = keywords.get("name") {
@@ -179,6 +183,12 @@ impl ProjectMetadata {
             self.tox_deps.extend(ini_lines(deps));
         }
     }
+}
+
+/// True when `source` parses as Python 3.
+pub fn parses_as_python_3(source: &str) -> bool {
+    use rustpython_parser::Parse;
+    rustpython_parser::ast::Suite::parse(source, "<module>").is_ok()
 }
 
 /// The Python versions a tox envlist names: `py27, py{36,37}-django, pypy` -> 2.7, 3.6, 3.7.
@@ -294,5 +304,17 @@ mod tests {
         assert_eq!(metadata.classifier_versions, ["2", "2.7", "3.4"]);
         assert_eq!(metadata.tox_versions, ["2.7", "3.4", "3.5"]);
         assert_eq!(metadata.tox_deps, ["mock", "-rrequirements.txt"]);
+        assert!(!metadata.python_2_source);
+    }
+
+    #[test]
+    fn a_python_2_setup_script_is_noticed() {
+        let directory = worktree(&[(
+            "setup.py",
+            "from distutils.core import setup\nprint 'building'\nsetup(name='old')\n",
+        )]);
+        let metadata = ProjectMetadata::read(directory.path());
+        assert!(metadata.python_2_source);
+        assert_eq!(metadata.name, None);
     }
 }

@@ -7,8 +7,10 @@ mod collect;
 mod command;
 mod config_files;
 mod environment;
+mod install;
 mod interpreters;
 mod metadata;
+mod mine;
 mod process;
 mod requirements;
 mod setup_script;
@@ -22,16 +24,17 @@ pub use collect::{
     COLLECT_PLUGIN, CollectError, CollectRequest, CollectedTest, Collection, CollectionProblem,
     collect_tests, python_files_patterns, test_modules,
 };
-pub use command::PytestLaunch;
+pub use command::{PytestLaunch, pytest_config_file};
 pub use environment::{
     DroppedRequirement, Environment, EnvironmentRequest, Installer, PythonError, cache_dir,
     ensure_environment, ensure_environment_in,
 };
 pub use interpreters::{
-    Interpreter, SelectionError, choose_interpreters, installed_interpreters, query_version,
-    select_interpreters,
+    Interpreter, SelectionError, choose_interpreters, installed_interpreters, interpreter_for,
+    query_version, select_interpreters,
 };
 pub use metadata::{ProjectMetadata, RequiresPython};
+pub use mine::{MineError, MineSettings, MinedCommit, mine_commit};
 pub use process::{ProcessOutcome, log_tail, run_logged};
 pub use requirements::{Requirement, discover_requirements, pytest_requirement, requirement_name};
 pub use specifier::{SpecifierParseError, SpecifierSet};

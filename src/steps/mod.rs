@@ -16,6 +16,8 @@ pub use stats::StatsStep;
 
 use crate::engine::StepKind;
 
+pub mod mine_claims;
+
 /// The known step kinds, by name.
 #[derive(Clone)]
 pub struct Registry {
@@ -31,6 +33,7 @@ impl Registry {
         kinds.push(Arc::new(ReportStep));
         kinds.push(Arc::new(RankCommits));
         kinds.push(Arc::new(OracleStep::new(Arc::new(PythonEnvironments))));
+        kinds.push(Arc::new(mine_claims::MineClaims));
         Registry { kinds }
     }
 

@@ -1,0 +1,360 @@
+//! Building an environment in a scratch directory: `python -m venv` (or `uv venv`), then one
+//! install of pytest and the requirements. A requirement the commit merely declares that will not
+//! install is dropped and recorded (old pins vanish from indexes); pytest and the repository's own
+//! pins may not be dropped. pip and uv get an allow-listed environment: index and proxy settings,
+//! never the caller's secrets.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use super::environment::{
+    DroppedRequirement, Environment, EnvironmentRequest, Installer, PythonError, io_error,
+};
+use super::process::{ProcessOutcome, log_tail, run_logged};
+use super::requirements::{Requirement, requirement_name};
+
+/// pip resolves and downloads; a slow index must not hang a pipeline forever.
+const INSTALL_TIMEOUT: Duration = Duration::from_secs(900);
+/// How many failing discovered requirements may be dropped before giving up.
+const MAX_DROPPED: usize = 8;
+
+/// Builds the environment in `scratch` and describes it with paths under `scratch`.
+pub(super) fn build(
+    request: &EnvironmentRequest,
+    scratch: &Path,
+    pip_cache: &Path,
+    digest: &str,
+) -> Result<Environment, PythonError> {
+    let interpreter = request.interpreter.version.to_string();
+    let logs = scratch.join("logs");
+    std::fs::create_dir_all(&logs).map_err(io_error(format!("create {}", logs.display())))?;
+    let python_2 = request.interpreter.version.major < 3;
+    let (python, site_packages, python_path) = if python_2 {
+        let site = scratch.join("site");
+        (request.interpreter.path.clone(), site.clone(), vec![site])
+    } else {
+        create_venv(request, scratch, &logs.join("venv.log"))?;
+        let python = scratch.join("bin").join("python");
+        let site = scratch
+            .join("lib")
+            .join(format!(
+                "python{}",
+                request.interpreter.version.minor_string()
+            ))
+            .join("site-packages");
+        (python, site, vec![])
+    };
+    let mut wanted: Vec<Requirement> = request.requirements.clone();
+    let mut dropped = Vec::new();
+    loop {
+        let mut specs: Vec<String> = wanted.iter().map(|r| r.spec.clone()).collect();
+        specs.push(request.pytest.clone());
+        specs.sort();
+        let log = logs.join(format!("install-{}.log", dropped.len()));
+        let mut command = install_command(
+            request,
+            &python,
+            python_2.then_some(site_packages.as_path()),
+            &specs,
+            pip_cache,
+        );
+        let outcome = run_logged(&mut command, &log, INSTALL_TIMEOUT)
+            .map_err(io_error(format!("run pip for python {interpreter}")))?;
+        match outcome {
+            ProcessOutcome::Exited(0) => break,
+            ProcessOutcome::TimedOut => {
+                return Err(PythonError::Timeout {
+                    what: format!("installing {} for python {interpreter}", specs.join(" ")),
+                    seconds: INSTALL_TIMEOUT.as_secs(),
+                });
+            }
+            _ => {}
+        }
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let tail = log_tail(&log, 15);
+        let culprit = failing_requirement(&text);
+        // Requirements the commit merely declares may be dropped; pytest and pins may not.
+        let position = culprit.as_ref().and_then(|name| {
+            wanted.iter().position(|requirement| {
+                requirement.source != "repository"
+                    && requirement_name(&requirement.spec).as_ref() == Some(name)
+            })
+        });
+        match position {
+            Some(index) if dropped.len() < MAX_DROPPED => {
+                let requirement = wanted.remove(index);
+                dropped.push(DroppedRequirement {
+                    spec: requirement.spec,
+                    source: requirement.source,
+                    reason: tail,
+                });
+            }
+            _ => {
+                return Err(PythonError::Install {
+                    requirement: culprit.unwrap_or_else(|| specs.join(" ")),
+                    interpreter,
+                    tail,
+                });
+            }
+        }
+    }
+    let distributions =
+        list_distributions(&python, python_2.then_some(site_packages.as_path()), &logs)?;
+    let pytest = distributions
+        .get("pytest")
+        .cloned()
+        .ok_or_else(|| PythonError::Broken {
+            path: scratch.to_path_buf(),
+            reason: "pytest is not installed after a successful install".into(),
+        })?;
+    Ok(Environment {
+        root: scratch.to_path_buf(),
+        python,
+        interpreter,
+        pytest,
+        installer: match request.installer {
+            Installer::Pip => "pip".into(),
+            Installer::Uv => "uv".into(),
+        },
+        digest: digest.to_string(),
+        site_packages,
+        python_path,
+        distributions,
+        dropped,
+    })
+}
+
+fn create_venv(
+    request: &EnvironmentRequest,
+    scratch: &Path,
+    log: &Path,
+) -> Result<(), PythonError> {
+    let mut command = match request.installer {
+        Installer::Pip => {
+            let mut command = Command::new(&request.interpreter.path);
+            command.args(["-m", "venv"]).arg(scratch);
+            command
+        }
+        Installer::Uv => {
+            let mut command = Command::new("uv");
+            command
+                .args(["venv", "--python"])
+                .arg(&request.interpreter.path)
+                .arg(scratch);
+            command
+        }
+    };
+    installer_environment(&mut command, None);
+    let outcome = run_logged(&mut command, log, Duration::from_secs(300)).map_err(io_error(
+        format!("run {}", request.interpreter.path.display()),
+    ))?;
+    if outcome.success() {
+        Ok(())
+    } else {
+        Err(PythonError::Create {
+            interpreter: request.interpreter.version.to_string(),
+            path: scratch.to_path_buf(),
+            tail: log_tail(log, 15),
+        })
+    }
+}
+
+fn install_command(
+    request: &EnvironmentRequest,
+    python: &Path,
+    target: Option<&Path>,
+    specs: &[String],
+    pip_cache: &Path,
+) -> Command {
+    let mut command = match request.installer {
+        Installer::Uv if target.is_none() => {
+            let mut command = Command::new("uv");
+            command.args(["pip", "install", "--python"]).arg(python);
+            command
+        }
+        _ => {
+            let mut command = Command::new(python);
+            command.args([
+                "-m",
+                "pip",
+                "install",
+                "--no-input",
+                "--disable-pip-version-check",
+            ]);
+            command
+        }
+    };
+    if let Some(target) = target {
+        command.arg("--target").arg(target);
+    }
+    command.args(specs);
+    installer_environment(&mut command, Some(pip_cache));
+    command
+}
+
+/// The installer's environment: an allow-list of network and index settings, never secrets.
+fn installer_environment(command: &mut Command, pip_cache: Option<&Path>) {
+    const PASSED: [&str; 13] = [
+        "PATH",
+        "HOME",
+        "PIP_INDEX_URL",
+        "PIP_EXTRA_INDEX_URL",
+        "PIP_FIND_LINKS",
+        "PIP_CERT",
+        "PIP_TRUSTED_HOST",
+        "PIP_DEFAULT_TIMEOUT",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "NO_PROXY",
+        "SSL_CERT_FILE",
+        "UV_INDEX_URL",
+    ];
+    command.env_clear();
+    for name in PASSED {
+        for spelling in [name.to_string(), name.to_ascii_lowercase()] {
+            if let Some(value) = std::env::var_os(&spelling) {
+                command.env(&spelling, value);
+            }
+        }
+    }
+    command
+        .env("LANG", "C.UTF-8")
+        .env("LC_ALL", "C.UTF-8")
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("PYTHONNOUSERSITE", "1")
+        .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
+        .env("PIP_NO_WARN_SCRIPT_LOCATION", "1");
+    if let Some(cache) = pip_cache {
+        command
+            .env("PIP_CACHE_DIR", cache)
+            .env("UV_CACHE_DIR", cache.with_file_name("uv"));
+    }
+}
+
+/// The normalized name of the requirement pip says it could not satisfy or build.
+fn failing_requirement(output: &str) -> Option<String> {
+    const MARKERS: [&str; 5] = [
+        "No matching distribution found for ",
+        "Could not find a version that satisfies the requirement ",
+        "Failed building wheel for ",
+        "Failed to build ",
+        "Could not build wheels for ",
+    ];
+    for line in output.lines() {
+        for marker in MARKERS {
+            if let Some(index) = line.find(marker) {
+                let rest = &line[index + marker.len()..];
+                let spec = rest
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or("")
+                    .trim_end_matches([',', '.']);
+                if let Some(name) = requirement_name(spec) {
+                    return Some(name);
+                }
+            }
+        }
+    }
+    // pip >= 22 reports build failures as "× ... did not run successfully" after "Collecting X".
+    let mut last_collected = None;
+    for line in output.lines() {
+        if let Some(rest) = line.trim().strip_prefix("Collecting ") {
+            last_collected = rest.split_whitespace().next().and_then(requirement_name);
+        }
+        if line.contains("did not run successfully") {
+            return last_collected;
+        }
+    }
+    None
+}
+
+/// Installed distributions, by normalized name (works on Python 2.7 and 3.x).
+fn list_distributions(
+    python: &Path,
+    target: Option<&Path>,
+    logs: &Path,
+) -> Result<BTreeMap<String, String>, PythonError> {
+    const SCRIPT: &str = "import sys\n\
+try:\n    from importlib.metadata import distributions\n    found = [(d.metadata['Name'], d.version) for d in distributions()]\n\
+except ImportError:\n    import pkg_resources\n    found = [(d.project_name, d.version) for d in pkg_resources.working_set]\n\
+for name, version in sorted(set(found), key=str):\n    if name:\n        sys.stdout.write('%s==%s\\n' % (name, version))\n";
+    let mut command = Command::new(python);
+    command.args(["-c", SCRIPT]);
+    installer_environment(&mut command, None);
+    if let Some(target) = target {
+        command.env("PYTHONPATH", target);
+    }
+    let log = logs.join("distributions.log");
+    let outcome = run_logged(&mut command, &log, Duration::from_secs(120))
+        .map_err(io_error(format!("run {}", python.display())))?;
+    if !outcome.success() {
+        return Err(PythonError::Broken {
+            path: python.to_path_buf(),
+            reason: format!("listing distributions failed: {}", log_tail(&log, 10)),
+        });
+    }
+    let text =
+        std::fs::read_to_string(&log).map_err(io_error(format!("read {}", log.display())))?;
+    Ok(text
+        .lines()
+        .filter_map(|line| line.split_once("=="))
+        .filter_map(|(name, version)| Some((requirement_name(name)?, version.trim().to_string())))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn installers_see_only_index_and_proxy_settings() {
+        let mut command = Command::new("pip");
+        installer_environment(&mut command, Some(Path::new("/cache/pip")));
+        let allowed = [
+            "PATH",
+            "HOME",
+            "PIP_INDEX_URL",
+            "PIP_EXTRA_INDEX_URL",
+            "PIP_FIND_LINKS",
+            "PIP_CERT",
+            "PIP_TRUSTED_HOST",
+            "PIP_DEFAULT_TIMEOUT",
+            "HTTP_PROXY",
+            "HTTPS_PROXY",
+            "NO_PROXY",
+            "SSL_CERT_FILE",
+            "UV_INDEX_URL",
+            "LANG",
+            "LC_ALL",
+            "PYTHONDONTWRITEBYTECODE",
+            "PYTHONNOUSERSITE",
+            "PIP_DISABLE_PIP_VERSION_CHECK",
+            "PIP_NO_WARN_SCRIPT_LOCATION",
+            "PIP_CACHE_DIR",
+            "UV_CACHE_DIR",
+        ];
+        for (name, _) in command.get_envs() {
+            let name = name.to_string_lossy().to_ascii_uppercase();
+            assert!(
+                allowed.contains(&name.as_str()),
+                "{name} reaches the installer"
+            );
+        }
+        let cache = command
+            .get_envs()
+            .find(|(name, _)| *name == "PIP_CACHE_DIR")
+            .and_then(|(_, value)| value);
+        assert_eq!(cache, Some(std::ffi::OsStr::new("/cache/pip")));
+    }
+
+    #[test]
+    fn names_the_requirement_pip_could_not_install() {
+        let old = "Collecting nosuchthing==9.9\n  ERROR: Could not find a version that satisfies the requirement nosuchthing==9.9 (from versions: none)\nERROR: No matching distribution found for nosuchthing==9.9\n";
+        assert_eq!(failing_requirement(old).as_deref(), Some("nosuchthing"));
+        let build = "Collecting Cython_Thing<1\n  Downloading x.tar.gz\n  error: subprocess-exited-with-error\n  × python setup.py egg_info did not run successfully.\n";
+        assert_eq!(failing_requirement(build).as_deref(), Some("cython-thing"));
+        assert_eq!(failing_requirement("ERROR: ResolutionImpossible"), None);
+    }
+}

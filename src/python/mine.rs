@@ -1,0 +1,180 @@
+//! Mining one candidate commit: with its parent checked out, choose interpreters, build (or reuse)
+//! an environment for each in turn, ask pytest what the touched test modules define, and turn that
+//! into claims. The first interpreter under which pytest collects the files wins; a commit that no
+//! interpreter can collect is excluded with every attempt's reason.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::claims::{ClaimSummary, claims_from_collection};
+use super::collect::{CollectRequest, collect_tests, test_modules};
+use super::environment::{EnvironmentRequest, ensure_environment};
+use super::interpreters::{choose_interpreters, installed_interpreters};
+use super::metadata::{ProjectMetadata, parses_as_python_3};
+use crate::records::{AttemptRecord, CommitRecord, ExclusionRecord, MinedClaim};
+
+/// How to mine: what the pipeline says about interpreters, pins and limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MineSettings {
+    /// Interpreters to try (`3.11`, `3.9`); empty means choose from the commit's metadata.
+    pub python: Vec<String>,
+    /// The repository's pinned requirements, which may pin pytest.
+    pub dependencies: Vec<String>,
+    /// At most this many claims per commit.
+    pub limit: Option<usize>,
+    /// How long one collection may take.
+    pub timeout: Duration,
+}
+
+/// Why a commit could not be mined at all (as opposed to being excluded, which is a result).
+#[derive(Debug, thiserror::Error)]
+pub enum MineError {
+    /// Every interpreter failed while building its environment: what an index outage looks like,
+    /// so it is an error to retry, never a result to cache.
+    #[error("no environment could be built for commit {commit}: {reason}")]
+    NoEnvironment { commit: String, reason: String },
+}
+
+/// What mining one commit gave.
+pub struct MinedCommit {
+    /// The claims, in collection order.
+    pub claims: Vec<MinedClaim>,
+    /// Counts and versions, once pytest has answered.
+    pub summary: Option<ClaimSummary>,
+    /// Why the commit gave no claims, if it gave none.
+    pub exclusion: Option<ExclusionRecord>,
+}
+
+impl MinedCommit {
+    fn excluded(
+        record: &CommitRecord,
+        kind: &str,
+        reason: String,
+        attempts: Vec<AttemptRecord>,
+    ) -> Self {
+        MinedCommit {
+            claims: Vec::new(),
+            summary: None,
+            exclusion: Some(ExclusionRecord {
+                repo: record.repo.clone(),
+                commit: record.commit.clone(),
+                parent: record.parent.clone(),
+                kind: kind.into(),
+                reason,
+                attempts,
+            }),
+        }
+    }
+}
+
+/// Mines the commit whose parent is checked out at `worktree`, using `scratch` for collection files.
+/// `Err` only when no interpreter got as far as pytest (see [`MineError`]).
+pub fn mine_commit(
+    record: &CommitRecord,
+    settings: &MineSettings,
+    worktree: &Path,
+    scratch: &Path,
+) -> Result<MinedCommit, MineError> {
+    let files = test_modules(worktree, &record.test_files);
+    let mut metadata = ProjectMetadata::read(worktree);
+    // Test modules in Python 2 syntax say more about the era than an absent python_requires.
+    metadata.python_2_source |= files.iter().any(|file| {
+        std::fs::read_to_string(worktree.join(file)).is_ok_and(|text| !parses_as_python_3(&text))
+    });
+    let interpreters =
+        match choose_interpreters(&metadata, &settings.python, installed_interpreters()) {
+            Ok(interpreters) => interpreters,
+            Err(error) => {
+                return Ok(MinedCommit::excluded(
+                    record,
+                    "no-interpreter",
+                    error.to_string(),
+                    vec![],
+                ));
+            }
+        };
+    if files.is_empty() {
+        return Ok(MinedCommit::excluded(
+            record,
+            "no-test-modules",
+            format!(
+                "none of the touched test files ({}) is a test module at the parent",
+                record.test_files.join(", ")
+            ),
+            vec![],
+        ));
+    }
+    let mut attempts = Vec::new();
+    let mut reached_pytest = false;
+    for interpreter in &interpreters {
+        let version = interpreter.version.to_string();
+        let request = EnvironmentRequest::for_commit(interpreter, worktree, &settings.dependencies);
+        let environment = match ensure_environment(&request) {
+            Ok(environment) => environment,
+            Err(error) => {
+                attempts.push(AttemptRecord {
+                    interpreter: version,
+                    error: format!("environment: {error}"),
+                });
+                continue;
+            }
+        };
+        reached_pytest = true;
+        let collect_scratch: PathBuf = scratch.join(format!("python-{version}"));
+        let collected = collect_tests(&CollectRequest {
+            environment: &environment,
+            worktree,
+            files: &files,
+            scratch: &collect_scratch,
+            timeout: settings.timeout,
+        });
+        match collected {
+            Ok(collection) => {
+                let mut mined = claims_from_collection(record, &files, &collection, settings.limit);
+                mined.summary.attempts = attempts.clone();
+                mined.summary.dropped_requirements = environment
+                    .dropped
+                    .iter()
+                    .map(|dropped| dropped.spec.clone())
+                    .collect();
+                let exclusion = mined.claims.is_empty().then(|| ExclusionRecord {
+                    repo: record.repo.clone(),
+                    commit: record.commit.clone(),
+                    parent: record.parent.clone(),
+                    kind: "no-claims".into(),
+                    reason: format!(
+                        "{} tests collected under python {version}, none with an assertion statement",
+                        mined.summary.collected
+                    ),
+                    attempts: attempts.clone(),
+                });
+                return Ok(MinedCommit {
+                    claims: mined.claims,
+                    summary: Some(mined.summary),
+                    exclusion,
+                });
+            }
+            Err(error) => attempts.push(AttemptRecord {
+                interpreter: version,
+                error: format!("collection: {error}"),
+            }),
+        }
+    }
+    let reason = attempts
+        .iter()
+        .map(|attempt| format!("python {}: {}", attempt.interpreter, attempt.error))
+        .collect::<Vec<_>>()
+        .join("; ");
+    if !reached_pytest {
+        return Err(MineError::NoEnvironment {
+            commit: record.commit.clone(),
+            reason,
+        });
+    }
+    Ok(MinedCommit::excluded(
+        record,
+        "collection",
+        reason,
+        attempts,
+    ))
+}

@@ -1,0 +1,352 @@
+//! The `mine-claims` step kind: for each candidate commit from `rank-commits`, check out its parent,
+//! choose interpreters, build (or reuse) an environment, ask pytest what the touched test modules
+//! define, and keep every test with assertion statements as a claim. A commit that cannot be
+//! collected under any allowed interpreter is excluded with its reason, never silently dropped.
+//!
+//! Keys. An item is one commit (`<repo>@<commit short>`); it reads the digest of the parts of the
+//! commit's record that mining uses (repository, commit, parent, touched test files). Interpreter and pytest versions are only known after a checkout, so rather than check
+//! out every parent while planning, the key holds what *determines* them: the installed
+//! interpreters' versions, the pytest series chosen for each, the installer, the collection
+//! plugin's digest, and (in the params) the declared interpreters and pinned dependencies. The
+//! parent commit id fixes the metadata and the declared test requirements. What is not keyed is
+//! the state of the package index, as with any lock-free install.
+//!
+//! Errors. If every interpreter failed while building its environment (which is what a network
+//! outage looks like), the item fails and nothing is cached; once pytest has answered under some
+//! interpreter, an exclusion is a result and is cached like one.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cache::Digest;
+use crate::engine::{
+    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, Pool, StepContext, StepError, StepKind,
+    Upstream,
+};
+use crate::mining::repository;
+use crate::python::{self, COLLECT_PLUGIN, ClaimSummary, Installer, MineSettings};
+use crate::records::{CommitRecord, ExclusionRecord, MinedClaim};
+
+/// The step kind.
+pub struct MineClaims;
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec::optional(
+        "python",
+        ParamType::StringList,
+        "interpreters to try, in order (`3.11`, `3.9`); overrides every repository's `python:`",
+    ),
+    ParamSpec::optional(
+        "limit_claims_per_commit",
+        ParamType::Integer,
+        "keep at most this many claims per commit, in collection order",
+    ),
+    ParamSpec::optional(
+        "collect_timeout",
+        ParamType::Integer,
+        "seconds one collection may take (default 600; not part of any key)",
+    ),
+];
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Params {
+    #[serde(default)]
+    python: Option<Vec<String>>,
+    #[serde(default)]
+    limit_claims_per_commit: Option<usize>,
+    #[serde(default)]
+    collect_timeout: Option<u64>,
+}
+
+/// What one item needs besides its commit record.
+#[derive(Debug, Serialize, Deserialize)]
+struct ItemParams {
+    repo: String,
+    commit: String,
+    /// Interpreters to try; empty means choose from the commit's metadata.
+    python: Vec<String>,
+    /// The repository's pinned requirements (`dependencies:`), which may pin pytest.
+    dependencies: Vec<String>,
+    limit: Option<usize>,
+}
+
+fn params(ctx: &StepContext) -> Result<Params, StepError> {
+    if ctx.step.with.is_null() {
+        return Ok(Params::default());
+    }
+    ctx.params()
+}
+
+/// The item id of a commit: `<repo>@<first 12 hex digits>`.
+fn item_id(record: &CommitRecord) -> String {
+    let short: String = record.commit.chars().take(12).collect();
+    format!("{}@{short}", record.repo)
+}
+
+/// The digest a commit's record enters keys with: the canonical JSON of the fields mining reads.
+/// Its rank, score and subject are left out, so a commit that moves in the ranking (a new commit
+/// elsewhere in the history) keeps its claims without being collected again.
+pub fn record_digest(record: &CommitRecord) -> Digest {
+    #[derive(Serialize)]
+    struct Read<'a> {
+        repo: &'a str,
+        commit: &'a str,
+        parent: &'a str,
+        test_files: &'a [String],
+    }
+    let read = Read {
+        repo: &record.repo,
+        commit: &record.commit,
+        parent: &record.parent,
+        test_files: &record.test_files,
+    };
+    Digest::of(&serde_json::to_vec(&read).expect("records serialize"))
+}
+
+fn step_message(ctx: &StepContext, item: &str, message: impl std::fmt::Display) -> StepError {
+    StepError::Message(format!(
+        "step `{}`: item `{item}`: {message}",
+        ctx.step.name
+    ))
+}
+
+/// The tool fingerprints every item shares: what decides interpreters, pytest and collection.
+fn shared_tools() -> Vec<(String, String)> {
+    let installed = python::installed_interpreters();
+    let versions: Vec<String> = installed.iter().map(|i| i.version.to_string()).collect();
+    let series: Vec<String> = installed
+        .iter()
+        .map(|i| {
+            format!(
+                "{}={}",
+                i.version.minor_string(),
+                python::pytest_requirement(i.version)
+            )
+        })
+        .collect();
+    let installer = match Installer::detect() {
+        Installer::Pip => "pip",
+        Installer::Uv => "uv",
+    };
+    vec![
+        ("interpreters".into(), versions.join(",")),
+        ("pytest_series".into(), series.join(";")),
+        ("installer".into(), installer.into()),
+        (
+            "collect_plugin".into(),
+            Digest::of(COLLECT_PLUGIN.as_bytes()).to_string(),
+        ),
+    ]
+}
+
+impl StepKind for MineClaims {
+    fn name(&self) -> &'static str {
+        "mine-claims"
+    }
+
+    fn version(&self) -> u32 {
+        1
+    }
+
+    fn about(&self) -> &'static str {
+        "collect each candidate commit's tests at its parent with pytest and keep those with assertions as claims"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
+
+    fn key_params(&self, with: &serde_json::Value) -> serde_json::Value {
+        let mut with = with.clone();
+        if let Some(map) = with.as_object_mut() {
+            map.remove("collect_timeout");
+        }
+        with
+    }
+
+    fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
+        let params = params(ctx)?;
+        let ranked = upstream.of_kind("rank-commits").ok_or_else(|| {
+            StepError::Input(format!(
+                "step `{}`: mine-claims needs a `rank-commits` step in `needs`",
+                ctx.step.name
+            ))
+        })?;
+        let tools = shared_tools();
+        let mut items: Vec<ItemPlan> = Vec::new();
+        for record in ranked.decode_all::<CommitRecord>()? {
+            let id = item_id(&record);
+            if items.iter().any(|item| item.id == id) {
+                continue;
+            }
+            let spec = ctx.pipeline.repo(&record.repo).ok_or_else(|| {
+                StepError::Input(format!(
+                    "step `{}`: commit {} names repository `{}`, which is not a `repos:` entry",
+                    ctx.step.name, record.commit, record.repo
+                ))
+            })?;
+            let dependencies = match spec.extra.get("dependencies") {
+                Some(value) => serde_json::from_value::<Vec<String>>(value.clone()).map_err(|_| {
+                    StepError::Input(format!(
+                        "step `{}`: repository `{}`: `dependencies` must be a list of requirement specs",
+                        ctx.step.name, spec.name
+                    ))
+                })?,
+                None => Vec::new(),
+            };
+            let item_params = ItemParams {
+                repo: record.repo.clone(),
+                commit: record.commit.clone(),
+                python: params.python.clone().unwrap_or_else(|| spec.python.clone()),
+                dependencies,
+                limit: params.limit_claims_per_commit,
+            };
+            let mut plan = ItemPlan::new(id)
+                .params(serde_json::to_value(item_params).expect("item params serialize"))
+                .read("commit", record_digest(&record))
+                .pool(Pool::Pytest);
+            for (name, fingerprint) in &tools {
+                plan = plan.tool(name.clone(), fingerprint.clone());
+            }
+            items.push(plan);
+        }
+        Ok(items)
+    }
+
+    fn run(
+        &self,
+        ctx: &StepContext,
+        item: &ItemPlan,
+        upstream: &Upstream,
+    ) -> Result<ItemOutput, StepError> {
+        let params: ItemParams = serde_json::from_value(item.params.clone())
+            .map_err(|error| step_message(ctx, &item.id, error))?;
+        let record = upstream
+            .of_kind("rank-commits")
+            .map(|ranked| ranked.decode_all::<CommitRecord>())
+            .transpose()?
+            .into_iter()
+            .flatten()
+            .find(|record| record.repo == params.repo && record.commit == params.commit)
+            .filter(|record| Some(&record_digest(record)) == item.reads.get("commit"))
+            .ok_or_else(|| {
+                step_message(
+                    ctx,
+                    &item.id,
+                    "its commit record is not among rank-commits' outputs",
+                )
+            })?;
+        let spec = ctx.pipeline.repo(&params.repo).ok_or_else(|| {
+            step_message(
+                ctx,
+                &item.id,
+                format!("repository `{}` is not a `repos:` entry", params.repo),
+            )
+        })?;
+        let located = repository::locate(spec, ctx.workdir)?;
+        let git = located.open()?;
+        let slot = slot_name(&item.id);
+        let worktree = ctx.workdir.join("worktrees").join(&slot);
+        let scratch = ctx.scratch(&slot)?;
+        python::checkout_commit(&git, &record.parent, &worktree)
+            .map_err(|error| step_message(ctx, &item.id, error))?;
+        let settings = MineSettings {
+            python: params.python.clone(),
+            dependencies: params.dependencies.clone(),
+            limit: params.limit,
+            timeout: Duration::from_secs(params_timeout(ctx)?),
+        };
+        let mined = python::mine_commit(&record, &settings, &worktree, &scratch);
+        // Clean between checkouts: the next item in this slot starts from nothing.
+        let _ = std::fs::remove_dir_all(&worktree);
+        let _ = std::fs::remove_dir_all(&scratch);
+        let mined = mined.map_err(|message| step_message(ctx, &item.id, message))?;
+        let mut output = ItemOutput::records(&mined.claims);
+        if let Some(summary) = &mined.summary {
+            output
+                .blobs
+                .insert("summary".into(), ctx.store.put_json(summary)?);
+        }
+        if let Some(exclusion) = &mined.exclusion {
+            output
+                .blobs
+                .insert("exclusion".into(), ctx.store.put_json(exclusion)?);
+        }
+        Ok(output)
+    }
+
+    fn publish(&self, ctx: &StepContext, items: &[ItemResult]) -> Result<(), StepError> {
+        let mut claims: Vec<MinedClaim> = Vec::new();
+        let mut exclusions: Vec<ExclusionRecord> = Vec::new();
+        let mut summaries: Vec<ClaimSummary> = Vec::new();
+        for item in items {
+            for claim in item.output.decode::<MinedClaim>()? {
+                python::check_claim(&claim).map_err(StepError::Invariant)?;
+                claims.push(claim);
+            }
+            if let Some(digest) = item.output.blobs.get("exclusion") {
+                exclusions.push(ctx.store.get_json(digest)?);
+            }
+            if let Some(digest) = item.output.blobs.get("summary") {
+                summaries.push(ctx.store.get_json(digest)?);
+            }
+        }
+        ctx.write_jsonl("claims.jsonl", &claims)?;
+        ctx.write_jsonl("excluded.jsonl", &exclusions)?;
+        ctx.write_jsonl("claims-summary.jsonl", &summaries)
+    }
+}
+
+fn params_timeout(ctx: &StepContext) -> Result<u64, StepError> {
+    Ok(params(ctx)?.collect_timeout.unwrap_or(600))
+}
+
+/// A directory name for an item: its id with anything but `[A-Za-z0-9._-]` replaced.
+fn slot_name(id: &str) -> String {
+    id.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn the_read_digest_ignores_the_ranking() {
+        let record: CommitRecord = serde_json::from_value(json!({
+            "repo": "demo", "commit": "c", "parent": "p", "score": 1.0,
+            "subject": "s", "test_files": ["tests/test_a.py"], "source_files": []
+        }))
+        .unwrap();
+        let mut moved = record.clone();
+        moved.score = 7.0;
+        moved.rank = 3;
+        moved.subject = "reworded".into();
+        assert_eq!(record_digest(&record), record_digest(&moved));
+        let mut touched = record.clone();
+        touched.test_files.push("tests/test_b.py".into());
+        assert_ne!(record_digest(&record), record_digest(&touched));
+    }
+
+    #[test]
+    fn item_ids_and_slots() {
+        let record: CommitRecord = serde_json::from_value(json!({
+            "repo": "demo", "commit": "0123456789abcdef0123", "parent": "p", "score": 1.0,
+            "subject": "s", "test_files": [], "source_files": []
+        }))
+        .unwrap();
+        assert_eq!(item_id(&record), "demo@0123456789ab");
+        assert_eq!(slot_name("demo/x@0123"), "demo_x_0123");
+    }
+}
