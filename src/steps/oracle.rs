@@ -324,7 +324,12 @@ impl StepKind for OracleStep {
 
     fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
         let step = &ctx.step.name;
-        let _: Params = ctx.params()?;
+        let params: Params = ctx.params()?;
+        if params.runs == 0 {
+            return Err(StepError::Input(format!(
+                "step `{step}`: `runs` must be at least 1"
+            )));
+        }
         let claims = claims_of(upstream, step)?;
         let problems = check_claims(&claims);
         if !problems.is_empty() {
