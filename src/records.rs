@@ -192,13 +192,26 @@ pub struct ExclusionRecord {
     pub repo: String,
     pub commit: String,
     pub parent: String,
-    /// `no-interpreter`, `no-test-modules`, `environment`, `collection`, `no-claims`.
-    pub kind: String,
+    pub kind: ExclusionKind,
     /// What went wrong, for a person.
     pub reason: String,
     /// Each interpreter tried and why it failed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attempts: Vec<AttemptRecord>,
+}
+
+/// Why a candidate commit gave no claims.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExclusionKind {
+    /// No installed interpreter is allowed (declared, or by `python_requires`).
+    NoInterpreter,
+    /// None of the touched test files is a test module at the parent.
+    NoTestModules,
+    /// pytest could not collect the test modules under any allowed interpreter.
+    Collection,
+    /// pytest collected tests, none with an assertion statement.
+    NoClaims,
 }
 
 /// One interpreter tried for a commit.

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::command::PytestLaunch;
+use super::command::{PytestLaunch, pytest_config_file};
 use super::config_files::{TomlValue, ini_lines, parse_ini, parse_toml};
 use super::environment::Environment;
 use super::process::{ProcessOutcome, log_tail, run_logged};
@@ -228,10 +228,9 @@ pub fn collect_tests(request: &CollectRequest) -> Result<Collection, CollectErro
     })
 }
 
-/// The `python_files` globs the repository configures (pytest.ini, pyproject.toml, tox.ini,
-/// setup.cfg, in pytest's order of precedence), or pytest's defaults.
+/// The `python_files` globs of the configuration file pytest uses (see [`pytest_config_file`]),
+/// or pytest's defaults when that file does not set them.
 pub fn python_files_patterns(worktree: &Path) -> Vec<String> {
-    let read = |name: &str| std::fs::read_to_string(worktree.join(name)).ok();
     let split = |value: &str| -> Vec<String> {
         ini_lines(value)
             .iter()
@@ -242,26 +241,27 @@ pub fn python_files_patterns(worktree: &Path) -> Vec<String> {
             })
             .collect()
     };
-    let from_ini = |file: &str, section: &str| {
-        read(file)
-            .map(|text| parse_ini(&text))
-            .and_then(|sections| {
-                sections
-                    .get(section)
-                    .and_then(|options| options.get("python_files").cloned())
-            })
-            .map(|value| split(&value))
-    };
-    let found = from_ini("pytest.ini", "pytest")
-        .or_else(|| {
-            let tables = parse_toml(&read("pyproject.toml")?);
-            match tables.get("tool.pytest.ini_options")?.get("python_files")? {
+    let found = pytest_config_file(worktree).and_then(|file| {
+        let text = std::fs::read_to_string(&file).ok()?;
+        let name = file.file_name()?.to_string_lossy().into_owned();
+        if name == "pyproject.toml" {
+            return match parse_toml(&text)
+                .get("tool.pytest.ini_options")?
+                .get("python_files")?
+            {
                 TomlValue::String(value) => Some(split(value)),
                 TomlValue::Strings(values) => Some(values.clone()),
-            }
-        })
-        .or_else(|| from_ini("tox.ini", "pytest"))
-        .or_else(|| from_ini("setup.cfg", "tool:pytest"));
+            };
+        }
+        let section = match name.as_str() {
+            "setup.cfg" => "tool:pytest",
+            _ => "pytest",
+        };
+        parse_ini(&text)
+            .get(section)?
+            .get("python_files")
+            .map(|value| split(value))
+    });
     match found {
         Some(patterns) if !patterns.is_empty() => patterns,
         _ => DEFAULT_PYTHON_FILES
@@ -350,5 +350,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(test_modules(root, &touched), ["tests/check_b.py"]);
+        // pytest reads one file: a pytest.ini without python_files means the defaults.
+        std::fs::write(root.join("pytest.ini"), "[pytest]\naddopts = -x\n").unwrap();
+        assert_eq!(test_modules(root, &touched), ["tests/test_a.py"]);
     }
 }

@@ -234,9 +234,10 @@ def pytest_collectreport(report):
 
 
 def pytest_collection_finish(session):
-    root = str(session.config.rootdir)
+    # pytest >= 7 has pathlib paths; older ones only py.path (kept working under 2.7's pytest 4.6).
+    root = str(getattr(session.config, "rootpath", None) or session.config.rootdir)
     for item in session.items:
-        path = getattr(item, "fspath", None) or getattr(item, "path", None)
+        path = getattr(item, "path", None) or getattr(item, "fspath", None)
         record = {
             "kind": "item",
             "node": item.nodeid,

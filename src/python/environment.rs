@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde::{Deserialize, Serialize};
 
 use super::install::build;
-use super::interpreters::Interpreter;
+use super::interpreters::{Interpreter, interpreter_for};
 use super::metadata::ProjectMetadata;
 use super::requirements::{
     Requirement, discover_requirements, pytest_requirement, requirement_name,
@@ -25,6 +25,8 @@ use crate::cache::Digest;
 
 /// Bump when the layout or the way environments are built changes: it enters every digest.
 const ENVIRONMENT_SCHEMA: u32 = 1;
+/// A scratch build this old was abandoned by a killed process.
+const ABANDONED_AFTER: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
 /// The file that describes a finished environment; written last, before the rename.
 const DESCRIPTION: &str = "claimflow-environment.json";
 
@@ -55,6 +57,9 @@ pub enum PythonError {
     /// A subprocess outlived its deadline.
     #[error("{what} timed out after {seconds}s")]
     Timeout { what: String, seconds: u64 },
+    /// No installed interpreter has the version a claim was mined with.
+    #[error("find python {version}: it is not installed here")]
+    NotInstalled { version: String },
     /// A finished environment does not answer as it should (pytest missing, description unreadable).
     #[error("use the environment in {path}: {reason}")]
     Broken { path: PathBuf, reason: String },
@@ -143,19 +148,32 @@ impl EnvironmentRequest {
         specs
     }
 
-    /// The content address: blake3 over the interpreter version, the sorted specs and the installer.
+    /// The content address: blake3 over the interpreter version, the sorted specs, the installer,
+    /// and which specs are the repository's pins (those are never dropped when they will not
+    /// install, so an environment with them is built differently).
     pub fn digest(&self) -> Digest {
         #[derive(Serialize)]
         struct Key<'a> {
             schema: u32,
             python: String,
             requirements: Vec<String>,
+            // Left out when empty, so environments without pins keep their addresses.
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            pinned: Vec<&'a str>,
             installer: &'a Installer,
         }
+        let mut pinned: Vec<&str> = self
+            .requirements
+            .iter()
+            .filter(|requirement| requirement.source == "repository")
+            .map(|requirement| requirement.spec.as_str())
+            .collect();
+        pinned.sort_unstable();
         let key = Key {
             schema: ENVIRONMENT_SCHEMA,
             python: self.interpreter.version.to_string(),
             requirements: self.specs(),
+            pinned,
             installer: &self.installer,
         };
         Digest::of(&serde_json::to_vec(&key).expect("keys serialize"))
@@ -229,6 +247,23 @@ pub fn ensure_environment(request: &EnvironmentRequest) -> Result<Environment, P
     ensure_environment_in(&cache_dir(), request)
 }
 
+/// The environment for running `worktree`'s tests under the interpreter of `version` (a claim's
+/// `interpreter`, `3.11.7`), so the oracle runs a claim where it was mined; built if missing.
+pub fn environment_for_interpreter(
+    version: &str,
+    worktree: &Path,
+    pinned: &[String],
+) -> Result<Environment, PythonError> {
+    let interpreter = interpreter_for(version).ok_or_else(|| PythonError::NotInstalled {
+        version: version.to_string(),
+    })?;
+    ensure_environment(&EnvironmentRequest::for_commit(
+        &interpreter,
+        worktree,
+        pinned,
+    ))
+}
+
 /// The environment for `request` under `cache`, built if missing.
 pub fn ensure_environment_in(
     cache: &Path,
@@ -236,7 +271,9 @@ pub fn ensure_environment_in(
 ) -> Result<Environment, PythonError> {
     let digest = request.digest().hex();
     let root = cache.join("envs").join(&digest);
-    if let Some(environment) = load(&root)? {
+    if let Some(environment) = load(&root)?
+        && environment.python.is_file()
+    {
         return Ok(environment);
     }
     // Threads of one process build an environment once; other processes race safely via rename.
@@ -244,12 +281,19 @@ pub fn ensure_environment_in(
     let _held = guard
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(environment) = load(&root)? {
-        return Ok(environment);
+    match load(&root)? {
+        Some(environment) if environment.python.is_file() => return Ok(environment),
+        // Its interpreter is gone (a pyenv version reinstalled or removed): build it again.
+        Some(_) => std::fs::remove_dir_all(&root).map_err(io_error(format!(
+            "remove the broken environment {}",
+            root.display()
+        )))?,
+        None => {}
     }
     let scratch_parent = cache.join("envs").join(".building");
     std::fs::create_dir_all(&scratch_parent)
         .map_err(io_error(format!("create {}", scratch_parent.display())))?;
+    prune_abandoned(&scratch_parent, ABANDONED_AFTER);
     let scratch = tempfile::Builder::new()
         .prefix(&format!("{digest}-"))
         .tempdir_in(&scratch_parent)
@@ -273,6 +317,24 @@ pub fn ensure_environment_in(
         path: root.clone(),
         reason: "missing after it was built".into(),
     })
+}
+
+/// Removes builds left behind by killed processes: scratch directories not modified for `age`. A
+/// build in progress is far younger, since every install it runs times out within minutes.
+fn prune_abandoned(scratch_parent: &Path, age: std::time::Duration) {
+    let Ok(entries) = std::fs::read_dir(scratch_parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let abandoned = entry
+            .metadata()
+            .and_then(|metadata| metadata.modified())
+            .is_ok_and(|modified| modified.elapsed().is_ok_and(|elapsed| elapsed > age));
+        if abandoned {
+            // Best effort: another process may be pruning the same directory.
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 fn build_lock(digest: &str) -> Arc<Mutex<()>> {
@@ -348,6 +410,9 @@ mod tests {
         other.requirements[0].source = "tox.ini".into();
         assert_eq!(one.digest(), other.digest());
         assert_ne!(one.digest(), request(&["attrs", "six>=1.10"]).digest());
+        let mut pinned = request(&["attrs", "six>=1.9"]);
+        pinned.requirements[0].source = "repository".into();
+        assert_ne!(one.digest(), pinned.digest(), "a pin is built differently");
         let mut older = request(&["attrs", "six>=1.9"]);
         older.interpreter.version = "3.11.6".parse().unwrap();
         assert_ne!(one.digest(), older.digest());
@@ -369,6 +434,17 @@ mod tests {
         assert_eq!(request.pytest, "pytest==8.0.2");
         assert_eq!(request.specs(), ["Six>=1.16", "mock", "pytest==8.0.2"]);
         assert_eq!(request.requirements[0].source, "repository");
+    }
+
+    #[test]
+    fn abandoned_builds_are_pruned_and_fresh_ones_kept() {
+        let directory = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(directory.path().join("abc-1/bin")).unwrap();
+        prune_abandoned(directory.path(), std::time::Duration::from_secs(3600));
+        assert!(directory.path().join("abc-1").exists());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        prune_abandoned(directory.path(), std::time::Duration::from_millis(1));
+        assert!(!directory.path().join("abc-1").exists());
     }
 
     #[test]

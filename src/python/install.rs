@@ -74,9 +74,9 @@ pub(super) fn build(
         }
         let text = std::fs::read_to_string(&log).unwrap_or_default();
         let tail = log_tail(&log, 15);
-        let culprit = failing_requirement(&text);
+        let culprits = failing_requirements(&text);
         // Requirements the commit merely declares may be dropped; pytest and pins may not.
-        let position = culprit.as_ref().and_then(|name| {
+        let position = culprits.iter().find_map(|name| {
             wanted.iter().position(|requirement| {
                 requirement.source != "repository"
                     && requirement_name(&requirement.spec).as_ref() == Some(name)
@@ -93,7 +93,7 @@ pub(super) fn build(
             }
             _ => {
                 return Err(PythonError::Install {
-                    requirement: culprit.unwrap_or_else(|| specs.join(" ")),
+                    requirement: culprits.first().cloned().unwrap_or_else(|| specs.join(" ")),
                     interpreter,
                     tail,
                 });
@@ -233,17 +233,21 @@ fn installer_environment(command: &mut Command, pip_cache: Option<&Path>) {
     }
 }
 
-/// The normalized name of the requirement pip says it could not satisfy or build.
-fn failing_requirement(output: &str) -> Option<String> {
-    const MARKERS: [&str; 5] = [
+/// The normalized names of the requirements pip blames, most specific first: those it could not
+/// find or build, then those in a resolution conflict (`The user requested ...`), then the last
+/// one it was collecting when a build step failed.
+fn failing_requirements(output: &str) -> Vec<String> {
+    const MARKERS: [&str; 6] = [
         "No matching distribution found for ",
         "Could not find a version that satisfies the requirement ",
         "Failed building wheel for ",
         "Failed to build ",
         "Could not build wheels for ",
+        "The user requested ",
     ];
-    for line in output.lines() {
-        for marker in MARKERS {
+    let mut names: Vec<String> = Vec::new();
+    for marker in MARKERS {
+        for line in output.lines() {
             if let Some(index) = line.find(marker) {
                 let rest = &line[index + marker.len()..];
                 let spec = rest
@@ -251,8 +255,10 @@ fn failing_requirement(output: &str) -> Option<String> {
                     .next()
                     .unwrap_or("")
                     .trim_end_matches([',', '.']);
-                if let Some(name) = requirement_name(spec) {
-                    return Some(name);
+                if let Some(name) = requirement_name(spec)
+                    && !names.contains(&name)
+                {
+                    names.push(name);
                 }
             }
         }
@@ -264,10 +270,15 @@ fn failing_requirement(output: &str) -> Option<String> {
             last_collected = rest.split_whitespace().next().and_then(requirement_name);
         }
         if line.contains("did not run successfully") {
-            return last_collected;
+            if let Some(name) = last_collected.take()
+                && !names.contains(&name)
+            {
+                names.push(name);
+            }
+            break;
         }
     }
-    None
+    names
 }
 
 /// Installed distributions, by normalized name (works on Python 2.7 and 3.x).
@@ -350,11 +361,16 @@ mod tests {
     }
 
     #[test]
-    fn names_the_requirement_pip_could_not_install() {
+    fn names_the_requirements_pip_blames() {
         let old = "Collecting nosuchthing==9.9\n  ERROR: Could not find a version that satisfies the requirement nosuchthing==9.9 (from versions: none)\nERROR: No matching distribution found for nosuchthing==9.9\n";
-        assert_eq!(failing_requirement(old).as_deref(), Some("nosuchthing"));
+        assert_eq!(failing_requirements(old), ["nosuchthing"]);
         let build = "Collecting Cython_Thing<1\n  Downloading x.tar.gz\n  error: subprocess-exited-with-error\n  × python setup.py egg_info did not run successfully.\n";
-        assert_eq!(failing_requirement(build).as_deref(), Some("cython-thing"));
-        assert_eq!(failing_requirement("ERROR: ResolutionImpossible"), None);
+        assert_eq!(failing_requirements(build), ["cython-thing"]);
+        let conflict = "ERROR: Cannot install pytest<9,>=8 and six==1.10 because these package versions have conflicting dependencies.\n\nThe conflict is caused by:\n    The user requested pytest<9,>=8\n    The user requested six==1.10\n    thing 2.0 depends on six>=1.16\n";
+        assert_eq!(failing_requirements(conflict), ["pytest", "six"]);
+        assert_eq!(
+            failing_requirements("ERROR: ResolutionImpossible"),
+            Vec::<String>::new()
+        );
     }
 }

@@ -11,7 +11,7 @@ use super::collect::{CollectRequest, collect_tests, test_modules};
 use super::environment::{EnvironmentRequest, ensure_environment};
 use super::interpreters::{choose_interpreters, installed_interpreters};
 use super::metadata::{ProjectMetadata, parses_as_python_3};
-use crate::records::{AttemptRecord, CommitRecord, ExclusionRecord, MinedClaim};
+use crate::records::{AttemptRecord, CommitRecord, ExclusionKind, ExclusionRecord, MinedClaim};
 
 /// How to mine: what the pipeline says about interpreters, pins and limits.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,7 +48,7 @@ pub struct MinedCommit {
 impl MinedCommit {
     fn excluded(
         record: &CommitRecord,
-        kind: &str,
+        kind: ExclusionKind,
         reason: String,
         attempts: Vec<AttemptRecord>,
     ) -> Self {
@@ -59,7 +59,7 @@ impl MinedCommit {
                 repo: record.repo.clone(),
                 commit: record.commit.clone(),
                 parent: record.parent.clone(),
-                kind: kind.into(),
+                kind,
                 reason,
                 attempts,
             }),
@@ -87,7 +87,7 @@ pub fn mine_commit(
             Err(error) => {
                 return Ok(MinedCommit::excluded(
                     record,
-                    "no-interpreter",
+                    ExclusionKind::NoInterpreter,
                     error.to_string(),
                     vec![],
                 ));
@@ -96,7 +96,7 @@ pub fn mine_commit(
     if files.is_empty() {
         return Ok(MinedCommit::excluded(
             record,
-            "no-test-modules",
+            ExclusionKind::NoTestModules,
             format!(
                 "none of the touched test files ({}) is a test module at the parent",
                 record.test_files.join(", ")
@@ -141,7 +141,7 @@ pub fn mine_commit(
                     repo: record.repo.clone(),
                     commit: record.commit.clone(),
                     parent: record.parent.clone(),
-                    kind: "no-claims".into(),
+                    kind: ExclusionKind::NoClaims,
                     reason: format!(
                         "{} tests collected under python {version}, none with an assertion statement",
                         mined.summary.collected
@@ -173,7 +173,7 @@ pub fn mine_commit(
     }
     Ok(MinedCommit::excluded(
         record,
-        "collection",
+        ExclusionKind::Collection,
         reason,
         attempts,
     ))

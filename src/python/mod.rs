@@ -1,5 +1,21 @@
 //! The Python side: interpreters, per-repository virtual environments, and the pytest plugin the
 //! crate writes out at run time to ask pytest what only pytest knows.
+//!
+//! How the pieces fit, for a step that runs a commit's tests:
+//!
+//! ```text
+//! let interpreters = choose_interpreters(&ProjectMetadata::read(worktree), &declared, installed_interpreters())?;
+//! let request = EnvironmentRequest::for_commit(&interpreters[0], worktree, &pinned);
+//! let environment = ensure_environment(&request)?;          // <cache>/envs/<digest>, built once
+//! let command = PytestLaunch::new(&environment, worktree, private)
+//!     .hash_seed(run)
+//!     .plugin_dir(plugins)
+//!     .command(&arguments)?;                               // the one place pytest is spawned
+//! ```
+//!
+//! A claim records the interpreter it was mined with (`MinedClaim::interpreter`);
+//! [`environment_for_interpreter`] gives the environment to run it in again. `environment.fingerprint()`
+//! is what enters item keys. Mining one commit end to end is [`mine_commit`].
 
 mod assertions;
 mod claims;
@@ -27,7 +43,7 @@ pub use collect::{
 pub use command::{PytestLaunch, pytest_config_file};
 pub use environment::{
     DroppedRequirement, Environment, EnvironmentRequest, Installer, PythonError, cache_dir,
-    ensure_environment, ensure_environment_in,
+    ensure_environment, ensure_environment_in, environment_for_interpreter,
 };
 pub use interpreters::{
     Interpreter, SelectionError, choose_interpreters, installed_interpreters, interpreter_for,
@@ -39,4 +55,4 @@ pub use process::{ProcessOutcome, log_tail, run_logged};
 pub use requirements::{Requirement, discover_requirements, pytest_requirement, requirement_name};
 pub use specifier::{SpecifierParseError, SpecifierSet};
 pub use version::{PythonVersion, VersionParseError};
-pub use worktree::{CheckoutError, checkout_commit, clear};
+pub use worktree::{CheckoutError, checkout_commit, clear as clear_directory};

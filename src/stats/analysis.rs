@@ -224,3 +224,80 @@ fn arm_stats(
         unmatched: evaluation.unmatched.get(step).copied().unwrap_or(0),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::{Label, PredictionRecord, TruthRecord, Verdict, claim_id};
+    use crate::stats::evaluation::{ArmInfo, ArmInput, Origins};
+
+    fn evaluation() -> Evaluation {
+        let ids: Vec<String> = (0..6)
+            .map(|index| {
+                claim_id(
+                    if index < 3 { "r" } else { "s" },
+                    "p",
+                    &format!("t::{index}"),
+                )
+            })
+            .collect();
+        let truth: Vec<TruthRecord> = ids
+            .iter()
+            .enumerate()
+            .map(|(index, id)| TruthRecord {
+                claim: id.clone(),
+                label: if index % 2 == 0 {
+                    Label::Flipped
+                } else {
+                    Label::Held
+                },
+                reason: None,
+                parent_runs: vec![],
+                child_runs: vec![],
+            })
+            .collect();
+        let arm = |verdict: Verdict, control_of: Option<&str>| ArmInput {
+            info: ArmInfo {
+                control_of: control_of.map(str::to_string),
+                ..ArmInfo::default()
+            },
+            predictions: ids
+                .iter()
+                .map(|id| PredictionRecord {
+                    claim: id.clone(),
+                    verdict,
+                    evidence: serde_json::Value::Null,
+                    tokens_in: None,
+                    tokens_out: None,
+                    cost: None,
+                })
+                .collect(),
+        };
+        let arms = BTreeMap::from([
+            ("a0".to_string(), arm(Verdict::Flipped, None)),
+            ("a1".to_string(), arm(Verdict::Held, None)),
+            ("a0_null".to_string(), arm(Verdict::Held, Some("a0"))),
+        ]);
+        Evaluation::build(&truth, &Origins::default(), &arms, None).unwrap()
+    }
+
+    #[test]
+    fn controls_are_reported_beside_their_arm_and_not_compared() {
+        let options = AnalysisOptions {
+            resamples: 50,
+            loro: vec![("a0".into(), "a1".into()), ("a6_risk".into(), "a4".into())],
+            ..AnalysisOptions::default()
+        };
+        let document = analyze(&evaluation(), vec![], BTreeMap::new(), &options);
+        assert_eq!(document.arms.keys().collect::<Vec<_>>(), ["a0", "a1"]);
+        assert_eq!(document.controls["a0_null"].of, "a0");
+        assert_eq!(document.controls["a0_null"].agreement, Some(0.0));
+        assert_eq!(document.comparisons.len(), 1);
+        // The pair naming absent arms is skipped, not filled.
+        assert_eq!(document.loro.len(), 1);
+        assert_eq!(document.sample.repositories, 2);
+        assert_eq!(document.by_repository["r"]["a0"].total(), 3);
+        assert_eq!(document.arms["a0"].precision, Some(0.5));
+        assert_eq!(document.arms["a1"].precision, None);
+    }
+}

@@ -88,7 +88,7 @@ fn item_id(record: &CommitRecord) -> String {
 /// The digest a commit's record enters keys with: the canonical JSON of the fields mining reads.
 /// Its rank, score and subject are left out, so a commit that moves in the ranking (a new commit
 /// elsewhere in the history) keeps its claims without being collected again.
-pub fn record_digest(record: &CommitRecord) -> Digest {
+fn record_digest(record: &CommitRecord) -> Digest {
     #[derive(Serialize)]
     struct Read<'a> {
         repo: &'a str,
@@ -248,7 +248,7 @@ impl StepKind for MineClaims {
         let located = repository::locate(spec, ctx.workdir)?;
         let git = located.open()?;
         let slot = slot_name(&item.id);
-        let worktree = ctx.workdir.join("worktrees").join(&slot);
+        let worktree = ctx.workdir.join("worktrees").join(format!("claims-{slot}"));
         let scratch = ctx.scratch(&slot)?;
         python::checkout_commit(&git, &record.parent, &worktree)
             .map_err(|error| step_message(ctx, &item.id, error))?;
@@ -263,6 +263,10 @@ impl StepKind for MineClaims {
         let _ = std::fs::remove_dir_all(&worktree);
         let _ = std::fs::remove_dir_all(&scratch);
         let mined = mined.map_err(|message| step_message(ctx, &item.id, message))?;
+        // A broken claim fails the item, so it never reaches the cache.
+        for claim in &mined.claims {
+            python::check_claim(claim).map_err(StepError::Invariant)?;
+        }
         let mut output = ItemOutput::records(&mined.claims);
         if let Some(summary) = &mined.summary {
             output

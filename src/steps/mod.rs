@@ -3,20 +3,20 @@
 use std::sync::Arc;
 
 mod command;
+mod mine_claims;
 mod oracle;
 mod rank_commits;
 mod report;
 mod stats;
 
 pub use command::CommandStep;
+pub use mine_claims::MineClaims;
 pub use oracle::{Environments, FixedEnvironment, OracleStep, PythonEnvironments};
 pub use rank_commits::RankCommits;
 pub use report::ReportStep;
 pub use stats::StatsStep;
 
 use crate::engine::StepKind;
-
-pub mod mine_claims;
 
 /// The known step kinds, by name.
 #[derive(Clone)]
@@ -33,7 +33,7 @@ impl Registry {
         kinds.push(Arc::new(ReportStep));
         kinds.push(Arc::new(RankCommits));
         kinds.push(Arc::new(OracleStep::new(Arc::new(PythonEnvironments))));
-        kinds.push(Arc::new(mine_claims::MineClaims));
+        kinds.push(Arc::new(MineClaims));
         Registry { kinds }
     }
 

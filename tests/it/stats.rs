@@ -71,36 +71,116 @@ const REPOSITORIES: &[(&str, &str, &str, u64, u64, f64)] = &[
     ),
 ];
 
-/// `(step, uses, true-positive rate, false-positive rate, share without verdict, model)`.
-type ArmShape = (
-    &'static str,
-    &'static str,
-    f64,
-    f64,
-    f64,
-    Option<&'static str>,
-);
+/// How a generated arm behaves.
+struct ArmRule {
+    step: &'static str,
+    uses: &'static str,
+    /// The chance it fires on a flipped claim.
+    hit: f64,
+    /// The chance it fires on a held claim.
+    false_alarm: f64,
+    /// The chance it gives no verdict.
+    silent: f64,
+    model: Option<&'static str>,
+}
 
-const ARMS: &[ArmShape] = &[
-    ("a0", "arm", 1.0, 1.0, 0.0, None),
-    ("a1", "arm", 0.0, 0.0, 0.0, None),
-    ("a3", "arm", 0.95, 0.6, 0.0, None),
-    ("a4", "arm", 0.55, 0.25, 0.0, None),
-    ("a4b", "testmon", 0.87, 0.45, 0.2, None),
-    ("a5", "llm-arm", 0.7, 0.6, 0.0, Some("budget")),
-    ("a5c", "llm-arm", 0.75, 0.62, 0.0, Some("budget")),
-    ("a6_base", "llm-arm", 0.6, 0.1, 0.0, Some("budget")),
-    ("a6_risk", "llm-arm", 0.72, 0.07, 0.03, Some("budget")),
-    ("a6_frontier", "llm-arm", 0.8, 0.03, 0.0, Some("frontier")),
-    ("prose", "llm-arm", 0.65, 0.1, 0.0, Some("budget")),
-    (
-        "a6_shuffled",
-        "shuffle-control",
-        0.02,
-        0.02,
-        0.0,
-        Some("budget"),
-    ),
+const ARMS: &[ArmRule] = &[
+    ArmRule {
+        step: "a0",
+        uses: "arm",
+        hit: 1.0,
+        false_alarm: 1.0,
+        silent: 0.0,
+        model: None,
+    },
+    ArmRule {
+        step: "a1",
+        uses: "arm",
+        hit: 0.0,
+        false_alarm: 0.0,
+        silent: 0.0,
+        model: None,
+    },
+    ArmRule {
+        step: "a3",
+        uses: "arm",
+        hit: 0.95,
+        false_alarm: 0.6,
+        silent: 0.0,
+        model: None,
+    },
+    ArmRule {
+        step: "a4",
+        uses: "arm",
+        hit: 0.55,
+        false_alarm: 0.25,
+        silent: 0.0,
+        model: None,
+    },
+    ArmRule {
+        step: "a4b",
+        uses: "testmon",
+        hit: 0.87,
+        false_alarm: 0.45,
+        silent: 0.2,
+        model: None,
+    },
+    ArmRule {
+        step: "a5",
+        uses: "llm-arm",
+        hit: 0.7,
+        false_alarm: 0.6,
+        silent: 0.0,
+        model: Some("budget"),
+    },
+    ArmRule {
+        step: "a5c",
+        uses: "llm-arm",
+        hit: 0.75,
+        false_alarm: 0.62,
+        silent: 0.0,
+        model: Some("budget"),
+    },
+    ArmRule {
+        step: "a6_base",
+        uses: "llm-arm",
+        hit: 0.6,
+        false_alarm: 0.1,
+        silent: 0.0,
+        model: Some("budget"),
+    },
+    ArmRule {
+        step: "a6_risk",
+        uses: "llm-arm",
+        hit: 0.72,
+        false_alarm: 0.07,
+        silent: 0.03,
+        model: Some("budget"),
+    },
+    ArmRule {
+        step: "a6_frontier",
+        uses: "llm-arm",
+        hit: 0.8,
+        false_alarm: 0.03,
+        silent: 0.0,
+        model: Some("frontier"),
+    },
+    ArmRule {
+        step: "prose",
+        uses: "llm-arm",
+        hit: 0.65,
+        false_alarm: 0.1,
+        silent: 0.0,
+        model: Some("budget"),
+    },
+    ArmRule {
+        step: "a6_shuffled",
+        uses: "shuffle-control",
+        hit: 0.02,
+        false_alarm: 0.02,
+        silent: 0.0,
+        model: Some("budget"),
+    },
 ];
 
 const STATIC_ARMS: &[&str] = &["a0", "a1", "a3", "a4"];
@@ -159,7 +239,14 @@ fn fixture() -> Fixture {
         }
     }
     let mut predictions = BTreeMap::new();
-    for &(step, _, hit, false_alarm, silent, model) in ARMS {
+    for rule in ARMS {
+        let (step, hit, false_alarm, silent, model) = (
+            rule.step,
+            rule.hit,
+            rule.false_alarm,
+            rule.silent,
+            rule.model,
+        );
         let records = truth
             .iter()
             .map(|record| {
@@ -207,7 +294,7 @@ fn step(name: &str, uses: &str, needs: &[&str], with: serde_json::Value) -> Step
 }
 
 fn arm_with(step: &str) -> serde_json::Value {
-    let (_, _, _, _, _, model) = ARMS.iter().find(|arm| arm.0 == step).unwrap();
+    let model = ARMS.iter().find(|arm| arm.step == step).unwrap().model;
     let mut with = json!({});
     if let Some(model) = model {
         with["model"] = json!(model);
@@ -232,7 +319,7 @@ fn pipeline(root: &Path, arms: &[&str], stats_with: serde_json::Value) -> Pipeli
         step("truth", "oracle", &["claims"], json!({})),
     ];
     for arm in arms {
-        let uses = ARMS.iter().find(|entry| entry.0 == *arm).unwrap().1;
+        let uses = ARMS.iter().find(|entry| entry.step == *arm).unwrap().uses;
         steps.push(step(arm, uses, &["truth"], arm_with(arm)));
     }
     let mut needs = vec!["truth", "claims"];
@@ -345,7 +432,7 @@ fn run_pipeline(
         output("truth", "oracle", values(&fixture.truth)),
     );
     for arm in arms {
-        let kind = ARMS.iter().find(|entry| entry.0 == *arm).unwrap().1;
+        let kind = ARMS.iter().find(|entry| entry.step == *arm).unwrap().uses;
         let records = values(&fixture.predictions[*arm]);
         upstream
             .steps
@@ -359,7 +446,7 @@ fn run_pipeline(
 }
 
 fn all_arms() -> Vec<&'static str> {
-    ARMS.iter().map(|arm| arm.0).collect()
+    ARMS.iter().map(|arm| arm.step).collect()
 }
 
 fn read(pipeline: &Pipeline, relative: &str) -> String {
@@ -688,4 +775,230 @@ fn statistics_match_scipy_and_statsmodels() {
             &format!("{first}/{second} binomtest p"),
         );
     }
+}
+
+/// A step kind that emits fixed records per step: stands in for the miner, the oracle and the arms
+/// so `stats` and `report` run under the real engine.
+struct Fixed {
+    kind: &'static str,
+    records: BTreeMap<String, Vec<serde_json::Value>>,
+}
+
+const FIXED_PARAMS: &[claimflow::engine::ParamSpec] = &[
+    claimflow::engine::ParamSpec::optional(
+        "model",
+        claimflow::engine::ParamType::Model,
+        "the model",
+    ),
+    claimflow::engine::ParamSpec::optional(
+        "arm",
+        claimflow::engine::ParamType::Step,
+        "the arm a control wraps",
+    ),
+];
+
+impl StepKind for Fixed {
+    fn name(&self) -> &'static str {
+        self.kind
+    }
+
+    fn version(&self) -> u32 {
+        1
+    }
+
+    fn about(&self) -> &'static str {
+        "fixed records for tests"
+    }
+
+    fn params(&self) -> &'static [claimflow::engine::ParamSpec] {
+        FIXED_PARAMS
+    }
+
+    fn items(
+        &self,
+        ctx: &StepContext,
+        _upstream: &Upstream,
+    ) -> Result<Vec<claimflow::engine::ItemPlan>, StepError> {
+        let records = &self.records[&ctx.step.name];
+        let digest = Digest::of(&serde_json::to_vec(records).unwrap());
+        Ok(vec![
+            claimflow::engine::ItemPlan::new("all").params(json!({"records": digest})),
+        ])
+    }
+
+    fn run(
+        &self,
+        ctx: &StepContext,
+        _item: &claimflow::engine::ItemPlan,
+        _upstream: &Upstream,
+    ) -> Result<ItemOutput, StepError> {
+        Ok(ItemOutput {
+            records: self.records[&ctx.step.name].clone(),
+            blobs: BTreeMap::new(),
+        })
+    }
+
+    fn publish(&self, _ctx: &StepContext, _items: &[ItemResult]) -> Result<(), StepError> {
+        Ok(())
+    }
+}
+
+#[test]
+fn the_engine_runs_stats_and_report_and_restores_them_from_the_cache() {
+    use claimflow::engine::{Engine, RunOptions, Silent};
+
+    let fixture = fixture();
+    let mut by_kind: BTreeMap<&str, BTreeMap<String, Vec<serde_json::Value>>> = BTreeMap::new();
+    by_kind
+        .entry("mine-claims")
+        .or_default()
+        .insert("claims".into(), values(&fixture.claims));
+    by_kind
+        .entry("oracle")
+        .or_default()
+        .insert("truth".into(), values(&fixture.truth));
+    for rule in ARMS {
+        by_kind
+            .entry(rule.uses)
+            .or_default()
+            .insert(rule.step.into(), values(&fixture.predictions[rule.step]));
+    }
+    let mut kinds: Vec<Arc<dyn StepKind>> = by_kind
+        .into_iter()
+        .map(|(kind, records)| Arc::new(Fixed { kind, records }) as Arc<dyn StepKind>)
+        .collect();
+    kinds.push(Arc::new(StatsStep));
+    kinds.push(Arc::new(ReportStep));
+    let registry = claimflow::steps::Registry::with(kinds);
+
+    let mut yaml = String::from("version: 1\nname: engine\nrepos:\n");
+    for &(name, split, source, ..) in REPOSITORIES {
+        yaml.push_str(&format!(
+            "  - {{name: {name}, url: \"{source}\", branch: main, split: {split}}}\n"
+        ));
+    }
+    yaml.push_str(
+        "models:\n  budget: {provider: openai, model: budget-1, price_per_mtok: {input: 0.025, \
+         output: 0.1}}\n  frontier: {provider: openai, model: frontier-1, price_per_mtok: \
+         {input: 1.0, output: 4.0}}\nsteps:\n  claims: {uses: mine-claims}\n  truth: {uses: \
+         oracle, needs: [claims]}\n",
+    );
+    let mut needs = vec!["truth".to_string(), "claims".to_string()];
+    for rule in ARMS {
+        let mut with = Vec::new();
+        if let Some(model) = rule.model {
+            with.push(format!("model: {model}"));
+        }
+        if rule.step == "a6_shuffled" {
+            with.push("arm: a6_risk".to_string());
+        }
+        // A control reads the arm it wraps, so it needs it.
+        let arm_needs = if rule.step == "a6_shuffled" {
+            "truth, a6_risk"
+        } else {
+            "truth"
+        };
+        yaml.push_str(&format!(
+            "  {}: {{uses: {}, needs: [{arm_needs}], with: {{{}}}}}\n",
+            rule.step,
+            rule.uses,
+            with.join(", ")
+        ));
+        needs.push(rule.step.to_string());
+    }
+    yaml.push_str(&format!(
+        "  stats: {{uses: stats, needs: [{}], with: {{bootstrap: 500, seed: 5, resample: commit, \
+         compare: [[a6_risk, a4]]}}}}\n  report: {{uses: report, needs: [stats], with: {{title: \
+         Engine run, tables: {{arms: [a0, a4, a6_risk]}}}}}}\n",
+        needs.join(", ")
+    ));
+
+    let root = tempfile::tempdir().unwrap();
+    let pipeline =
+        claimflow::pipeline::load_str(&yaml, Path::new("pipeline.yaml"), root.path(), &registry)
+            .unwrap_or_else(|diagnostics| panic!("{diagnostics}\n{yaml}"));
+    let options = RunOptions {
+        jobs: 2,
+        ..RunOptions::default()
+    };
+    let first = Engine::new(&pipeline, &registry, &Silent)
+        .unwrap()
+        .run(&options)
+        .unwrap();
+    assert_eq!(first.cached(), 0);
+    let report = std::fs::read_to_string(pipeline.results.join("report.md")).unwrap();
+    assert!(report.starts_with("# Engine run\n"), "{report}");
+    assert!(report.contains("| a6_risk |"));
+    let stats: StatsDocument =
+        serde_json::from_slice(&std::fs::read(pipeline.results.join("stats.json")).unwrap())
+            .unwrap();
+    assert_eq!(stats.bootstrap.resample, Resample::Commit);
+    assert_eq!(stats.loro.len(), 1);
+
+    // A second run computes nothing and writes the report back from the cache.
+    std::fs::remove_file(pipeline.results.join("report.md")).unwrap();
+    std::fs::remove_dir_all(pipeline.results.join("figures")).unwrap();
+    let second = Engine::new(&pipeline, &registry, &Silent)
+        .unwrap()
+        .run(&options)
+        .unwrap();
+    assert_eq!(second.computed(), 0);
+    assert_eq!(
+        std::fs::read_to_string(pipeline.results.join("report.md")).unwrap(),
+        report
+    );
+    assert!(pipeline.results.join("figures/arms.svg").exists());
+}
+
+#[test]
+fn a_sampling_step_supplies_the_labels_and_the_natural_rate() {
+    let root = tempfile::tempdir().unwrap();
+    let fixture = fixture();
+    let mut pipeline = pipeline(root.path(), &["a0", "a4"], json!({"bootstrap": 100}));
+    pipeline
+        .steps
+        .push(step("sample", "stratify", &["truth"], json!({})));
+    let stats = pipeline
+        .steps
+        .iter_mut()
+        .find(|spec| spec.name == "stats")
+        .unwrap();
+    stats.needs.push("sample".into());
+    let store = Store::open(root.path().join("cache")).unwrap();
+
+    // The sample keeps every other labelled claim and records the rate before sampling.
+    let mut sample: Vec<serde_json::Value> = fixture
+        .truth
+        .iter()
+        .step_by(2)
+        .map(|record| serde_json::to_value(record).unwrap())
+        .collect();
+    sample.push(json!({"natural_rate": 0.0178, "flip_rate": 0.25}));
+    let mut upstream = Upstream::default();
+    upstream.steps.insert(
+        "truth".into(),
+        output("truth", "oracle", values(&fixture.truth)),
+    );
+    upstream
+        .steps
+        .insert("sample".into(), output("sample", "stratify", sample));
+    for arm in ["a0", "a4"] {
+        let records = values(&fixture.predictions[arm]);
+        upstream
+            .steps
+            .insert(arm.into(), output(arm, "arm", records));
+    }
+    run_kind(&StatsStep, &pipeline, "stats", &store, &upstream).unwrap();
+    let stats: StatsDocument = serde_json::from_str(&read(&pipeline, "stats.json")).unwrap();
+    assert_eq!(stats.sample.labels_from, "sample");
+    let sampled = fixture.truth.iter().step_by(2).count() as u64;
+    assert_eq!(stats.sample.claims + stats.sample.discarded, sampled);
+    let rate = stats.natural_rate.unwrap();
+    assert_eq!((rate.value, rate.source.as_str()), (0.0178, "step:sample"));
+    // The corpus still counts the whole oracle population.
+    let corpus_claims: u64 = stats.corpus.iter().map(|row| row.claims).sum();
+    assert_eq!(corpus_claims, fixture.truth.len() as u64);
+    // Always-invalidate reweights to exactly the natural rate.
+    let natural = stats.arms["a0"].natural_precision.unwrap();
+    assert!((natural - 0.0178).abs() < 1e-12);
 }

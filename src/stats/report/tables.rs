@@ -107,7 +107,7 @@ pub fn describe(step: &str, stats: &ArmStats) -> String {
         "a3" => Some("file anchoring"),
         "a4" => Some("symbol anchoring"),
         "a4b" => Some("pytest-testmon"),
-        "a5" => Some("semantic equivalence (diff only)"),
+        "a5" => Some("semantic equivalence, diff only"),
         "a5c" => Some("semantic equivalence shown the claim"),
         "a6_base" => Some("claim-relative, base prompt"),
         "a6_risk" => Some("claim-relative, risk prompt"),
