@@ -1,7 +1,8 @@
 //! How much the oracle adds to the pytest runs it issues, and what a second slot buys.
 //!
-//! On the integration tests' fixture library (four commits: an assertion flip, a removed API, an
-//! unrelated change, a nondeterministic child) this times:
+//! On the integration tests' fixture library (three commits: an assertion flip, a removed API, an
+//! unrelated change; no flaky case, since the oracle drops a flaky claim after the runs that
+//! decide it and the script would not) this times:
 //! 1. the oracle judging every commit with one slot, then with two;
 //! 2. the same pytest invocations — same command builder, plugin, selection and environment, in
 //!    checkouts prepared beforehand — run one after another by a plain `sh` script.
@@ -244,6 +245,8 @@ fn raw_script(
             runs,
         );
     }
+    // Failing tests are expected outcomes, not a failed script.
+    script.push_str("exit 0\n");
     let path = dir.join("raw.sh");
     std::fs::write(&path, script).unwrap();
     path
@@ -275,10 +278,6 @@ fn main() {
                 "tests/test_core.py::test_add",
                 "tests/test_core.py::test_mul",
             ],
-        ),
-        (
-            library.nondeterministic(),
-            vec!["tests/test_core.py::test_pick"],
         ),
     ]
     .into_iter()

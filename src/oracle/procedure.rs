@@ -9,6 +9,10 @@
 //!    added files go; helpers and `conftest.py` included) and run the kept claims N times: N fails →
 //!    flipped, N passes → held, a mix → flaky, any unknown → discarded.
 //!
+//! A claim that can no longer get a label (it failed at the parent, it has no verdict, it both
+//! passed and failed at the child) leaves the batch for the remaining runs: its records show the
+//! runs that decided it, and a hanging test costs one timeout instead of N.
+//!
 //! A batch aborted by a collection error gives no verdicts. When the collection errors are in test
 //! files of the batch, those files are dropped and the batch runs again, so one file that no longer
 //! imports at the child (the commit removed a name it imports) costs only its own claims: they get
@@ -151,7 +155,7 @@ pub fn judge_commit(
         .checkout(repository, parent)
         .map_err(worktree_error)?;
     let at_parent = Stage::new(settings, environment, slot)
-        .run(&nodes, runs)
+        .run(&nodes, runs, settled_at_parent)
         .map_err(runner_error)?;
     let kept: Vec<String> = nodes
         .iter()
@@ -177,7 +181,8 @@ pub fn judge_commit(
             (
                 Cause::UnknownAtParent,
                 format!(
-                    "no verdict in {unknown} of {runs} runs at the parent: {}",
+                    "no verdict at the parent (after {} of {runs} runs): {}",
+                    parent_runs.len(),
                     details(&parent_runs, Outcome::Unknown)
                 ),
             )
@@ -185,7 +190,7 @@ pub fn judge_commit(
             (
                 Cause::NotPassingAtParent,
                 format!(
-                    "passed {passed} of {runs} runs at the parent (failed: {})",
+                    "did not pass {runs} of {runs} runs at the parent: {passed} passed, then it failed ({})",
                     details(&parent_runs, Outcome::Failed)
                 ),
             )
@@ -204,7 +209,7 @@ pub fn judge_commit(
         .checkout(repository, commit)
         .map_err(worktree_error)?;
     let own = Stage::new(settings, environment, slot)
-        .run(&kept, 1)
+        .run(&kept, 1, settled_at_child)
         .map_err(runner_error)?;
     let mut new_failures: Vec<String> = own
         .broken_files
@@ -268,7 +273,7 @@ pub fn judge_commit(
         .restore(repository, parent, &restored)
         .map_err(worktree_error)?;
     let at_child = Stage::new(settings, environment, slot)
-        .run(&kept, runs)
+        .run(&kept, runs, settled_at_child)
         .map_err(runner_error)?;
     for claim in under_test.claims {
         if !kept.contains(&claim.node) {
@@ -295,13 +300,23 @@ fn label(
     let passed = count(&child_runs, Outcome::Passed);
     let failed = count(&child_runs, Outcome::Failed);
     let unknown = count(&child_runs, Outcome::Unknown);
-    let (label, cause, reason) = if unknown > 0 || child_runs.len() != runs as usize {
+    let (label, cause, reason) = if unknown > 0 {
         (
             Label::Discarded,
             Some(Cause::UnknownAtChild),
             Some(format!(
-                "no verdict in {unknown} of {runs} runs at the child: {}",
+                "no verdict at the child (after {} of {runs} runs): {}",
+                child_runs.len(),
                 details(&child_runs, Outcome::Unknown)
+            )),
+        )
+    } else if passed > 0 && failed > 0 {
+        (
+            Label::Discarded,
+            Some(Cause::FlakyAtChild),
+            Some(format!(
+                "flaky at the child: {passed} passed, {failed} failed ({})",
+                details(&child_runs, Outcome::Failed)
             )),
         )
     } else if failed == runs as usize {
@@ -318,10 +333,10 @@ fn label(
     } else {
         (
             Label::Discarded,
-            Some(Cause::FlakyAtChild),
+            Some(Cause::UnknownAtChild),
             Some(format!(
-                "flaky at the child: passed {passed}, failed {failed} of {runs} runs ({})",
-                details(&child_runs, Outcome::Failed)
+                "no verdict at the child: {} of {runs} runs recorded",
+                child_runs.len()
             )),
         )
     };
@@ -462,19 +477,18 @@ impl<'a> Stage<'a> {
         }
     }
 
-    /// Runs `nodes` `runs` times. When the first run is aborted by collection errors that all lie
-    /// in files of the batch, those files are dropped and the run is repeated without them.
-    fn run(&self, nodes: &[String], runs: u32) -> Result<StageResult, RunnerError> {
+    /// Runs `nodes` up to `runs` times. A node is dropped from later runs once `settled` says its
+    /// runs so far already decide it cannot get a label (it failed at the parent, it has no verdict,
+    /// it both passed and failed), so a hanging test costs one timeout, not N. When the first run
+    /// is aborted by collection errors that all lie in files of the batch, those files are dropped
+    /// and the run is repeated without them.
+    fn run(
+        &self,
+        nodes: &[String],
+        runs: u32,
+        settled: fn(&[Verdict]) -> bool,
+    ) -> Result<StageResult, RunnerError> {
         let worktree = self.slot.worktree.dir();
-        let mut files: Vec<String> = nodes
-            .iter()
-            .map(|node| file_of(node).to_string())
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            // A file missing from the checkout would make pytest stop with a usage error; its
-            // nodes simply get no record.
-            .filter(|file| worktree.join(file).is_file())
-            .collect();
         let mut result = StageResult {
             verdicts: BTreeMap::new(),
             broken_files: BTreeMap::new(),
@@ -484,7 +498,25 @@ impl<'a> Stage<'a> {
             let selected: Vec<String> = nodes
                 .iter()
                 .filter(|node| !result.broken_files.contains_key(file_of(node)))
+                .filter(|node| {
+                    result
+                        .verdicts
+                        .get(*node)
+                        .is_none_or(|verdicts| !settled(verdicts))
+                })
                 .cloned()
+                .collect();
+            if selected.is_empty() {
+                break;
+            }
+            let files: Vec<String> = selected
+                .iter()
+                .map(|node| file_of(node).to_string())
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                // A file missing from the checkout would make pytest stop with a usage error; its
+                // nodes simply get no record.
+                .filter(|file| worktree.join(file).is_file())
                 .collect();
             let batch = if files.is_empty() {
                 // Nothing to run: no test of the batch exists in this checkout.
@@ -521,7 +553,6 @@ impl<'a> Stage<'a> {
                 && batch.collection_errors.iter().all(in_batch)
             {
                 for error in batch.collection_errors {
-                    files.retain(|file| *file != error.node);
                     result.broken_files.insert(error.node.clone(), error);
                 }
                 continue;
@@ -533,4 +564,21 @@ impl<'a> Stage<'a> {
         }
         Ok(result)
     }
+}
+
+/// At the parent a claim is out once it did not pass.
+fn settled_at_parent(verdicts: &[Verdict]) -> bool {
+    verdicts.iter().any(|verdict| *verdict != Verdict::Passed)
+}
+
+/// At the child a claim is out once it has no verdict or has both passed and failed.
+fn settled_at_child(verdicts: &[Verdict]) -> bool {
+    let unknown = verdicts
+        .iter()
+        .any(|verdict| matches!(verdict, Verdict::Unknown(_)));
+    let passed = verdicts.contains(&Verdict::Passed);
+    let failed = verdicts
+        .iter()
+        .any(|verdict| matches!(verdict, Verdict::Failed(_)));
+    unknown || (passed && failed)
 }

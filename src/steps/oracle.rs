@@ -94,9 +94,15 @@ pub trait Environments: Send + Sync {
     /// What enters the keys of `repo`'s items: interpreter and pytest versions, never paths.
     fn fingerprint(&self, repo: &RepoSpec) -> Result<BTreeMap<String, String>, StepError>;
 
-    /// The environment for a commit of `repo` whose parent is checked out at `worktree`. The
-    /// parent's environment serves the child too, so a difference in outcome comes from the code.
-    fn environment(&self, repo: &RepoSpec, worktree: &Path) -> Result<Environment, StepError>;
+    /// The environment for a commit of `repo` whose parent is checked out at `worktree`, under the
+    /// interpreter the claims were mined with when known (`3.11.7`). The parent's environment
+    /// serves the child too, so a difference in outcome comes from the code.
+    fn environment(
+        &self,
+        repo: &RepoSpec,
+        worktree: &Path,
+        interpreter: Option<&str>,
+    ) -> Result<Environment, StepError>;
 }
 
 /// One environment for every repository (tests, and users who bring their own environment).
@@ -107,7 +113,12 @@ impl Environments for FixedEnvironment {
         Ok(self.0.fingerprint())
     }
 
-    fn environment(&self, _repo: &RepoSpec, _worktree: &Path) -> Result<Environment, StepError> {
+    fn environment(
+        &self,
+        _repo: &RepoSpec,
+        _worktree: &Path,
+        _interpreter: Option<&str>,
+    ) -> Result<Environment, StepError> {
         Ok(self.0.clone())
     }
 }
@@ -155,13 +166,21 @@ impl Environments for PythonEnvironments {
         ]))
     }
 
-    fn environment(&self, repo: &RepoSpec, worktree: &Path) -> Result<Environment, StepError> {
+    fn environment(
+        &self,
+        repo: &RepoSpec,
+        worktree: &Path,
+        interpreter: Option<&str>,
+    ) -> Result<Environment, StepError> {
         let metadata = python::ProjectMetadata::read(worktree);
-        let interpreters =
+        let mut interpreters =
             python::choose_interpreters(&metadata, &repo.python, python::installed_interpreters())
                 .map_err(|error| {
                     StepError::Message(format!("repository `{}`: {error}", repo.name))
                 })?;
+        // The claims passed under the interpreter they were mined with: try it first.
+        interpreters
+            .sort_by_key(|candidate| interpreter != Some(candidate.version.to_string().as_str()));
         let pinned = pinned_dependencies(repo);
         let mut failures = Vec::new();
         for interpreter in &interpreters {
@@ -245,13 +264,41 @@ impl SlotPool {
     }
 }
 
-fn claims_of(upstream: &Upstream, step: &str) -> Result<Vec<ClaimRecord>, StepError> {
+/// A claim from `mine-claims`: the contract fields, and the line as written (which may say the
+/// interpreter it was collected under).
+struct Claim {
+    record: ClaimRecord,
+    line: serde_json::Value,
+}
+
+impl Claim {
+    /// The interpreter version the miner collected the claim under (`3.11.7`), if it says.
+    fn interpreter(&self) -> Option<&str> {
+        self.line
+            .get("interpreter")
+            .and_then(serde_json::Value::as_str)
+    }
+}
+
+fn claims_of(upstream: &Upstream, step: &str) -> Result<Vec<Claim>, StepError> {
     let output = upstream.of_kind("mine-claims").ok_or_else(|| {
         StepError::Input(format!(
             "step `{step}`: the oracle needs a `mine-claims` step"
         ))
     })?;
-    output.decode_all()
+    let mut claims = Vec::new();
+    for item in &output.items {
+        for line in &item.output.records {
+            let record = serde_json::from_value(line.clone()).map_err(|error| {
+                StepError::Message(format!("step `{step}`: decode a claim: {error}"))
+            })?;
+            claims.push(Claim {
+                record,
+                line: line.clone(),
+            });
+        }
+    }
+    Ok(claims)
 }
 
 /// `rank-commits` records by (repo, commit), when the step needs that step too.
@@ -273,6 +320,12 @@ fn repo_spec<'a>(ctx: &'a StepContext, name: &str) -> Result<&'a RepoSpec, StepE
             ctx.step.name
         ))
     })
+}
+
+/// The repository's test-file rules, as mining reads them.
+fn test_rules(ctx: &StepContext, spec: &RepoSpec) -> Result<TestFileRules, StepError> {
+    TestFileRules::for_repository(spec, &[])
+        .map_err(|error| StepError::Input(format!("step `{}`: {error}", ctx.step.name)))
 }
 
 /// A truth record with its cause, as one line of `truth.jsonl`.
@@ -331,7 +384,8 @@ impl StepKind for OracleStep {
             )));
         }
         let claims = claims_of(upstream, step)?;
-        let problems = check_claims(&claims);
+        let records: Vec<ClaimRecord> = claims.iter().map(|claim| claim.record.clone()).collect();
+        let problems = check_claims(&records);
         if !problems.is_empty() {
             return Err(StepError::Invariant(format!(
                 "step `{step}`: {}",
@@ -339,23 +393,23 @@ impl StepKind for OracleStep {
             )));
         }
         let commits = commits_of(upstream)?;
-        let mut by_commit: BTreeMap<(String, String), Vec<&ClaimRecord>> = BTreeMap::new();
+        let mut by_commit: BTreeMap<(String, String), Vec<&Claim>> = BTreeMap::new();
         for claim in &claims {
             by_commit
-                .entry((claim.repo.clone(), claim.commit.clone()))
+                .entry((claim.record.repo.clone(), claim.record.commit.clone()))
                 .or_default()
                 .push(claim);
         }
         let mut fingerprints = BTreeMap::new();
         let mut plans = Vec::new();
         for ((repo, commit), mut claims) in by_commit {
-            claims.sort_by(|left, right| left.id.cmp(&right.id));
-            claims.dedup_by(|left, right| left.id == right.id);
-            let parent = claims[0].parent.clone();
-            if let Some(other) = claims.iter().find(|claim| claim.parent != parent) {
+            claims.sort_by(|left, right| left.record.id.cmp(&right.record.id));
+            claims.dedup_by(|left, right| left.record.id == right.record.id);
+            let parent = claims[0].record.parent.clone();
+            if let Some(other) = claims.iter().find(|claim| claim.record.parent != parent) {
                 return Err(StepError::Input(format!(
                     "step `{step}`: claims of commit {commit} name two parents ({parent} and {})",
-                    other.parent
+                    other.record.parent
                 )));
             }
             let spec = repo_spec(ctx, &repo)?;
@@ -363,14 +417,16 @@ impl StepKind for OracleStep {
                 let fingerprint = self.environments.fingerprint(spec)?;
                 fingerprints.insert(repo.clone(), fingerprint);
             }
-            let claims_bytes = serde_json::to_vec(&claims).expect("claims serialize");
+            // The lines as written: the interpreter a claim was collected under enters the key.
+            let lines: Vec<&serde_json::Value> = claims.iter().map(|claim| &claim.line).collect();
+            let claims_bytes = serde_json::to_vec(&lines).expect("claims serialize");
             let mut plan = ItemPlan::new(format!("{repo}@{commit}"))
                 .params(
                     serde_json::to_value(CommitItem {
                         repo: repo.clone(),
                         parent: parent.clone(),
                         commit: commit.clone(),
-                        claims: claims.iter().map(|claim| claim.id.clone()).collect(),
+                        claims: claims.iter().map(|claim| claim.record.id.clone()).collect(),
                     })
                     .expect("item params serialize"),
                 )
@@ -378,6 +434,8 @@ impl StepKind for OracleStep {
                 .tool("parent", parent)
                 .tool("commit", commit.clone())
                 .pool(Pool::Pytest);
+            // The repository's test-file rules decide which files are restored at the child.
+            plan = plan.tool("test_files", test_rules(ctx, spec)?.patterns().join(","));
             for (name, fingerprint) in &fingerprints[&repo] {
                 plan = plan.tool(format!("python:{name}"), fingerprint.clone());
             }
@@ -400,12 +458,22 @@ impl StepKind for OracleStep {
         let params: Params = ctx.params()?;
         let target: CommitItem = serde_json::from_value(item.params.clone())
             .map_err(|error| StepError::Message(format!("item {}: {error}", item.id)))?;
-        let mut claims: Vec<ClaimRecord> = claims_of(upstream, step)?
+        let mut upstream_claims: Vec<Claim> = claims_of(upstream, step)?
             .into_iter()
-            .filter(|claim| claim.repo == target.repo && claim.commit == target.commit)
+            .filter(|claim| {
+                claim.record.repo == target.repo && claim.record.commit == target.commit
+            })
             .collect();
-        claims.sort_by(|left, right| left.id.cmp(&right.id));
-        claims.dedup_by(|left, right| left.id == right.id);
+        upstream_claims.sort_by(|left, right| left.record.id.cmp(&right.record.id));
+        upstream_claims.dedup_by(|left, right| left.record.id == right.record.id);
+        let interpreter = upstream_claims
+            .iter()
+            .find_map(Claim::interpreter)
+            .map(str::to_string);
+        let claims: Vec<ClaimRecord> = upstream_claims
+            .into_iter()
+            .map(|claim| claim.record)
+            .collect();
         let test_files = commits_of(upstream)?
             .remove(&(target.repo.clone(), target.commit.clone()))
             .map(|record| record.test_files)
@@ -420,7 +488,7 @@ impl StepKind for OracleStep {
             runs: params.runs,
             timeout: Duration::from_secs_f64(params.timeout.max(1.0)),
             import_errors: params.import_errors,
-            test_files: TestFileRules::default(),
+            test_files: test_rules(ctx, spec)?,
         };
         let slots = params.slots.unwrap_or_else(|| {
             std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
@@ -434,7 +502,11 @@ impl StepKind for OracleStep {
                 .worktree
                 .checkout(&repository, parent)
                 .map_err(|error| StepError::Message(format!("item {}: {error}", item.id)))?;
-            let environment = self.environments.environment(spec, slot.1.worktree.dir())?;
+            let environment = self.environments.environment(
+                spec,
+                slot.1.worktree.dir(),
+                interpreter.as_deref(),
+            )?;
             judge_commit(
                 &settings,
                 &environment,

@@ -3,6 +3,7 @@
 
 mod fixture;
 mod library;
+mod pipeline;
 mod procedure;
 mod python;
 mod runner;
