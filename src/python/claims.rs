@@ -35,6 +35,10 @@ pub struct ClaimSummary {
     /// Interpreters tried before the one that collected, and why each failed.
     #[serde(default)]
     pub attempts: Vec<AttemptRecord>,
+    /// Touched test modules left out because they could not import a module (an optional
+    /// dependency the environment lacks), each with pytest's message; the others still give claims.
+    #[serde(default)]
+    pub left_out: Vec<AttemptRecord>,
 }
 
 /// A commit's claims and its summary.

@@ -428,7 +428,8 @@ mod tests {
         .unwrap();
         let interpreter = request(&[]).interpreter;
         let plain = EnvironmentRequest::for_commit(&interpreter, worktree.path(), &[]);
-        assert_eq!(plain.specs(), ["mock", "pytest>=8,<9", "six==1.10"]);
+        // A discovered pin of one of pytest's own dependencies gives way to the era's pytest.
+        assert_eq!(plain.specs(), ["mock", "pytest>=8,<9", "six"]);
         let pinned = vec!["pytest==8.0.2".to_string(), "Six>=1.16".to_string()];
         let request = EnvironmentRequest::for_commit(&interpreter, worktree.path(), &pinned);
         assert_eq!(request.pytest, "pytest==8.0.2");

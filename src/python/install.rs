@@ -278,7 +278,54 @@ fn failing_requirements(output: &str) -> Vec<String> {
             break;
         }
     }
+    // pip 19-21 (the last on Python 2.7 and 3.6) name a failed `setup.py` only by its build
+    // directory: "Command errored out ... /tmp/pip-install-XXXX/<name>/setup.py".
+    for line in output.lines() {
+        if let Some(name) = pip_build_directory_name(line)
+            && !names.contains(&name)
+        {
+            names.push(name);
+        }
+    }
+    // A failing dependency of a declared requirement (pdbpp needs fancycompleter) blames the
+    // declared one too, so it can be dropped: "Collecting fancycompleter>=0.2 (from pdbpp==0.7.2)".
+    let mut index = 0;
+    while index < names.len() {
+        if let Some(requester) = requested_by(output, &names[index])
+            && !names.contains(&requester)
+        {
+            names.push(requester);
+        }
+        index += 1;
+    }
     names
+}
+
+/// The project a legacy pip build directory in `line` belongs to (`pip-install-XXXX/<name>/`).
+fn pip_build_directory_name(line: &str) -> Option<String> {
+    if !(line.contains("Command errored out") || line.contains("command:") || line.contains("cwd:"))
+    {
+        return None;
+    }
+    let start = line.find("pip-install-")?;
+    let mut parts = line[start..].split('/');
+    parts.next()?;
+    let directory = parts.next()?;
+    requirement_name(directory.trim_end_matches(['\'', '"']))
+}
+
+/// The requirement that pulled `name` in, from pip's "Collecting name… (from requester…)" line.
+fn requested_by(output: &str, name: &str) -> Option<String> {
+    output.lines().find_map(|line| {
+        let rest = line.trim().strip_prefix("Collecting ")?;
+        let collected = requirement_name(rest.split_whitespace().next()?)?;
+        if collected != name {
+            return None;
+        }
+        let from = &rest[rest.find("(from ")? + "(from ".len()..];
+        let spec = from.split([',', ')', ' ']).next()?;
+        requirement_name(spec)
+    })
 }
 
 /// Installed distributions, by normalized name (works on Python 2.7 and 3.x).
@@ -368,6 +415,12 @@ mod tests {
         assert_eq!(failing_requirements(build), ["cython-thing"]);
         let conflict = "ERROR: Cannot install pytest<9,>=8 and six==1.10 because these package versions have conflicting dependencies.\n\nThe conflict is caused by:\n    The user requested pytest<9,>=8\n    The user requested six==1.10\n    thing 2.0 depends on six>=1.16\n";
         assert_eq!(failing_requirements(conflict), ["pytest", "six"]);
+        // Found on structlog's 2013 dev-requirements under Python 2.7 (pip 19): a dependency of a
+        // declared dev tool fails its `setup.py egg_info`; the declared tool is what can be dropped.
+        let legacy = "Collecting pdbpp==0.7.2\n  Downloading pdbpp-0.7.2.tar.gz\nCollecting fancycompleter>=0.2 (from pdbpp==0.7.2)\n  Downloading fancycompleter-0.9.1.tar.gz\n    ERROR: Command errored out with exit status 1:\n     command: /usr/bin/python -c 'import sys; sys.argv[0] = '\"'\"'/tmp/pip-install-82BSVH/fancycompleter/setup.py'\"'\"'' egg_info\n         cwd: /tmp/pip-install-82BSVH/fancycompleter/\nERROR: Command errored out with exit status 1: python setup.py egg_info Check the logs for full command output.\n";
+        assert_eq!(failing_requirements(legacy), ["fancycompleter", "pdbpp"]);
+        let install = "ERROR: Command errored out with exit status 1: /usr/bin/python -u -c 'import sys; sys.argv[0] = '\"'\"'/tmp/pip-install-kVH8pG/pdbpp/setup.py'\"'\"'' install --record /tmp/r.txt Check the logs for full command output.\n";
+        assert_eq!(failing_requirements(install), ["pdbpp"]);
         assert_eq!(
             failing_requirements("ERROR: ResolutionImpossible"),
             Vec::<String>::new()

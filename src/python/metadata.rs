@@ -180,8 +180,30 @@ impl ProjectMetadata {
             .get("testenv")
             .and_then(|section| section.get("deps"))
         {
-            self.tox_deps.extend(ini_lines(deps));
+            let lines = ini_lines(deps);
+            self.tox_deps.extend(
+                lines
+                    .iter()
+                    .flat_map(|line| tox_substitution(line, &sections)),
+            );
         }
+    }
+}
+
+/// A tox deps line, with a whole-line `{[section]key}` reference replaced by that value's lines
+/// (structlog's 2013 tox.ini kept its test deps in `[base]`); other lines as they are.
+fn tox_substitution(line: &str, sections: &super::config_files::IniSections) -> Vec<String> {
+    let reference = line
+        .strip_prefix("{[")
+        .and_then(|rest| rest.strip_suffix('}'))
+        .and_then(|rest| rest.split_once(']'));
+    match reference {
+        Some((section, key)) => sections
+            .get(section.trim())
+            .and_then(|values| values.get(key.trim()))
+            .map(|value| ini_lines(value))
+            .unwrap_or_default(),
+        None => vec![line.to_string()],
     }
 }
 
@@ -305,6 +327,17 @@ mod tests {
         assert_eq!(metadata.tox_versions, ["2.7", "3.4", "3.5"]);
         assert_eq!(metadata.tox_deps, ["mock", "-rrequirements.txt"]);
         assert!(!metadata.python_2_source);
+    }
+
+    #[test]
+    fn tox_deps_follow_section_references() {
+        // structlog's 2013 tox.ini: without the reference its test deps (pretend) were never installed.
+        let directory = worktree(&[(
+            "tox.ini",
+            "[tox]\nenvlist = py27\n\n[base]\ndeps =\n    pytest-cov\n    pretend\n\n[testenv]\ndeps =\n    {[base]deps}\n    twisted\n    {[missing]deps}\n",
+        )]);
+        let metadata = ProjectMetadata::read(directory.path());
+        assert_eq!(metadata.tox_deps, ["pytest-cov", "pretend", "twisted"]);
     }
 
     #[test]

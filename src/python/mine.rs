@@ -3,11 +3,14 @@
 //! into claims. The first interpreter under which pytest collects the files wins; a commit that no
 //! interpreter can collect is excluded with every attempt's reason.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::claims::{ClaimSummary, claims_from_collection};
-use super::collect::{CollectRequest, collect_tests, test_modules};
+use super::collect::{
+    CollectError, CollectRequest, CollectionProblem, collect_tests, test_modules,
+};
 use super::environment::{EnvironmentRequest, ensure_environment};
 use super::interpreters::{choose_interpreters, installed_interpreters};
 use super::metadata::{ProjectMetadata, parses_as_python_3};
@@ -67,6 +70,35 @@ impl MinedCommit {
     }
 }
 
+/// The test modules among `files` that failed to collect only because an import failed (a missing
+/// optional dependency: structlog's `tests/test_twisted.py` without Twisted), with pytest's message,
+/// when some other module is left to collect. Any other error (syntax, a broken conftest) gives
+/// `None`: it may be the interpreter's fault, and the next interpreter should get the whole set.
+fn import_failures(
+    errors: &[CollectionProblem],
+    files: &[String],
+) -> Option<BTreeMap<String, String>> {
+    let mut failing = BTreeMap::new();
+    for error in errors {
+        let file = error.node.split("::").next().unwrap_or(&error.node);
+        let import_error =
+            error.message.contains("ImportError") || error.message.contains("ModuleNotFoundError");
+        if !import_error || !files.iter().any(|candidate| candidate == file) {
+            return None;
+        }
+        let message = error
+            .message
+            .lines()
+            .rev()
+            .find(|line| line.contains("Error"))
+            .unwrap_or("import failed")
+            .trim()
+            .to_string();
+        failing.insert(file.to_string(), message);
+    }
+    (!failing.is_empty() && failing.len() < files.len()).then_some(failing)
+}
+
 /// Mines the commit whose parent is checked out at `worktree`, using `scratch` for collection files.
 /// `Err` only when no interpreter got as far as pytest (see [`MineError`]).
 pub fn mine_commit(
@@ -121,17 +153,41 @@ pub fn mine_commit(
         };
         reached_pytest = true;
         let collect_scratch: PathBuf = scratch.join(format!("python-{version}"));
-        let collected = collect_tests(&CollectRequest {
-            environment: &environment,
-            worktree,
-            files: &files,
-            scratch: &collect_scratch,
-            timeout: settings.timeout,
-        });
+        let mut collected_files = files.clone();
+        let mut left_out = Vec::new();
+        let collected = loop {
+            let collected = collect_tests(&CollectRequest {
+                environment: &environment,
+                worktree,
+                files: &collected_files,
+                scratch: &collect_scratch,
+                timeout: settings.timeout,
+            });
+            match &collected {
+                Err(CollectError::Errors { errors, .. }) if left_out.is_empty() => {
+                    match import_failures(errors, &collected_files) {
+                        Some(failing) => {
+                            collected_files.retain(|file| !failing.contains_key(file));
+                            left_out = failing
+                                .into_iter()
+                                .map(|(file, message)| AttemptRecord {
+                                    interpreter: version.clone(),
+                                    error: format!("{file}: {message}"),
+                                })
+                                .collect();
+                        }
+                        None => break collected,
+                    }
+                }
+                _ => break collected,
+            }
+        };
         match collected {
             Ok(collection) => {
-                let mut mined = claims_from_collection(record, &files, &collection, settings.limit);
+                let mut mined =
+                    claims_from_collection(record, &collected_files, &collection, settings.limit);
                 mined.summary.attempts = attempts.clone();
+                mined.summary.left_out = left_out;
                 mined.summary.dropped_requirements = environment
                     .dropped
                     .iter()
@@ -177,4 +233,47 @@ pub fn mine_commit(
         reason,
         attempts,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problem(node: &str, message: &str) -> CollectionProblem {
+        CollectionProblem {
+            node: node.into(),
+            message: message.into(),
+        }
+    }
+
+    #[test]
+    fn only_modules_missing_an_import_are_left_out() {
+        // structlog at 21b3d16's parent: Twisted is a docs extra, so test_twisted.py cannot import.
+        let files = [
+            "tests/test_base.py".to_string(),
+            "tests/test_twisted.py".to_string(),
+        ];
+        let twisted = problem(
+            "tests/test_twisted.py",
+            "src/structlog/twisted.py:19: in <module>\n    from twisted.python import log\nE   ImportError: No module named twisted.python",
+        );
+        let failing = import_failures(std::slice::from_ref(&twisted), &files).unwrap();
+        assert_eq!(
+            failing.into_iter().collect::<Vec<_>>(),
+            [(
+                "tests/test_twisted.py".to_string(),
+                "E   ImportError: No module named twisted.python".to_string()
+            )]
+        );
+        // A syntax error may be the interpreter's fault; every module failing leaves nothing to mine.
+        let syntax = problem("tests/test_base.py", "E   SyntaxError: invalid syntax");
+        assert_eq!(import_failures(&[twisted.clone(), syntax], &files), None);
+        let base = problem(
+            "tests/test_base.py",
+            "E   ModuleNotFoundError: No module named 'x'",
+        );
+        assert_eq!(import_failures(&[twisted.clone(), base], &files), None);
+        let conftest = problem("conftest.py", "E   ImportError: No module named pretend");
+        assert_eq!(import_failures(&[conftest], &files), None);
+    }
 }

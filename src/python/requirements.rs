@@ -48,6 +48,28 @@ const SKIPPED: [&str; 31] = [
     "check-manifest",
 ];
 
+/// pytest's own runtime dependencies across the series claimflow installs. A repository's pin of
+/// one (structlog's 2013 `py==1.4.15`, `six==1.4.1`) predates the pytest chosen for the interpreter
+/// and breaks it at import, so such a pin or cap is dropped (a lower bound stays) and pytest's own
+/// constraint decides the version.
+const PYTEST_DEPENDENCIES: [&str; 15] = [
+    "py",
+    "pluggy",
+    "six",
+    "attrs",
+    "more-itertools",
+    "atomicwrites",
+    "packaging",
+    "iniconfig",
+    "wcwidth",
+    "funcsigs",
+    "pathlib2",
+    "importlib-metadata",
+    "colorama",
+    "exceptiongroup",
+    "tomli",
+];
+
 /// One requirement and where it came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Requirement {
@@ -134,8 +156,9 @@ pub fn discover_requirements(worktree: &Path, metadata: &ProjectMetadata) -> Vec
     simplify(found, own_name.as_deref())
 }
 
-/// Keeps simple specs, drops skipped tools and the package itself, and unpins pytest plugins (a pin
-/// from the repository's era would fight the pytest chosen for the interpreter).
+/// Keeps simple specs, drops skipped tools and the package itself, and unpins pytest plugins and
+/// pytest's own dependencies (a pin from the repository's era would fight the pytest chosen for the
+/// interpreter).
 pub fn simplify(requirements: Vec<Requirement>, own_name: Option<&str>) -> Vec<Requirement> {
     let mut seen = BTreeSet::new();
     let mut kept = Vec::new();
@@ -149,7 +172,9 @@ pub fn simplify(requirements: Vec<Requirement>, own_name: Option<&str>) -> Vec<R
         {
             continue;
         }
-        let spec = if name.starts_with("pytest-") {
+        let spec = if name.starts_with("pytest-")
+            || (PYTEST_DEPENDENCIES.contains(&name.as_str()) && caps_version(&requirement.spec))
+        {
             name
         } else {
             requirement.spec
@@ -160,6 +185,12 @@ pub fn simplify(requirements: Vec<Requirement>, own_name: Option<&str>) -> Vec<R
         });
     }
     kept
+}
+
+/// Whether a spec pins or caps its version (`==`, `<`, `~=`); a lower bound alone never fights pytest.
+fn caps_version(spec: &str) -> bool {
+    let requirement = spec.split(';').next().unwrap_or(spec);
+    requirement.contains("==") || requirement.contains('<') || requirement.contains("~=")
 }
 
 /// Requirement files that list test dependencies, in a fixed order.
@@ -241,6 +272,29 @@ fn read_requirement_file(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pins_of_pytests_own_dependencies_give_way() {
+        // structlog's 2013 dev-requirements.txt: pytest 4.6 (Python 2.7) fails at import with these pins.
+        let found = [
+            "py==1.4.15",
+            "six==1.4.1",
+            "attrs>=19",
+            "pretend==1.0.5",
+            "pytest-cov==1.6",
+            "pytest-mock==1.2",
+        ]
+        .map(|spec| Requirement {
+            spec: spec.into(),
+            source: "dev-requirements.txt".into(),
+        })
+        .to_vec();
+        let specs: Vec<String> = simplify(found, None).into_iter().map(|r| r.spec).collect();
+        assert_eq!(
+            specs,
+            ["py", "six", "attrs>=19", "pretend==1.0.5", "pytest-mock"]
+        );
+    }
 
     #[test]
     fn pytest_follows_the_interpreters_era() {

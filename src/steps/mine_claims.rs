@@ -147,7 +147,7 @@ impl StepKind for MineClaims {
     }
 
     fn version(&self) -> u32 {
-        1
+        2
     }
 
     fn about(&self) -> &'static str {
