@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -23,7 +24,13 @@ pub struct Progress {
     verbosity: Verbosity,
     bars: Option<Bars>,
     lock: Mutex<()>,
+    /// Without bars: per step, (items done, items in all, when a count was last printed), so a
+    /// long step still says how far it is, at most every few seconds.
+    counts: Mutex<BTreeMap<String, (usize, usize, Instant)>>,
 }
+
+/// How often a step's count is printed as a plain line.
+const COUNT_EVERY: Duration = Duration::from_secs(10);
 
 struct Bars {
     multi: MultiProgress,
@@ -55,6 +62,7 @@ impl Progress {
             verbosity,
             bars,
             lock: Mutex::new(()),
+            counts: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -101,18 +109,36 @@ impl Reporter for Progress {
                         .expect("bars lock")
                         .insert(step.clone(), bar);
                 }
-                None => self.line(&format!(
-                    "{step}: {total} items, {cached} cached, {} to run",
-                    total - cached
-                )),
-            },
-            Event::ItemFinished { step, .. } => {
-                if let Some(bars) = &self.bars
-                    && let Some(bar) = bars.by_step.lock().expect("bars lock").get(step)
-                {
-                    bar.inc(1);
+                None => {
+                    self.counts
+                        .lock()
+                        .expect("counts lock")
+                        .insert(step.clone(), (0, *total, Instant::now()));
+                    self.line(&format!(
+                        "{step}: {total} items, {cached} cached, {} to run",
+                        total - cached
+                    ));
                 }
-            }
+            },
+            Event::ItemFinished { step, .. } => match &self.bars {
+                Some(bars) => {
+                    if let Some(bar) = bars.by_step.lock().expect("bars lock").get(step) {
+                        bar.inc(1);
+                    }
+                }
+                None => {
+                    let mut counts = self.counts.lock().expect("counts lock");
+                    if let Some((done, total, printed)) = counts.get_mut(step) {
+                        *done += 1;
+                        if *done < *total && printed.elapsed() >= COUNT_EVERY {
+                            *printed = Instant::now();
+                            let line = format!("{step}: {done}/{total} items done");
+                            drop(counts);
+                            self.line(&line);
+                        }
+                    }
+                }
+            },
             Event::StepFinished {
                 step,
                 computed,
