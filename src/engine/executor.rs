@@ -308,19 +308,21 @@ impl<'a> Engine<'a> {
             .items(&ctx, upstream)
             .map_err(|error| error.to_string())?;
         check_unique_ids(&plans).map_err(|error| error.to_string())?;
-        let keyed: Vec<(ItemPlan, KeyRecord)> = plans
+        // Each record is hashed once: the lookup, the computation and the run state share the key.
+        let keyed: Vec<(ItemPlan, KeyRecord, Digest)> = plans
             .into_iter()
             .map(|plan| {
                 let record = key_record(kind.as_ref(), step, &plan);
-                (plan, record)
+                let key = record.digest();
+                (plan, record, key)
             })
             .collect();
 
         let mut results: Vec<Option<ItemResult>> = vec![None; keyed.len()];
         let mut misses = Vec::new();
-        for (index, (plan, record)) in keyed.iter().enumerate() {
+        for (index, (plan, _, key)) in keyed.iter().enumerate() {
             match (!force)
-                .then(|| self.lookup(&record.digest()))
+                .then(|| self.lookup(key))
                 .transpose()
                 .map_err(|e| e.to_string())?
                 .flatten()
@@ -368,7 +370,7 @@ impl<'a> Engine<'a> {
                         let Some(&index) = misses.get(position) else {
                             break;
                         };
-                        let (plan, record) = &keyed[index];
+                        let (plan, record, key) = &keyed[index];
                         let _slot = pools.acquire(&plan.pool);
                         let item_started = Instant::now();
                         match self.compute(
@@ -376,7 +378,7 @@ impl<'a> Engine<'a> {
                             &ctx,
                             step,
                             plan,
-                            record,
+                            (record, key),
                             upstream,
                             item_started,
                         ) {
@@ -421,9 +423,9 @@ impl<'a> Engine<'a> {
             items: items
                 .iter()
                 .zip(&keyed)
-                .map(|(item, (_, record))| ItemState {
+                .map(|(item, (_, record, key))| ItemState {
                     id: item.plan.id.clone(),
-                    key: record.digest(),
+                    key: *key,
                     record: record.clone(),
                     output: item.digest,
                 })
@@ -477,13 +479,12 @@ impl<'a> Engine<'a> {
         ctx: &StepContext,
         step: &StepSpec,
         plan: &ItemPlan,
-        record: &KeyRecord,
+        (record, key): (&KeyRecord, &Digest),
         upstream: &Upstream,
         started: Instant,
     ) -> Result<ItemResult, StepError> {
-        let key = record.digest();
-        let _lock = self.store.lock_key(&key)?;
-        if let Some((digest, output)) = self.lookup(&key)? {
+        let _lock = self.store.lock_key(key)?;
+        if let Some((digest, output)) = self.lookup(key)? {
             return Ok(ItemResult {
                 plan: plan.clone(),
                 digest,
@@ -502,7 +503,7 @@ impl<'a> Engine<'a> {
         }
         let digest = self.store.put_json(&output)?;
         self.store.record_action(
-            &key,
+            key,
             &ActionRecord {
                 key: record.clone(),
                 output: digest,
