@@ -7,10 +7,13 @@
 #   oracle_two_slots_seconds the same with two worktrees
 # Target: overhead_ratio (one slot / raw script) <= 1.10.
 #
-# Usage: benches/oracle.sh [RUNS]   (default 5; the oracle's default N is 10)
+# Usage: benches/oracle.sh [RUNS] [COPIES]
+#   RUNS    N, the runs per claim at the parent and at the child (default 5; the oracle's default is 10)
+#   COPIES  how many times the three commits are queued (default 4: twelve judgements), so that the
+#           two-slot measurement is not capped by one slot idling on the last commit
 # The test environment (a venv with pytest 8.3.5) is created once under
 # ${CLAIMFLOW_CACHE_DIR:-~/.cache/claimflow}/oracle-tests.
 set -eu
 cd "$(dirname "$0")/.."
-cargo build --quiet --example oracle_bench
-exec target/debug/examples/oracle_bench "${1:-5}"
+cargo build --quiet --release --example oracle_bench
+exec "${CARGO_TARGET_DIR:-target}/release/examples/oracle_bench" "${1:-5}" "${2:-4}"

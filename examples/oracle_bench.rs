@@ -12,7 +12,12 @@
 //!
 //! Each measurement is taken twice, alternating, and the best kept.
 //!
-//! Usage: `oracle_bench [RUNS]` (default 5). Prints one JSON object.
+//! Three commits cannot show what a second slot buys: the last commit leaves one slot idle, so the
+//! gain is capped near 1.5×. `COPIES` queues the three commits that many times over (each copy is
+//! judged from scratch, in whichever slot takes it, and the raw script repeats its invocations as
+//! often), which is what a real step with many commits looks like to the slot pool.
+//!
+//! Usage: `oracle_bench [RUNS] [COPIES]` (defaults 5 and 4). Prints one JSON object.
 
 #[path = "../tests/it/oracle/fixture.rs"]
 mod fixture;
@@ -257,6 +262,11 @@ fn main() {
         .nth(1)
         .map(|text| text.parse().expect("RUNS is a number"))
         .unwrap_or(5);
+    let copies: usize = std::env::args()
+        .nth(2)
+        .map(|text| text.parse().expect("COPIES is a number"))
+        .unwrap_or(4);
+    assert!(copies > 0, "COPIES is at least 1");
     let dir = tempfile::tempdir().expect("a temp dir");
     let repository_dir = dir.path().join("repo");
     let mut library = Library::create(&repository_dir);
@@ -283,6 +293,7 @@ fn main() {
     .into_iter()
     .map(|(case, nodes)| (case, claims(case, &nodes)))
     .collect::<Vec<_>>();
+    let commits: Vec<_> = std::iter::repeat_n(commits, copies).flatten().collect();
     let environment = python::environment();
 
     let script = raw_script(
@@ -334,7 +345,9 @@ fn main() {
         "{}",
         serde_json::json!({
             "runs": runs,
-            "commits": commits.len(),
+            "commits": commits.len() / copies,
+            "copies": copies,
+            "judgements": commits.len(),
             "pytest_invocations": invocations,
             "raw_script_seconds": raw.0,
             "oracle_one_slot_seconds": one.0,
