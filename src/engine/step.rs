@@ -310,6 +310,21 @@ pub enum StepError {
     Store(#[from] StoreError),
 }
 
+/// A problem a step kind finds, at load time, in how one of its steps fits the rest of the
+/// pipeline (a parameter naming a step of the wrong kind). The validator places it at the
+/// parameter, or at the list element, it names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PipelineProblem {
+    /// The `with:` parameter it is about; the step itself when `None`.
+    pub param: Option<String>,
+    /// The element of a list parameter it is about.
+    pub index: Option<usize>,
+    /// What is wrong, naming the steps involved.
+    pub message: String,
+    /// What to do about it.
+    pub hint: String,
+}
+
 /// A kind of step: what `uses:` names.
 ///
 /// The engine calls [`items`](StepKind::items) once the needed steps have finished, computes each item
@@ -332,6 +347,12 @@ pub trait StepKind: Send + Sync {
     /// cannot change results (timeouts, slot counts).
     fn key_params(&self, with: &serde_json::Value) -> serde_json::Value {
         with.clone()
+    }
+
+    /// Checks, when the pipeline loads, what the parameter types cannot: how `step` relates to
+    /// the other steps of `pipeline` (already valid on its own). None by default.
+    fn check_pipeline(&self, _step: &StepSpec, _pipeline: &Pipeline) -> Vec<PipelineProblem> {
+        Vec::new()
     }
 
     /// Splits the step into items, given the outputs of the steps it needs.
