@@ -250,6 +250,24 @@ impl StepContext<'_> {
         })
     }
 
+    /// Where a step's own result file named `file` goes, relative to the results directory:
+    /// `file` for the first step of its kind in the pipeline, `<step>/<file>` for any later one,
+    /// so two chains side by side (a second ranking's `rank-commits`, `mine-claims` and `oracle`
+    /// steps) never overwrite each other's files.
+    pub fn own_result(&self, file: &str) -> String {
+        let first = self
+            .pipeline
+            .steps
+            .iter()
+            .find(|step| step.uses == self.step.uses)
+            .is_none_or(|step| step.name == self.step.name);
+        if first {
+            file.to_string()
+        } else {
+            format!("{}/{file}", self.step.name)
+        }
+    }
+
     /// Writes a result file (path relative to the results directory) atomically.
     pub fn write_result(&self, relative: &str, bytes: &[u8]) -> Result<(), StepError> {
         let path = self.results.join(relative);

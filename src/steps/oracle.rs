@@ -575,10 +575,10 @@ impl StepKind for OracleStep {
         let lines = commits
             .iter()
             .flat_map(|(_, judgements)| judgements.iter().map(truth_line));
-        ctx.write_jsonl("truth.jsonl", lines)?;
+        ctx.write_jsonl(&ctx.own_result("truth.jsonl"), lines)?;
         let summary = OracleSummary::new(params.runs, &commits);
         let mut bytes = serde_json::to_vec_pretty(&summary).expect("summaries serialize");
         bytes.push(b'\n');
-        ctx.write_result("oracle_summary.json", &bytes)
+        ctx.write_result(&ctx.own_result("oracle_summary.json"), &bytes)
     }
 }
