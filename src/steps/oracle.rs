@@ -441,9 +441,12 @@ impl StepKind for OracleStep {
             for (name, fingerprint) in &fingerprints[&repo] {
                 plan = plan.tool(format!("python:{name}"), fingerprint.clone());
             }
+            // Of the commit record, only the touched test files change what runs (they are
+            // restored at the child); the ranking's own fields (`by`, `rank`, `score`) stay out of
+            // the key, so a commit two rankings both picked is labelled once.
             if let Some(record) = commits.get(&(repo, commit)) {
-                let bytes = serde_json::to_vec(record).expect("commit records serialize");
-                plan = plan.read("commit", Digest::of(&bytes));
+                let bytes = serde_json::to_vec(&record.test_files).expect("paths serialize");
+                plan = plan.read("touched_test_files", Digest::of(&bytes));
             }
             plans.push(plan);
         }
