@@ -58,6 +58,20 @@ pub fn ancestors(pipeline: &Pipeline, name: &str) -> BTreeSet<String> {
     seen
 }
 
+/// The `rank-commits` steps whose commits the claims labelled by oracle step `oracle` were mined
+/// from: those a `mine-claims` step upstream of it needs directly. (A rank step needed only to
+/// order two steps, `rank_kw: {needs: [rank]}`, is not one.)
+pub fn rankings_labelled_by(pipeline: &Pipeline, oracle: &str) -> BTreeSet<String> {
+    ancestors(pipeline, oracle)
+        .iter()
+        .filter(|step| kind_of(pipeline, step) == MINE_CLAIMS)
+        .filter_map(|step| pipeline.step(step))
+        .flat_map(|mine| mine.needs.iter())
+        .filter(|need| kind_of(pipeline, need) == RANK_COMMITS)
+        .cloned()
+        .collect()
+}
+
 fn kind_of<'a>(pipeline: &'a Pipeline, name: &str) -> &'a str {
     pipeline.step(name).map_or("", |step| step.uses.as_str())
 }
@@ -131,7 +145,7 @@ pub fn resolve(
         let labelling: Vec<&String> = oracles
             .iter()
             .copied()
-            .filter(|oracle| ancestors(pipeline, oracle).contains(rank))
+            .filter(|oracle| rankings_labelled_by(pipeline, oracle).contains(rank))
             .collect();
         match labelling.as_slice() {
             [oracle] => sources.push(RankingSource {
@@ -144,7 +158,8 @@ pub fn resolve(
                     .steps
                     .iter()
                     .filter(|step| {
-                        step.uses == ORACLE && ancestors(pipeline, &step.name).contains(rank)
+                        step.uses == ORACLE
+                            && rankings_labelled_by(pipeline, &step.name).contains(rank)
                     })
                     .map(|step| &step.name)
                     .collect();
@@ -208,17 +223,14 @@ pub fn resolve(
         ));
     }
 
-    let arm_oracle = arms_oracle(pipeline, stats, arms, &oracles, &sources);
-    let arm_oracle = match arm_oracle {
+    let arm_oracle = match arms_oracle(pipeline, stats, arms, &oracles, &sources) {
         Ok(oracle) => oracle,
-        Err(message) => {
+        Err((message, hint)) => {
             problems.push(PipelineProblem {
                 param: None,
                 index: None,
-                message: format!("{owner}: {message}"),
-                hint: "list in `needs` the one oracle step whose claims the arms read, and name \
-                       the other oracle steps' rankings in `rankings:`"
-                    .to_string(),
+                message: format!("{owner} {message}"),
+                hint,
             });
             None
         }
@@ -235,13 +247,14 @@ pub fn resolve(
 
 /// The oracle step the arms are scored against: the only one needed; else the one whose claims
 /// every arm reads (through a sampling step when there is one); with no arms, the first ranking's.
+/// A problem comes back as its message (after the step's name) and hint.
 fn arms_oracle(
     pipeline: &Pipeline,
     stats: &StepSpec,
     arms: &[&str],
     oracles: &[&String],
     rankings: &[RankingSource],
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, (String, String)> {
     if oracles.len() <= 1 {
         return Ok(oracles.first().map(|oracle| (*oracle).clone()));
     }
@@ -279,15 +292,34 @@ fn arms_oracle(
     match (candidates.as_slice(), first_ranking) {
         ([one], _) => Ok(Some((*one).clone())),
         (_, Some(first)) if readers.is_empty() => Ok(Some(first.oracle.clone())),
-        ([], _) => Err(format!(
-            "it needs the oracle steps {}, and its arms do not all read the claims of one of them",
-            quoted(oracles)
+        _ if readers.is_empty() => Err((
+            format!(
+                "needs the oracle steps {} and no arm or `rankings:` says which labels are the \
+                 sample",
+                quoted(oracles)
+            ),
+            "name the rankings they label in `rankings:` (the first one's labels are the \
+             sample), or keep one oracle step in `needs`"
+                .to_string(),
         )),
-        (several, _) => Err(format!(
-            "it needs the oracle steps {}, and {} of them could label the arms; the arms are \
-             scored against one",
-            quoted(oracles),
-            several.len()
+        ([], _) => Err((
+            format!(
+                "needs the oracle steps {}, and its arms do not all read the claims of one of them",
+                quoted(oracles)
+            ),
+            "score arms that read the claims of one oracle step, and name the other oracle \
+             steps' rankings in `rankings:`"
+                .to_string(),
+        )),
+        (several, _) => Err((
+            format!(
+                "needs the oracle steps {}, and the arms read the claims of {} of them",
+                quoted(oracles),
+                several.len()
+            ),
+            "keep in `needs` the one oracle step whose claims the arms read, and name the other \
+             oracle steps' rankings in `rankings:`"
+                .to_string(),
         )),
     }
 }
