@@ -108,7 +108,7 @@ impl ClusterCounts {
     /// `width` counts per cluster, cluster after cluster (`rows.len()` is a multiple of `width`).
     pub fn from_rows(width: usize, rows: Vec<u32>) -> Self {
         assert!(
-            width > 0 && rows.len() % width == 0,
+            width > 0 && rows.len().is_multiple_of(width),
             "cluster rows of width {width} cannot hold {} counts",
             rows.len()
         );
