@@ -1232,6 +1232,13 @@ fn a_bad_rankings_config_is_rejected_when_the_pipeline_loads() {
          with: {{rankings: [rank, rank_kw]}}}}\n"
     );
     load_rankings(&good).unwrap_or_else(|problems| panic!("{problems}"));
+    // A rank step needed only to order two steps is not a ranking the later oracle labels.
+    let ordered = good.replace(
+        "rank_kw:   {uses: rank-commits,",
+        "rank_kw:   {uses: rank-commits, needs: [rank],",
+    );
+    assert_ne!(ordered, good);
+    load_rankings(&ordered).unwrap_or_else(|problems| panic!("{problems}"));
 
     let cases = [
         // A mine-claims step where a ranking belongs, and a ranking whose oracle is not needed.
