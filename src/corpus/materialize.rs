@@ -71,6 +71,19 @@ pub fn materialize(script_dir: &Path, dest: &Path) -> Result<MaterializedRepo, C
         commits,
     };
 
+    let io_error = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| CorpusError::Write { path, source }
+    };
+    let parent = dest
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    fs::create_dir_all(parent).map_err(io_error(parent))?;
+    // Two steps of one run (two rankings of the same corpus) materialize at once: without the
+    // lock the second would remove the history the first just put in place while it is read.
+    let _lock = lock_beside(dest, parent).map_err(io_error(parent))?;
+
     match inspect(dest, tip) {
         Destination::Current => return Ok(result),
         Destination::Foreign => {
@@ -85,15 +98,6 @@ pub fn materialize(script_dir: &Path, dest: &Path) -> Result<MaterializedRepo, C
         path: dest.to_path_buf(),
         source,
     };
-    let io_error = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| CorpusError::Write { path, source }
-    };
-    let parent = dest
-        .parent()
-        .filter(|parent| !parent.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    fs::create_dir_all(parent).map_err(io_error(parent))?;
     let scratch = tempfile::Builder::new()
         .prefix(".corpus-")
         .tempdir_in(parent)
@@ -119,6 +123,20 @@ pub fn materialize(script_dir: &Path, dest: &Path) -> Result<MaterializedRepo, C
         });
     }
     Ok(result)
+}
+
+/// An exclusive lock on `.<name>.lock` beside `dest`, held until the file is dropped.
+fn lock_beside(dest: &Path, parent: &Path) -> std::io::Result<fs::File> {
+    let name = dest
+        .file_name()
+        .map_or_else(|| "corpus".into(), |name| name.to_string_lossy());
+    let file = fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(parent.join(format!(".{name}.lock")))?;
+    file.lock()?;
+    Ok(file)
 }
 
 /// The commits [`materialize`] would write for the script in `script_dir`, oldest first,

@@ -9,8 +9,8 @@ mod step;
 
 pub use dag::{Dag, DagError};
 pub use step::{
-    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, Pool, StepContext, StepError, StepKind,
-    StepOutput, Upstream,
+    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, PipelineProblem, Pool, StepContext,
+    StepError, StepKind, StepOutput, Upstream,
 };
 
 mod events;

@@ -250,6 +250,24 @@ impl StepContext<'_> {
         })
     }
 
+    /// Where a step's own result file named `file` goes, relative to the results directory:
+    /// `file` for the first step of its kind in the pipeline, `<step>/<file>` for any later one,
+    /// so two chains side by side (a second ranking's `rank-commits`, `mine-claims` and `oracle`
+    /// steps) never overwrite each other's files.
+    pub fn own_result(&self, file: &str) -> String {
+        let first = self
+            .pipeline
+            .steps
+            .iter()
+            .find(|step| step.uses == self.step.uses)
+            .is_none_or(|step| step.name == self.step.name);
+        if first {
+            file.to_string()
+        } else {
+            format!("{}/{file}", self.step.name)
+        }
+    }
+
     /// Writes a result file (path relative to the results directory) atomically.
     pub fn write_result(&self, relative: &str, bytes: &[u8]) -> Result<(), StepError> {
         let path = self.results.join(relative);
@@ -310,6 +328,21 @@ pub enum StepError {
     Store(#[from] StoreError),
 }
 
+/// A problem a step kind finds, at load time, in how one of its steps fits the rest of the
+/// pipeline (a parameter naming a step of the wrong kind). The validator places it at the
+/// parameter, or at the list element, it names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PipelineProblem {
+    /// The `with:` parameter it is about; the step itself when `None`.
+    pub param: Option<String>,
+    /// The element of a list parameter it is about.
+    pub index: Option<usize>,
+    /// What is wrong, naming the steps involved.
+    pub message: String,
+    /// What to do about it.
+    pub hint: String,
+}
+
 /// A kind of step: what `uses:` names.
 ///
 /// The engine calls [`items`](StepKind::items) once the needed steps have finished, computes each item
@@ -332,6 +365,12 @@ pub trait StepKind: Send + Sync {
     /// cannot change results (timeouts, slot counts).
     fn key_params(&self, with: &serde_json::Value) -> serde_json::Value {
         with.clone()
+    }
+
+    /// Checks, when the pipeline loads, what the parameter types cannot: how `step` relates to
+    /// the other steps of `pipeline` (already valid on its own). None by default.
+    fn check_pipeline(&self, _step: &StepSpec, _pipeline: &Pipeline) -> Vec<PipelineProblem> {
+        Vec::new()
     }
 
     /// Splits the step into items, given the outputs of the steps it needs.

@@ -190,6 +190,7 @@ pub fn analyze(
         corpus,
         repositories,
         by_repository,
+        rankings: None,
     }
 }
 

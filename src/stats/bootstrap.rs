@@ -70,12 +70,14 @@ impl SplitMix64 {
     }
 }
 
-/// Per-cluster `[tp, fp, fn, tn]` counts of every arm: what one draw of a cluster adds.
+/// Per-cluster counts, a fixed number per cluster: what one draw of a cluster adds. For the arms,
+/// `[tp, fp, fn, tn]` of every arm; other analyses choose their own columns.
 #[derive(Debug, Clone)]
 pub struct ClusterCounts {
     clusters: usize,
-    arms: usize,
-    /// `counts[(cluster * arms + arm) * 4 + cell]`.
+    /// Counts per cluster.
+    width: usize,
+    /// `counts[cluster * width + column]`; for the arms, column `arm * 4 + cell`.
     counts: Vec<u32>,
 }
 
@@ -98,8 +100,22 @@ impl ClusterCounts {
         }
         ClusterCounts {
             clusters,
-            arms,
+            width: arms * 4,
             counts,
+        }
+    }
+
+    /// `width` counts per cluster, cluster after cluster (`rows.len()` is a multiple of `width`).
+    pub fn from_rows(width: usize, rows: Vec<u32>) -> Self {
+        assert!(
+            width > 0 && rows.len().is_multiple_of(width),
+            "cluster rows of width {width} cannot hold {} counts",
+            rows.len()
+        );
+        ClusterCounts {
+            clusters: rows.len() / width,
+            width,
+            counts: rows,
         }
     }
 
@@ -107,10 +123,11 @@ impl ClusterCounts {
         self.clusters
     }
 
-    /// Runs `resamples` resamples and returns `[tp, fp, fn, tn]` per resample per arm, flat:
+    /// Runs `resamples` resamples and returns the summed counts of each, flat:
+    /// `result[b * width + column]`; for the arms `[tp, fp, fn, tn]` at
     /// `result[(b * arms + arm) * 4 + cell]`.
     pub fn resample(&self, resamples: usize, seed: u64) -> Vec<u32> {
-        let stride = self.arms * 4;
+        let stride = self.width;
         let mut out = vec![0u32; resamples * stride];
         if self.clusters == 0 || stride == 0 {
             return out;
@@ -170,7 +187,9 @@ pub fn intervals(totals: &[u32], arms: usize, confidence: f64) -> Vec<ArmInterva
         .collect()
 }
 
-fn percentile_interval(values: &mut [f64], tail: f64) -> Option<Interval> {
+/// The two-sided percentile interval of `values` leaving `tail` out on each side (sorts them);
+/// `None` when there are none.
+pub fn percentile_interval(values: &mut [f64], tail: f64) -> Option<Interval> {
     if values.is_empty() {
         return None;
     }

@@ -15,6 +15,7 @@ use super::evaluation::ArmInfo;
 use super::loro::Loro;
 use super::mcnemar::McNemar;
 use super::operator::Cost;
+use super::rankings::RankingComparison;
 use super::reweight::NaturalRate;
 
 /// Bumped when a field changes meaning.
@@ -47,6 +48,10 @@ pub struct StatsDocument {
     pub repositories: BTreeMap<String, RepositoryInfo>,
     /// Per evaluated repository, each arm's confusion matrix.
     pub by_repository: BTreeMap<String, BTreeMap<String, Confusion>>,
+    /// Flip density of each commit ranking the pipeline labels (`with: {rankings: […]}`), and
+    /// how they differ; absent when the stats step compares no rankings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rankings: Option<RankingComparison>,
 }
 
 /// The evaluated claims.

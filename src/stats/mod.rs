@@ -15,6 +15,7 @@ pub mod figures;
 pub mod loro;
 pub mod mcnemar;
 pub mod operator;
+pub mod rankings;
 pub mod report;
 pub mod reweight;
 

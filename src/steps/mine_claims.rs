@@ -297,9 +297,9 @@ impl StepKind for MineClaims {
                 summaries.push(ctx.store.get_json(digest)?);
             }
         }
-        ctx.write_jsonl("claims.jsonl", &claims)?;
-        ctx.write_jsonl("excluded.jsonl", &exclusions)?;
-        ctx.write_jsonl("claims-summary.jsonl", &summaries)
+        ctx.write_jsonl(&ctx.own_result("claims.jsonl"), &claims)?;
+        ctx.write_jsonl(&ctx.own_result("excluded.jsonl"), &exclusions)?;
+        ctx.write_jsonl(&ctx.own_result("claims-summary.jsonl"), &summaries)
     }
 }
 

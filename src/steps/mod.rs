@@ -5,6 +5,7 @@ pub mod arm;
 use std::sync::Arc;
 
 mod command;
+mod label_sources;
 mod mine_claims;
 mod oracle;
 mod rank_commits;

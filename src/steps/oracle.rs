@@ -441,9 +441,12 @@ impl StepKind for OracleStep {
             for (name, fingerprint) in &fingerprints[&repo] {
                 plan = plan.tool(format!("python:{name}"), fingerprint.clone());
             }
+            // Of the commit record, only the touched test files change what runs (they are
+            // restored at the child); the ranking's own fields (`by`, `rank`, `score`) stay out of
+            // the key, so a commit two rankings both picked is labelled once.
             if let Some(record) = commits.get(&(repo, commit)) {
-                let bytes = serde_json::to_vec(record).expect("commit records serialize");
-                plan = plan.read("commit", Digest::of(&bytes));
+                let bytes = serde_json::to_vec(&record.test_files).expect("paths serialize");
+                plan = plan.read("touched_test_files", Digest::of(&bytes));
             }
             plans.push(plan);
         }
@@ -575,10 +578,10 @@ impl StepKind for OracleStep {
         let lines = commits
             .iter()
             .flat_map(|(_, judgements)| judgements.iter().map(truth_line));
-        ctx.write_jsonl("truth.jsonl", lines)?;
+        ctx.write_jsonl(&ctx.own_result("truth.jsonl"), lines)?;
         let summary = OracleSummary::new(params.runs, &commits);
         let mut bytes = serde_json::to_vec_pretty(&summary).expect("summaries serialize");
         bytes.push(b'\n');
-        ctx.write_result("oracle_summary.json", &bytes)
+        ctx.write_result(&ctx.own_result("oracle_summary.json"), &bytes)
     }
 }

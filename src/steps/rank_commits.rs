@@ -214,6 +214,6 @@ impl StepKind for RankCommits {
         for item in items {
             records.extend(item.output.decode::<CommitRecord>()?);
         }
-        ctx.write_jsonl("commits.jsonl", records)
+        ctx.write_jsonl(&ctx.own_result("commits.jsonl"), records)
     }
 }

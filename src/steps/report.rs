@@ -59,7 +59,8 @@ impl StepKind for ReportStep {
     }
 
     fn version(&self) -> u32 {
-        1
+        // 2: the report gains "Flip density by ranking" (or a line saying what would fill it).
+        2
     }
 
     fn about(&self) -> &'static str {

@@ -2,22 +2,26 @@
 //!
 //! `needs:` lists the oracle step and the arm steps (and optionally `mine-claims`, `rank-commits`
 //! and `stratify` steps, whose records enrich the corpus table and the sample). Every needed step
-//! whose kind is not one of those is an arm, and its records must be predictions. The whole
-//! analysis is one item, whose key reads the output digest of every upstream item, so it reruns
-//! exactly when a label or a verdict changed.
+//! whose kind is not one of those is an arm, and its records must be predictions. With
+//! `rankings: [rank, rank_kw]` it also compares the flip density of commit rankings, each labelled
+//! by its own oracle step among the needs (see [`super::label_sources`]). The whole analysis is
+//! one item, whose key reads the output digest of every upstream item, so it reruns exactly when a
+//! label or a verdict changed.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
 
+use super::label_sources::{self, LabelSources};
 use crate::engine::{
-    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, StepContext, StepError, StepKind,
-    StepOutput, Upstream,
+    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, PipelineProblem, StepContext,
+    StepError, StepKind, StepOutput, Upstream,
 };
-use crate::pipeline::{Pipeline, RepoSource};
+use crate::pipeline::{Pipeline, RepoSource, StepSpec};
 use crate::records::{ClaimRecord, CommitRecord, Label, PredictionRecord, TruthRecord};
 use crate::stats::corpus::{self, RepositoryInfo};
 use crate::stats::evaluation::{ArmInput, Origins};
+use crate::stats::rankings::{self, DensitySettings, RankingInput};
 use crate::stats::reweight::NaturalRate;
 use crate::stats::{AnalysisOptions, ArmInfo, Evaluation, Resample, StatsDocument, analyze};
 
@@ -53,6 +57,8 @@ struct Params {
     compare: Option<Vec<Vec<String>>>,
     #[serde(default)]
     natural_rate: Option<f64>,
+    #[serde(default)]
+    rankings: Vec<String>,
 }
 
 fn default_bootstrap() -> u64 {
@@ -90,6 +96,12 @@ const PARAMS: &[ParamSpec] = &[
         ParamType::Number,
         "the natural flip rate to reweight precision to (default: recorded upstream or computed)",
     ),
+    ParamSpec::optional(
+        "rankings",
+        ParamType::StepList,
+        "`rank-commits` steps whose flip density to compare, e.g. [rank, rank_kw]; each needs \
+         the oracle step labelling its claims in `needs`",
+    ),
 ];
 
 impl StepKind for StatsStep {
@@ -99,7 +111,10 @@ impl StepKind for StatsStep {
 
     fn version(&self) -> u32 {
         // 2: a step is a control only when its `arm` names another step it needs.
-        2
+        // 3: with several oracle steps needed, the arms are scored against the one whose claims
+        //    they read (not the first by name), and the corpus table reads that oracle's
+        //    `mine-claims` and `rank-commits` steps; `rankings` adds flip density by ranking.
+        3
     }
 
     fn about(&self) -> &'static str {
@@ -108,6 +123,18 @@ impl StepKind for StatsStep {
 
     fn params(&self) -> &'static [ParamSpec] {
         PARAMS
+    }
+
+    fn check_pipeline(&self, step: &StepSpec, pipeline: &Pipeline) -> Vec<PipelineProblem> {
+        let rankings: Vec<String> = step
+            .with
+            .get("rankings")
+            .and_then(|value| serde_json::from_value(value.clone()).ok())
+            .unwrap_or_default();
+        match sources_of(pipeline, step, &rankings) {
+            Ok(_) => Vec::new(),
+            Err(problems) => problems,
+        }
     }
 
     fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
@@ -186,7 +213,58 @@ fn check(ctx: &StepContext, params: &Params, upstream: &Upstream) -> Result<(), 
             "`natural_rate` must lie strictly between 0 and 1",
         ));
     }
+    sources(ctx, params)?;
     loro_pairs(ctx, params).map(|_| ())
+}
+
+/// Where the labels of the arms and of each ranking come from, as the loader checked.
+fn sources_of(
+    pipeline: &Pipeline,
+    step: &StepSpec,
+    rankings: &[String],
+) -> Result<LabelSources, Vec<PipelineProblem>> {
+    let arms: Vec<&str> = step
+        .needs
+        .iter()
+        .filter(|need| {
+            pipeline
+                .step(need)
+                .is_some_and(|spec| !NOT_ARMS.contains(&spec.uses.as_str()))
+        })
+        .map(String::as_str)
+        .collect();
+    label_sources::resolve(pipeline, step, &arms, rankings)
+}
+
+fn sources(ctx: &StepContext, params: &Params) -> Result<LabelSources, StepError> {
+    sources_of(ctx.pipeline, ctx.step, &params.rankings).map_err(|problems| {
+        let messages: Vec<String> = problems
+            .into_iter()
+            .map(|problem| format!("{} ({})", problem.message, problem.hint))
+            .collect();
+        StepError::Input(format!(
+            "{}:{}: {}",
+            ctx.pipeline.file.display(),
+            ctx.step.line,
+            messages.join("; ")
+        ))
+    })
+}
+
+/// The needed step of kind `kind` upstream of `oracle` (or, with no oracle, the first needed).
+fn feeding<'a>(
+    ctx: &StepContext,
+    upstream: &'a Upstream,
+    kind: &str,
+    oracle: Option<&str>,
+) -> Option<&'a StepOutput> {
+    let Some(oracle) = oracle else {
+        return upstream.of_kind(kind);
+    };
+    let before = label_sources::ancestors(ctx.pipeline, oracle);
+    upstream
+        .all()
+        .find(|output| output.kind == kind && before.contains(&output.step))
 }
 
 fn loro_pairs(ctx: &StepContext, params: &Params) -> Result<Vec<(String, String)>, StepError> {
@@ -299,16 +377,21 @@ fn compute(
     upstream: &Upstream,
 ) -> Result<StatsDocument, StepError> {
     check(ctx, params, upstream)?;
-    let oracle = upstream.of_kind("oracle");
+    let sources = sources(ctx, params)?;
+    let oracle = sources
+        .arms
+        .as_deref()
+        .and_then(|name| upstream.steps.get(name))
+        .map(AsRef::as_ref);
     let stratify = upstream.of_kind("stratify");
-    let claims: Option<Vec<ClaimRecord>> = upstream
-        .of_kind("mine-claims")
-        .map(StepOutput::decode_all)
-        .transpose()?;
-    let commits: Option<Vec<CommitRecord>> = upstream
-        .of_kind("rank-commits")
-        .map(StepOutput::decode_all)
-        .transpose()?;
+    let claims: Option<Vec<ClaimRecord>> =
+        feeding(ctx, upstream, "mine-claims", sources.arms.as_deref())
+            .map(StepOutput::decode_all)
+            .transpose()?;
+    let commits: Option<Vec<CommitRecord>> =
+        feeding(ctx, upstream, "rank-commits", sources.arms.as_deref())
+            .map(StepOutput::decode_all)
+            .transpose()?;
     let origins = claims
         .as_deref()
         .map(Origins::from_claims)
@@ -402,5 +485,57 @@ fn compute(
         split: params.split.clone(),
         labels_from,
     };
-    Ok(analyze(&evaluation, corpus_rows, repositories, &options))
+    let mut document = analyze(&evaluation, corpus_rows, repositories, &options);
+    if !sources.rankings.is_empty() {
+        let settings = DensitySettings {
+            resamples: options.resamples,
+            seed: options.seed,
+            confidence: options.confidence,
+        };
+        document.rankings = Some(compare_rankings(
+            ctx,
+            &sources,
+            upstream,
+            in_split.as_ref(),
+            &settings,
+        )?);
+    }
+    Ok(document)
+}
+
+/// Flip density of every ranking in `sources`, from its rank step's commits and its oracle's
+/// labels.
+fn compare_rankings(
+    ctx: &StepContext,
+    sources: &LabelSources,
+    upstream: &Upstream,
+    in_split: Option<&BTreeSet<String>>,
+    settings: &DensitySettings,
+) -> Result<rankings::RankingComparison, StepError> {
+    let read = |name: &str| {
+        upstream.steps.get(name).ok_or_else(|| {
+            input_error(
+                ctx,
+                format!("`rankings` reads step `{name}`, which is not in `needs`"),
+            )
+        })
+    };
+    let mut inputs = Vec::new();
+    for source in &sources.rankings {
+        let commits: Vec<CommitRecord> = read(&source.rank)?.decode_all()?;
+        let truth: Vec<TruthRecord> = read(&source.oracle)?.decode_all()?;
+        inputs.push((source, commits, truth));
+    }
+    let inputs: Vec<RankingInput> = inputs
+        .iter()
+        .map(|(source, commits, truth)| RankingInput {
+            step: &source.rank,
+            by: &source.by,
+            labels_from: &source.oracle,
+            commits,
+            truth,
+        })
+        .collect();
+    rankings::compare(&inputs, in_split, settings)
+        .map_err(|error| StepError::Message(format!("step `{}`: {error}", ctx.step.name)))
 }

@@ -26,6 +26,16 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// The lines of a `truth.jsonl` by claim id.
+fn truth_lines(text: &str) -> BTreeMap<String, &str> {
+    text.lines()
+        .map(|line| {
+            let record: TruthRecord = serde_json::from_str(line).unwrap();
+            (record.claim, line)
+        })
+        .collect()
+}
+
 fn summary(runs: &[claimflow::records::RunRecord]) -> String {
     let count = |outcome| runs.iter().filter(|run| run.outcome == outcome).count();
     format!(
@@ -53,6 +63,13 @@ steps:
   rank:   {uses: rank-commits, with: {top: 40}}
   claims: {uses: mine-claims, needs: [rank]}
   truth:  {uses: oracle, needs: [claims], with: {runs: 10}}
+  rank_kw:   {uses: rank-commits, with: {by: keywords, top: 40}}
+  claims_kw: {uses: mine-claims, needs: [rank_kw]}
+  truth_kw:  {uses: oracle, needs: [claims_kw], with: {runs: 10}}
+  stats:
+    uses: stats
+    needs: [rank, truth, rank_kw, truth_kw]
+    with: {bootstrap: 1000, seed: 1, rankings: [rank, rank_kw]}
 "#,
     );
     project.ok(&["run", "pipeline.yaml", "-j", "2", "-q"]);
@@ -117,6 +134,21 @@ steps:
         1,
         "{summary}"
     );
+
+    // The keyword ranking's commits are ones the assertion ranking picked too: mined and labelled
+    // under the same keys, so their labels are the first chain's, run for run, and its files sit
+    // under its own step's name.
+    let first_text = project.read("results/demo/truth.jsonl");
+    let keyword_text = project.read("results/demo/truth_kw/truth.jsonl");
+    let first = truth_lines(&first_text);
+    let keyword = truth_lines(&keyword_text);
+    assert!(!keyword.is_empty());
+    for (claim, line) in &keyword {
+        assert_eq!(first.get(claim), Some(line), "{claim}");
+    }
+    let stats: serde_json::Value =
+        serde_json::from_str(&project.read("results/demo/stats.json")).unwrap();
+    insta::assert_json_snapshot!("demo_rankings", stats["rankings"]);
 
     // A re-run runs no pytest at all.
     let again = project.ok(&["run", "pipeline.yaml"]);

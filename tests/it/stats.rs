@@ -11,7 +11,9 @@ use claimflow::engine::{
     ItemOutput, ItemResult, StepContext, StepError, StepKind, StepOutput, Upstream,
 };
 use claimflow::pipeline::{ModelSpec, Pipeline, Price, RepoSource, RepoSpec, StepSpec};
-use claimflow::records::{ClaimRecord, Label, PredictionRecord, TruthRecord, Verdict, claim_id};
+use claimflow::records::{
+    ClaimRecord, CommitRecord, Label, PredictionRecord, TruthRecord, Verdict, claim_id,
+};
 use claimflow::stats::evaluation::{ArmInput, Origins};
 use claimflow::stats::{AnalysisOptions, ArmInfo, Evaluation, Resample, SplitMix64, StatsDocument};
 use claimflow::steps::{ReportStep, StatsStep};
@@ -1007,4 +1009,257 @@ fn a_sampling_step_supplies_the_labels_and_the_natural_rate() {
     // Always-invalidate reweights to exactly the natural rate.
     let natural = stats.arms["a0"].natural_precision.unwrap();
     assert!((natural - 0.0178).abs() < 1e-12);
+}
+
+/// Commit records of the fixture's commits whose index `keep` accepts, plus one commit per
+/// repository that gave no claims, ranked `by`.
+fn ranked(by: &str, keep: impl Fn(u64) -> bool) -> Vec<CommitRecord> {
+    let mut records = Vec::new();
+    for &(repository, _, _, commits, ..) in REPOSITORIES {
+        for commit in (0..commits).filter(|commit| keep(*commit)).chain([99]) {
+            records.push(CommitRecord {
+                repo: repository.into(),
+                commit: format!("{repository}{commit:02}bb"),
+                parent: format!("{repository}{commit:02}aa"),
+                score: 1.0,
+                subject: format!("commit {commit}"),
+                test_files: vec![format!("tests/test_{commit}.py")],
+                source_files: vec!["src/lib.py".into()],
+                by: by.into(),
+                rank: 1,
+                assertions_deleted: 1,
+                keyword_hits: 0,
+                merge: false,
+                time: 0,
+            });
+        }
+    }
+    records
+}
+
+/// Runs `stats` and `report` with a second ranking beside the first: `rank` picks every commit of
+/// the fixture, `rank_kw` the even-numbered ones (each also one commit that gave no claims), and
+/// `truth_kw` labels the claims of those the way `truth` does.
+fn run_two_rankings(root: &Path, stats_with: serde_json::Value) -> Pipeline {
+    let fixture = fixture();
+    let mut pipeline = pipeline(root, STATIC_ARMS, stats_with);
+    pipeline.steps[0].needs = vec!["rank".into()];
+    pipeline.steps.extend([
+        step("rank", "rank-commits", &[], json!({})),
+        step("rank_kw", "rank-commits", &[], json!({"by": "keywords"})),
+        step("claims_kw", "mine-claims", &["rank_kw"], json!({})),
+        step("truth_kw", "oracle", &["claims_kw"], json!({})),
+    ]);
+    let stats = pipeline
+        .steps
+        .iter_mut()
+        .find(|spec| spec.name == "stats")
+        .unwrap();
+    stats
+        .needs
+        .extend(["rank", "rank_kw", "truth_kw"].map(String::from));
+
+    let commits = ranked("assertion-deletions", |_| true);
+    let commits_kw = ranked("keywords", |commit| commit % 2 == 0);
+    let truth_kw: Vec<TruthRecord> = fixture
+        .truth
+        .iter()
+        .filter(|record| {
+            commits_kw.iter().any(|commit| {
+                record
+                    .claim
+                    .starts_with(&format!("{}@{}::", commit.repo, commit.parent))
+            })
+        })
+        .cloned()
+        .collect();
+    let store = Store::open(pipeline.workdir.join("cache")).unwrap();
+    let mut upstream = Upstream::default();
+    for (name, kind, records) in [
+        ("rank", "rank-commits", values(&commits)),
+        ("rank_kw", "rank-commits", values(&commits_kw)),
+        ("claims", "mine-claims", values(&fixture.claims)),
+        ("truth", "oracle", values(&fixture.truth)),
+        ("truth_kw", "oracle", values(&truth_kw)),
+    ] {
+        upstream
+            .steps
+            .insert(name.into(), output(name, kind, records));
+    }
+    for arm in STATIC_ARMS {
+        let records = values(&fixture.predictions[*arm]);
+        upstream
+            .steps
+            .insert(arm.to_string(), output(arm, "arm", records));
+    }
+    let stats = run_kind(&StatsStep, &pipeline, "stats", &store, &upstream).unwrap();
+    let mut downstream = Upstream::default();
+    downstream.steps.insert("stats".into(), stats);
+    run_kind(&ReportStep, &pipeline, "report", &store, &downstream).unwrap();
+    pipeline
+}
+
+/// The section of `report.md` whose title starts with `title`, up to the next section.
+fn section<'a>(report: &'a str, title: &str) -> &'a str {
+    let start = report
+        .find(&format!("## {title}"))
+        .unwrap_or_else(|| panic!("no section {title} in:\n{report}"));
+    let rest = &report[start..];
+    let end = rest[3..].find("\n## ").map_or(rest.len(), |end| end + 4);
+    &rest[..end]
+}
+
+#[test]
+fn two_rankings_get_their_flip_density_and_its_difference() {
+    let root = tempfile::tempdir().unwrap();
+    let pipeline = run_two_rankings(
+        root.path(),
+        json!({"bootstrap": 2000, "seed": 3, "rankings": ["rank", "rank_kw"]}),
+    );
+    let stats: StatsDocument = serde_json::from_str(&read(&pipeline, "stats.json")).unwrap();
+    let rankings = stats.rankings.as_ref().expect("a rankings section");
+
+    // Counted from the fixture itself.
+    let fixture = fixture();
+    let count = |keep: &dyn Fn(&str) -> bool, label: Label| {
+        fixture
+            .truth
+            .iter()
+            .filter(|record| keep(&record.claim) && record.label == label)
+            .count() as u64
+    };
+    let even = |claim: &str| {
+        let parent = claim.split("::").next().unwrap();
+        parent[parent.len() - 4..parent.len() - 2]
+            .parse::<u64>()
+            .unwrap()
+            % 2
+            == 0
+    };
+    let all_commits: u64 = REPOSITORIES.iter().map(|repository| repository.3).sum();
+    let even_commits: u64 = REPOSITORIES
+        .iter()
+        .map(|repository| repository.3.div_ceil(2))
+        .sum();
+    let extra = REPOSITORIES.len() as u64;
+    let [rank, keywords] = rankings.steps.as_slice() else {
+        panic!("two rankings: {rankings:?}");
+    };
+    assert_eq!(
+        (
+            rank.step.as_str(),
+            rank.by.as_str(),
+            rank.labels_from.as_str()
+        ),
+        ("rank", "assertion-deletions", "truth")
+    );
+    assert_eq!(
+        (
+            keywords.step.as_str(),
+            keywords.by.as_str(),
+            keywords.labels_from.as_str()
+        ),
+        ("rank_kw", "keywords", "truth_kw")
+    );
+    assert_eq!(rank.commits, all_commits + extra);
+    assert_eq!(keywords.commits, even_commits + extra);
+    assert_eq!(rank.commits_labelled, all_commits);
+    assert_eq!(rank.flipped, count(&|_| true, Label::Flipped));
+    assert_eq!(rank.held, count(&|_| true, Label::Held));
+    assert_eq!(rank.discarded, count(&|_| true, Label::Discarded));
+    assert_eq!(keywords.flipped, count(&even, Label::Flipped));
+    assert_eq!(keywords.held, count(&even, Label::Held));
+    assert_eq!(keywords.discarded, count(&even, Label::Discarded));
+    assert_eq!(
+        rank.flips_per_commit,
+        Some(rank.flipped as f64 / rank.commits as f64)
+    );
+    assert_eq!(
+        keywords.flip_rate,
+        Some(keywords.flipped as f64 / keywords.claims as f64)
+    );
+    let difference = &rankings.differences[0];
+    assert_eq!(difference.shared_commits, keywords.commits);
+    assert_eq!(rankings.commits, rank.commits);
+    // The arms are still scored against `truth`, the oracle whose claims they read.
+    assert_eq!(stats.sample.labels_from, "truth");
+    assert_eq!(stats.sample.claims, rank.claims);
+    // Table I now knows the commits ranked, from `rank`.
+    let ranked_total: u64 = stats.corpus.iter().filter_map(|row| row.commits).sum();
+    assert_eq!(ranked_total, rank.commits);
+
+    insta::assert_json_snapshot!("two_rankings_stats", rankings);
+    let report = read(&pipeline, "report.md");
+    insta::assert_snapshot!(
+        "two_rankings_report",
+        section(&report, "Flip density by ranking")
+    );
+    insta::assert_snapshot!(
+        "two_rankings_csv",
+        read(&pipeline, "tables/flip_density_by_ranking.csv")
+    );
+}
+
+/// Loads `yaml` with the shipped step kinds, as `pipelines/rankings.yaml`.
+fn load_rankings(yaml: &str) -> Result<Pipeline, claimflow::pipeline::Diagnostics> {
+    let root = tempfile::tempdir().unwrap();
+    claimflow::pipeline::load_str(
+        yaml,
+        Path::new("pipelines/rankings.yaml"),
+        root.path(),
+        &claimflow::steps::Registry::builtin(),
+    )
+}
+
+const TWO_CHAINS: &str = r#"version: 1
+name: rankings
+repos:
+  - {name: demo, url: https://example.org/demo.git, branch: main}
+steps:
+  rank:      {uses: rank-commits}
+  claims:    {uses: mine-claims, needs: [rank]}
+  truth:     {uses: oracle, needs: [claims]}
+  rank_kw:   {uses: rank-commits, with: {by: keywords}}
+  claims_kw: {uses: mine-claims, needs: [rank_kw]}
+  truth_kw:  {uses: oracle, needs: [claims_kw]}
+  a0:        {uses: arm, needs: [claims], with: {arm: a0}}
+"#;
+
+#[test]
+fn a_bad_rankings_config_is_rejected_when_the_pipeline_loads() {
+    let good = format!(
+        "{TWO_CHAINS}  stats: {{uses: stats, needs: [rank, truth, rank_kw, truth_kw, a0], \
+         with: {{rankings: [rank, rank_kw]}}}}\n"
+    );
+    load_rankings(&good).unwrap_or_else(|problems| panic!("{problems}"));
+    // A rank step needed only to order two steps is not a ranking the later oracle labels.
+    let ordered = good.replace(
+        "rank_kw:   {uses: rank-commits,",
+        "rank_kw:   {uses: rank-commits, needs: [rank],",
+    );
+    assert_ne!(ordered, good);
+    load_rankings(&ordered).unwrap_or_else(|problems| panic!("{problems}"));
+
+    let cases = [
+        // A mine-claims step where a ranking belongs, and a ranking whose oracle is not needed.
+        "  stats:\n    uses: stats\n    needs: [rank, truth, rank_kw, claims_kw, a0]\n    with: \
+         {rankings: [rank, claims_kw, rank_kw]}\n",
+        // One ranking compares nothing.
+        "  stats: {uses: stats, needs: [rank, truth, a0], with: {rankings: [rank]}}\n",
+        // A ranking the stats step does not need.
+        "  stats: {uses: stats, needs: [rank, truth, truth_kw, a0], with: {rankings: [rank, \
+         rank_kw]}}\n",
+        // Two oracle steps, and neither an arm nor a ranking to say which labels are the
+        // sample.
+        "  stats: {uses: stats, needs: [truth, truth_kw]}\n",
+    ];
+    let reports: Vec<String> = cases
+        .iter()
+        .map(|stats| {
+            load_rankings(&format!("{TWO_CHAINS}{stats}"))
+                .expect_err("a bad rankings config must not load")
+                .to_string()
+        })
+        .collect();
+    insta::assert_snapshot!(reports.join("\n\n"));
 }

@@ -80,7 +80,7 @@ pub fn validate(
         Some(node) => models::check(&mut checker, node),
         None => models::Checked::default(),
     };
-    let steps = match checker.required(
+    let (steps, places) = match checker.required(
         &fields,
         "steps",
         "the pipeline",
@@ -94,14 +94,14 @@ pub fn validate(
             };
             let steps = steps::check(&mut checker, node, &known, registry);
             cycles::check(&mut checker, &steps);
-            steps.specs
+            (steps.specs, steps.places)
         }
-        None => Vec::new(),
+        None => (Vec::new(), BTreeMap::new()),
     };
 
     match (version, name, workdir, results) {
         (Some(version), Some(name), Some(workdir), Some(results)) if checker.is_clean() => {
-            Ok(Pipeline {
+            let pipeline = Pipeline {
                 file: file.to_path_buf(),
                 root: root.to_path_buf(),
                 version,
@@ -111,9 +111,35 @@ pub fn validate(
                 repos: repositories.specs,
                 models: models.specs.into_iter().collect::<BTreeMap<_, _>>(),
                 steps,
-            })
+            };
+            relations(&mut checker, &pipeline, &places, registry);
+            if checker.is_clean() {
+                Ok(pipeline)
+            } else {
+                Err(checker.finish())
+            }
         }
         _ => Err(checker.finish()),
+    }
+}
+
+/// What each step kind checks once the whole pipeline is valid: how its steps relate to others.
+fn relations(
+    checker: &mut Checker,
+    pipeline: &Pipeline,
+    places: &BTreeMap<String, steps::Places>,
+    registry: &Registry,
+) {
+    for step in &pipeline.steps {
+        let Some(kind) = registry.get(&step.uses) else {
+            continue;
+        };
+        for problem in kind.check_pipeline(step, pipeline) {
+            let mark = places.get(&step.name).map_or(Mark::START, |place| {
+                place.of(problem.param.as_deref(), problem.index)
+            });
+            checker.error(mark, problem.message, Some(problem.hint));
+        }
     }
 }
 

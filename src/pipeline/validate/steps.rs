@@ -24,11 +24,42 @@ pub struct Edges {
     pub needs: Vec<String>,
 }
 
+/// Where a valid step and its parameters are written, for problems found once the whole
+/// pipeline is known.
+#[derive(Debug)]
+pub struct Places {
+    /// The step's name.
+    pub step: Mark,
+    /// Its `with:` map, if it has one.
+    pub with: Option<Node>,
+}
+
+impl Places {
+    /// The place of parameter `param` (of its element `index` in a list), or of the step.
+    pub fn of(&self, param: Option<&str>, index: Option<usize>) -> Mark {
+        let Some(Value::Map(entries)) = self.with.as_ref().map(|with| &with.value) else {
+            return self.step;
+        };
+        let Some(entry) = param.and_then(|param| entries.iter().find(|entry| entry.key == param))
+        else {
+            return self.step;
+        };
+        match (&entry.value.value, index) {
+            (Value::List(items), Some(index)) => {
+                items.get(index).map_or(entry.value.mark, |item| item.mark)
+            }
+            _ => entry.value.mark,
+        }
+    }
+}
+
 /// What the section yielded.
 #[derive(Debug, Default)]
 pub struct Checked {
     /// The valid steps, in file order.
     pub specs: Vec<StepSpec>,
+    /// Where each valid step is written, by name.
+    pub places: std::collections::BTreeMap<String, Places>,
     /// Every declared step (valid or not) with its existing needs, in file order.
     pub graph: Vec<Edges>,
 }
@@ -135,6 +166,11 @@ pub fn check(checker: &mut Checker, node: &Node, known: &Known, registry: &Regis
         };
 
         if let (true, Some(uses), Some(needs), Some(with)) = (valid_name, uses, needs, with) {
+            let places = Places {
+                step: entry.key_mark,
+                with: fields.get("with").cloned(),
+            };
+            checked.places.insert(name.clone(), places);
             checked.specs.push(StepSpec {
                 name: name.clone(),
                 uses,

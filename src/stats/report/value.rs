@@ -11,6 +11,8 @@ pub enum Value {
     RateInterval(Option<f64>, Option<[f64; 2]>),
     /// A signed difference of rates.
     Gap(Option<f64>),
+    /// A signed difference with its bootstrap interval (three CSV columns: value, low, high).
+    GapInterval(Option<f64>, Option<[f64; 2]>),
     /// A p-value.
     P(f64),
     /// Dollars.
@@ -25,7 +27,7 @@ impl Value {
     /// How many CSV columns the cell takes.
     pub fn csv_width(&self) -> usize {
         match self {
-            Value::RateInterval(..) => 3,
+            Value::RateInterval(..) | Value::GapInterval(..) => 3,
             _ => 1,
         }
     }
@@ -42,6 +44,11 @@ impl Value {
                 (None, _) => undefined(),
             },
             Value::Gap(gap) => gap.map_or_else(undefined, |gap| format!("{gap:+.3}")),
+            Value::GapInterval(gap, interval) => match (gap, interval) {
+                (Some(gap), Some([low, high])) => format!("{gap:+.3} [{low:+.3}, {high:+.3}]"),
+                (Some(gap), None) => format!("{gap:+.3}"),
+                (None, _) => undefined(),
+            },
             Value::P(p) => format_p(*p),
             Value::Dollars(dollars) => {
                 dollars.map_or_else(|| "not recorded".to_string(), format_dollars)
@@ -56,7 +63,7 @@ impl Value {
             Value::Text(text) => vec![text.clone()],
             Value::Count(count) => vec![count.to_string()],
             Value::Rate(rate) | Value::Gap(rate) | Value::Dollars(rate) => vec![number(*rate)],
-            Value::RateInterval(rate, interval) => vec![
+            Value::RateInterval(rate, interval) | Value::GapInterval(rate, interval) => vec![
                 number(*rate),
                 number(interval.map(|[low, _]| low)),
                 number(interval.map(|[_, high]| high)),
@@ -112,5 +119,8 @@ mod tests {
         assert_eq!(format_p(3.04e-20), "3.0e-20");
         assert_eq!(format_p(0.0213), "0.021");
         assert_eq!(Value::Gap(Some(0.407)).display(), "+0.407");
+        let gap = Value::GapInterval(Some(0.25), Some([-0.1, 0.6]));
+        assert_eq!(gap.display(), "+0.250 [-0.100, +0.600]");
+        assert_eq!(gap.csv_fields(), vec!["0.25", "-0.1", "0.6"]);
     }
 }
