@@ -123,6 +123,9 @@ pub fn branch_tip(repository: &Repository, name: &str, branch: &str) -> Result<O
 }
 
 /// Initializes the bare clone if needed and fetches the branch into `refs/remotes/origin/<branch>`.
+/// Two steps (two rankings of one repository) or two runs may prepare the same clone at once: an
+/// exclusive lock beside it makes the second wait and then fetch what little is new, instead of
+/// initializing or writing packs into a directory the first is still filling.
 fn fetch(spec: &RepoSpec, url: &str, dir: &Path) -> Result<(), MiningError> {
     if crate::engine::offline() {
         // `run --offline`: mine what was fetched before, as it was.
@@ -135,6 +138,7 @@ fn fetch(spec: &RepoSpec, url: &str, dir: &Path) -> Result<(), MiningError> {
             })
         };
     }
+    let _lock = lock_clone(dir)?;
     let repository = if dir.join("HEAD").exists() {
         open_at(&spec.name, dir)?
     } else {
@@ -162,6 +166,29 @@ fn fetch(spec: &RepoSpec, url: &str, dir: &Path) -> Result<(), MiningError> {
             &spec.name,
         ))?;
     Ok(())
+}
+
+/// An exclusive lock on `.<name>.lock` beside the clone `dir`, held until the file is dropped.
+fn lock_clone(dir: &Path) -> Result<std::fs::File, MiningError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| MiningError::Io { path, source }
+    };
+    let parent = dir.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(io(parent))?;
+    let name = dir.file_name().map_or_else(
+        || "clone".to_string(),
+        |name| name.to_string_lossy().into_owned(),
+    );
+    let path = parent.join(format!(".{name}.lock"));
+    let file = std::fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io(&path))?;
+    file.lock().map_err(io(&path))?;
+    Ok(file)
 }
 
 /// Where a corpus entry is materialized.

@@ -688,6 +688,34 @@ fn a_url_repository_is_cloned_then_fetched() {
 }
 
 #[test]
+fn steps_preparing_one_url_repository_at_once_share_the_clone() {
+    // Two rankings of one repository plan at the same time; each prepares the clone.
+    let origin = history();
+    let workdir = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", origin.path().display());
+    let remote = spec("remote", RepoSource::Url(url));
+    let tips: Vec<_> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| scope.spawn(|| repository::prepare(&remote, workdir.path())))
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| handle.join().unwrap().unwrap().tip)
+            .collect()
+    });
+    assert_eq!(tips, vec![origin.head(); 4]);
+    let history = score_history(
+        &workdir.path().join("repos").join("remote"),
+        "remote",
+        origin.head(),
+        &TestFileRules::default(),
+        Merges::Include,
+    )
+    .unwrap();
+    assert_eq!(history.len(), 6);
+}
+
+#[test]
 fn head_is_never_used_for_a_missing_branch() {
     let repo = history();
     let mut missing = spec("r", RepoSource::Path(repo.path_buf()));
