@@ -8,4 +8,5 @@ mod procedure;
 mod python;
 mod runner;
 mod step;
+mod subtests;
 mod worktree;
