@@ -2,6 +2,7 @@
 //! virtual environment with a pinned pytest.
 
 mod fixture;
+mod inherited;
 mod library;
 mod pipeline;
 mod procedure;
