@@ -1,6 +1,6 @@
 //! Mining one candidate commit: with its parent checked out, choose interpreters, build (or reuse)
-//! an environment for each in turn, ask pytest what the touched test modules define, and turn that
-//! into claims. The first interpreter under which pytest collects the files wins; a commit that no
+//! an environment for each in turn, ask pytest what the touched test modules define (and what the
+//! untouched modules importing a touched file inherit from it), and turn that into claims. The first interpreter under which pytest collects the files wins; a commit that no
 //! interpreter can collect is excluded with every attempt's reason.
 
 use std::collections::BTreeMap;
