@@ -166,9 +166,26 @@ pub struct MinedClaim {
     pub owner: Option<String>,
     /// The file the source text comes from (a helper module for an inherited test).
     pub source_file: Option<String>,
+    /// Why the test is the commit's: collected from a touched test module, or defined in a
+    /// touched file and inherited into an untouched one (`file` is where pytest collects it,
+    /// `source_file` where it is defined).
+    #[serde(default)]
+    pub origin: ClaimOrigin,
     /// The interpreter the claim was collected under (`3.11.7`) and its pytest (`8.3.4`).
     pub interpreter: String,
     pub pytest: String,
+}
+
+/// Why a collected test is one of its commit's claims.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClaimOrigin {
+    /// It is collected from a test module the commit touched.
+    #[default]
+    TouchedModule,
+    /// Its function is defined in a file the commit touched (a mixin in a helper module) and it is
+    /// collected from a test module the commit did not touch, through inheritance.
+    InheritedFromTouchedFile,
 }
 
 impl MinedClaim {

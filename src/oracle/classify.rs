@@ -5,7 +5,8 @@
 //! aborted by a collection error, interrupted, timed out or crashed gives every test `Unknown`, and
 //! a test without a complete record in a good run is `Unknown` too. Sub-test results (unittest
 //! `subTest`, pytest-subtests) carry their test's node id and are grouped under it: the test failed
-//! if any of them failed.
+//! if any of them failed, and its failure names the sub-tests that failed. A skipped sub-test does
+//! not make its test skipped; the test's own call and its other sub-tests decide.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -26,6 +27,12 @@ pub enum FailureKind {
     SetupError(String),
     /// An exception while tearing the test down, by class name.
     TeardownError(String),
+    /// Sub-tests failed (`self.subTest(...)`, `subtests.test(...)`): how the first failed, and
+    /// each failing sub-test's description (`(x=2)`, `[message] (i=1)`) in the order they ran.
+    SubTests {
+        failure: Box<FailureKind>,
+        subtests: Vec<String>,
+    },
 }
 
 /// Why a test has no verdict.
@@ -60,6 +67,14 @@ impl fmt::Display for FailureKind {
             FailureKind::Exception(class) => write!(f, "{class}"),
             FailureKind::SetupError(class) => write!(f, "setup error: {class}"),
             FailureKind::TeardownError(class) => write!(f, "teardown error: {class}"),
+            FailureKind::SubTests { failure, subtests } => {
+                let noun = if subtests.len() == 1 {
+                    "sub-test"
+                } else {
+                    "sub-tests"
+                };
+                write!(f, "{failure} in {noun} {}", subtests.join("; "))
+            }
         }
     }
 }
@@ -138,6 +153,9 @@ struct Record {
     assertion: bool,
     #[serde(default)]
     longrepr: Option<String>,
+    /// The sub-test a record is about (or, without sub-test reports, the sub-test a failure left).
+    #[serde(default)]
+    subtest: Option<String>,
 }
 
 /// Classifies the selected node ids of one run.
@@ -217,20 +235,38 @@ fn test_verdict(records: &[Record]) -> Verdict {
     if let Some(setup) = phase("setup").find(|record| record.outcome == "failed") {
         return Verdict::Failed(FailureKind::SetupError(class(setup)));
     }
-    if let Some(call) = phase("call").find(|record| record.outcome == "failed") {
-        return Verdict::Failed(if call.assertion {
+    let failed: Vec<&Record> = phase("call")
+        .filter(|record| record.outcome == "failed")
+        .collect();
+    if let Some(first) = failed.first() {
+        let failure = if first.assertion {
             FailureKind::Assertion
         } else {
-            FailureKind::Exception(class(call))
+            FailureKind::Exception(class(first))
+        };
+        let mut subtests: Vec<String> = Vec::new();
+        for name in failed.iter().filter_map(|record| record.subtest.clone()) {
+            if !subtests.contains(&name) {
+                subtests.push(name);
+            }
+        }
+        return Verdict::Failed(if subtests.is_empty() {
+            failure
+        } else {
+            FailureKind::SubTests {
+                failure: Box::new(failure),
+                subtests,
+            }
         });
     }
+    let own_call = || phase("call").filter(|record| record.subtest.is_none());
     if phase("setup")
-        .chain(phase("call"))
+        .chain(own_call())
         .any(|record| record.outcome == "skipped")
     {
         return Verdict::Unknown(UnknownReason::Skipped);
     }
-    if phase("call").next().is_none() {
+    if own_call().next().is_none() {
         return Verdict::Unknown(UnknownReason::MissingRecord);
     }
     if let Some(teardown) = phase("teardown").find(|record| record.outcome == "failed") {
@@ -437,22 +473,83 @@ mod tests {
         );
     }
 
-    #[test]
-    fn subtest_failures_are_grouped_under_their_test() {
-        let node = SELECTED[0];
-        let text = format!(
-            "{{\"event\":\"test\",\"node\":\"{node}\",\"phase\":\"setup\",\"outcome\":\"passed\"}}\n\
-             {{\"event\":\"test\",\"node\":\"{node}\",\"phase\":\"call\",\"outcome\":\"passed\",\"subtest\":true}}\n\
-             {{\"event\":\"test\",\"node\":\"{node}\",\"phase\":\"call\",\"outcome\":\"failed\",\"subtest\":true,\"exception\":\"AssertionError\",\"assertion\":true}}\n\
-             {{\"event\":\"test\",\"node\":\"{node}\",\"phase\":\"call\",\"outcome\":\"passed\"}}\n\
-             {{\"event\":\"test\",\"node\":\"{node}\",\"phase\":\"teardown\",\"outcome\":\"passed\"}}\n\
+    /// The records of one test with sub-test records between its setup and teardown.
+    fn with_subtests(node: &str, calls: &[&str]) -> String {
+        let mut text = format!(
+            "{{\"event\":\"test\",\"node\":\"{node}\",\"phase\":\"setup\",\"outcome\":\"passed\"}}\n"
+        );
+        for call in calls {
+            text.push_str(&format!(
+                "{{\"event\":\"test\",\"node\":\"{node}\",\"phase\":\"call\",{call}}}\n"
+            ));
+        }
+        text.push_str(&format!(
+            "{{\"event\":\"test\",\"node\":\"{node}\",\"phase\":\"teardown\",\"outcome\":\"passed\"}}\n\
              {{\"event\":\"finish\",\"exitstatus\":1}}\n"
+        ));
+        text
+    }
+
+    #[test]
+    fn subtest_failures_are_grouped_under_their_test_and_named() {
+        let node = SELECTED[0];
+        // pytest-subtests: one record per sub-test, then the test's own passing call.
+        let text = with_subtests(
+            node,
+            &[
+                "\"outcome\":\"passed\",\"subtest\":\"(x=1)\"",
+                "\"outcome\":\"failed\",\"subtest\":\"(x=2)\",\"exception\":\"AssertionError\",\"assertion\":true",
+                "\"outcome\":\"failed\",\"subtest\":\"[big] (x=3)\",\"exception\":\"KeyError\",\"assertion\":false",
+                "\"outcome\":\"passed\"",
+            ],
         );
         let batch = classify(&[node.to_string()], &RunOutcome::Exited(1), &text);
         assert_eq!(batch.verdicts.len(), 1);
+        let verdict = verdict_of(&batch, node);
+        assert_eq!(
+            verdict,
+            Verdict::Failed(FailureKind::SubTests {
+                failure: Box::new(FailureKind::Assertion),
+                subtests: vec!["(x=2)".into(), "[big] (x=3)".into()],
+            })
+        );
+        assert_eq!(
+            verdict.run_record(0).detail.as_deref(),
+            Some("assertion in sub-tests (x=2); [big] (x=3)")
+        );
+        // Plain pytest: the first failing sub-test ends the test; the plugin names it on the call.
+        let text = with_subtests(
+            node,
+            &[
+                "\"outcome\":\"failed\",\"subtest\":\"(x=2)\",\"exception\":\"ValueError\",\"assertion\":false",
+            ],
+        );
+        let batch = classify(&[node.to_string()], &RunOutcome::Exited(1), &text);
+        assert_eq!(
+            verdict_of(&batch, node).run_record(0).detail.as_deref(),
+            Some("ValueError in sub-test (x=2)")
+        );
+    }
+
+    #[test]
+    fn a_skipped_subtest_leaves_its_test_to_the_others() {
+        let node = SELECTED[0];
+        let text = with_subtests(
+            node,
+            &[
+                "\"outcome\":\"skipped\",\"subtest\":\"(x=1)\"",
+                "\"outcome\":\"passed\",\"subtest\":\"(x=2)\"",
+                "\"outcome\":\"passed\"",
+            ],
+        );
+        let batch = classify(&[node.to_string()], &RunOutcome::Exited(0), &text);
+        assert_eq!(verdict_of(&batch, node), Verdict::Passed);
+        // Sub-test records alone are not the test's record.
+        let text = with_subtests(node, &["\"outcome\":\"passed\",\"subtest\":\"(x=2)\""]);
+        let batch = classify(&[node.to_string()], &RunOutcome::Exited(0), &text);
         assert_eq!(
             verdict_of(&batch, node),
-            Verdict::Failed(FailureKind::Assertion)
+            Verdict::Unknown(UnknownReason::MissingRecord)
         );
     }
 

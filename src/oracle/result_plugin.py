@@ -8,8 +8,16 @@
 #
 # The syntax stays valid under Python 2.7 and every Python 3: old repositories run on old
 # interpreters.
+#
+# Sub-tests. pytest-subtests (and pytest 9's own sub-tests) report each sub-test of `subtests.test`
+# and unittest's `self.subTest` with a `context`; the record names it. Without them, unittest runs
+# no further sub-test after the first that fails and the test's one report cannot say which it was,
+# so `subTest` is wrapped to mark the exception leaving it with the sub-test's description. The
+# wrapper re-raises whatever it sees: what the test does and how it ends are unchanged.
+import contextlib
 import json
 import os
+import unittest
 
 import pytest
 
@@ -29,6 +37,9 @@ class _Recorder(object):
 
 
 _recorder = None
+_original_subtest = None
+_SUBTEST_MARK = "_claimflow_subtest"
+_NO_MESSAGE = object()
 
 
 def _record(record):
@@ -55,19 +66,59 @@ def _exception_name(kind):
     return module + "." + name
 
 
+def _describe_subtest(message, params):
+    """A sub-test as unittest and pytest-subtests print it: `[message] (name=value, ...)`."""
+    parts = []
+    if isinstance(message, str):
+        parts.append("[%s]" % message)
+    if params:
+        parts.append("(%s)" % ", ".join("%s=%r" % (name, value) for name, value in params.items()))
+    return " ".join(parts) or "(<subtest>)"
+
+
+def _marking_subtest(original):
+    @contextlib.contextmanager
+    def subTest(self, msg=_NO_MESSAGE, **params):
+        arguments = () if msg is _NO_MESSAGE else (msg,)
+        with original(self, *arguments, **params):
+            try:
+                yield
+            except BaseException as error:
+                # The innermost sub-test names the failure; an outer one must not rename it.
+                if getattr(error, _SUBTEST_MARK, None) is None:
+                    message = None if msg is _NO_MESSAGE else msg
+                    try:
+                        setattr(error, _SUBTEST_MARK, _describe_subtest(message, params))
+                    except Exception:  # an exception that takes no attributes stays unnamed
+                        pass
+                raise
+
+    return subTest
+
+
 def pytest_configure(config):
-    global _recorder
+    global _recorder, _original_subtest
     path = os.environ.get("CLAIMFLOW_RESULT_FILE")
     if path:
         _recorder = _Recorder(path)
         _record({"event": "start"})
+        original = getattr(unittest.TestCase, "subTest", None)
+        if original is not None:
+            _original_subtest = original
+            unittest.TestCase.subTest = _marking_subtest(original)
 
 
 def pytest_unconfigure(config):
-    global _recorder
+    global _recorder, _original_subtest
+    if _original_subtest is not None:
+        unittest.TestCase.subTest = _original_subtest
+        _original_subtest = None
     if _recorder is not None:
         _recorder.close()
         _recorder = None
+_original_subtest = None
+_SUBTEST_MARK = "_claimflow_subtest"
+_NO_MESSAGE = object()
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -110,6 +161,9 @@ def pytest_runtest_makereport(item, call):
     if excinfo is not None:
         report.claimflow_exception = _exception_name(excinfo.type)
         report.claimflow_assertion = issubclass(excinfo.type, AssertionError)
+        subtest = getattr(excinfo.value, _SUBTEST_MARK, None)
+        if subtest is not None:
+            report.claimflow_subtest = subtest
 
 
 def pytest_runtest_logreport(report):
@@ -125,9 +179,14 @@ def pytest_runtest_logreport(report):
         record["assertion"] = bool(getattr(report, "claimflow_assertion", False))
     if hasattr(report, "wasxfail"):
         record["xfail"] = True
-    # pytest-subtests and pytest's own subtests report each sub-result with a `context`.
-    if getattr(report, "context", None) is not None:
-        record["subtest"] = True
+    # pytest-subtests and pytest's own sub-tests report each sub-result with a `context`.
+    context = getattr(report, "context", None)
+    if context is not None:
+        record["subtest"] = _describe_subtest(
+            getattr(context, "msg", None), getattr(context, "kwargs", None)
+        )
+    elif getattr(report, "claimflow_subtest", None) is not None:
+        record["subtest"] = report.claimflow_subtest
     if report.failed:
         record["longrepr"] = _text(report.longrepr, _LONGREPR_LIMIT)
     _record(record)

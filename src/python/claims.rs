@@ -1,13 +1,15 @@
 //! From what pytest collected to claims: one claim per test node (a parametrized test gives one per
 //! parameter set) in the commit's touched test modules, with its resolved source, its assertion
-//! statements and its fixtures. A test without any assertion statement is not a claim: it is counted
-//! in the commit's summary, never written.
+//! statements and its fixtures. A test collected from an untouched module that imports a touched
+//! file is the commit's too when its function is defined in a touched file (a mixin's test,
+//! inherited); the other tests of such a module are not looked at. A test without any assertion
+//! statement is not a claim: it is counted in the commit's summary, never written.
 
 use serde::{Deserialize, Serialize};
 
 use super::assertions::assertion_statements;
 use super::collect::Collection;
-use crate::records::{AttemptRecord, CommitRecord, MinedClaim, claim_id};
+use crate::records::{AttemptRecord, ClaimOrigin, CommitRecord, MinedClaim, claim_id};
 
 /// What mining one commit produced besides its claims.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -17,9 +19,14 @@ pub struct ClaimSummary {
     pub parent: String,
     pub interpreter: String,
     pub pytest: String,
-    /// The test modules collected.
+    /// The touched test modules collected.
     pub files: Vec<String>,
-    /// Tests pytest collected from them.
+    /// Untouched test modules collected because they import a touched file, for the tests they
+    /// inherit from it.
+    #[serde(default)]
+    pub importers: Vec<String>,
+    /// Tests pytest collected from the touched modules, and inherited tests defined in a touched
+    /// file.
     pub collected: usize,
     pub claims: usize,
     /// Tests with no assertion statement (not claims).
@@ -48,8 +55,8 @@ pub struct CommitClaims {
     pub summary: ClaimSummary,
 }
 
-/// Builds the claims of `commit` from `collection` (taken at its parent), keeping tests of `files`,
-/// in collection order, at most `limit` of them.
+/// Builds the claims of `commit` from `collection` (taken at its parent), keeping tests of `files`
+/// that are the commit's (see the module docs), in collection order, at most `limit` of them.
 pub fn claims_from_collection(
     commit: &CommitRecord,
     files: &[String],
@@ -62,14 +69,22 @@ pub fn claims_from_collection(
         parent: commit.parent.clone(),
         interpreter: collection.python.clone(),
         pytest: collection.pytest.clone(),
-        files: files.to_vec(),
         ..ClaimSummary::default()
     };
+    let touched = |file: &str| commit.test_files.iter().any(|touched| touched == file);
+    (summary.importers, summary.files) = files.iter().cloned().partition(|file| !touched(file));
     let mut claims = Vec::new();
     for test in &collection.tests {
         if !test.test_module || !files.contains(&test.file) {
             continue;
         }
+        let origin = if touched(&test.file) {
+            ClaimOrigin::TouchedModule
+        } else if test.source_file.as_deref().is_some_and(touched) {
+            ClaimOrigin::InheritedFromTouchedFile
+        } else {
+            continue;
+        };
         summary.collected += 1;
         let Some(source) = test
             .source
@@ -119,6 +134,7 @@ pub fn claims_from_collection(
             function,
             owner: test.owner.clone(),
             source_file: test.source_file.clone(),
+            origin,
             interpreter: collection.python.clone(),
             pytest: collection.pytest.clone(),
         });
@@ -257,6 +273,69 @@ mod tests {
         }
         let unlimited = claims_from_collection(&commit(), &files, &collection, None);
         assert_eq!(unlimited.claims[2].assertions, ["assert 1"]);
+    }
+
+    #[test]
+    fn an_untouched_module_gives_only_the_tests_defined_in_touched_files() {
+        let mut inherited = test(
+            "tests/test_b.py::TestB::test_shared",
+            Some("def test_shared(self):\n    assert self.value\n"),
+            &[],
+        );
+        inherited.class = Some("TestB".into());
+        inherited.owner = Some("SharedTests".into());
+        inherited.source_file = Some("tests/helpers.py".into());
+        let mut own = test(
+            "tests/test_b.py::TestB::test_own",
+            Some("def test_own(self):\n    assert 1\n"),
+            &[],
+        );
+        own.source_file = Some("tests/test_b.py".into());
+        let mut touched = test(
+            "tests/test_a.py::test_one",
+            Some("def test_one():\n    assert 1\n"),
+            &[],
+        );
+        touched.source_file = Some("tests/test_a.py".into());
+        let collection = Collection {
+            tests: vec![touched, inherited, own],
+            pytest: "8.3.4".into(),
+            python: "3.11.7".into(),
+        };
+        let files = vec!["tests/test_a.py".to_string(), "tests/test_b.py".to_string()];
+        let mined = claims_from_collection(&commit(), &files, &collection, None);
+        let claims: Vec<(&str, ClaimOrigin, &str, Option<&str>)> = mined
+            .claims
+            .iter()
+            .map(|claim| {
+                (
+                    claim.node.as_str(),
+                    claim.origin,
+                    claim.file.as_str(),
+                    claim.source_file.as_deref(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            claims,
+            [
+                (
+                    "tests/test_a.py::test_one",
+                    ClaimOrigin::TouchedModule,
+                    "tests/test_a.py",
+                    Some("tests/test_a.py")
+                ),
+                (
+                    "tests/test_b.py::TestB::test_shared",
+                    ClaimOrigin::InheritedFromTouchedFile,
+                    "tests/test_b.py",
+                    Some("tests/helpers.py")
+                ),
+            ]
+        );
+        assert_eq!(mined.summary.files, ["tests/test_a.py"]);
+        assert_eq!(mined.summary.importers, ["tests/test_b.py"]);
+        assert_eq!(mined.summary.collected, 2, "test_own is not the commit's");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Mining one candidate commit: with its parent checked out, choose interpreters, build (or reuse)
-//! an environment for each in turn, ask pytest what the touched test modules define, and turn that
-//! into claims. The first interpreter under which pytest collects the files wins; a commit that no
+//! an environment for each in turn, ask pytest what the touched test modules define (and what the
+//! untouched modules importing a touched file inherit from it), and turn that into claims. The first interpreter under which pytest collects the files wins; a commit that no
 //! interpreter can collect is excluded with every attempt's reason.
 
 use std::collections::BTreeMap;
@@ -12,6 +12,7 @@ use super::collect::{
     CollectError, CollectRequest, CollectionProblem, collect_tests, test_modules,
 };
 use super::environment::{EnvironmentRequest, ensure_environment};
+use super::importers::files_reaching;
 use super::interpreters::{choose_interpreters, installed_interpreters};
 use super::metadata::{ProjectMetadata, parses_as_python_3};
 use crate::records::{AttemptRecord, CommitRecord, ExclusionKind, ExclusionRecord, MinedClaim};
@@ -99,6 +100,19 @@ fn import_failures(
     (!failing.is_empty() && failing.len() < files.len()).then_some(failing)
 }
 
+/// The test modules to collect at the parent: the touched ones, and the untouched ones that import
+/// a touched file, since a test class there may inherit tests defined in it (a mixin in
+/// `tests/mixins.py` or `tests/__init__.py`). Which of an importer's tests become claims is decided
+/// after collection, by where pytest says each test function is defined.
+fn files_to_collect(worktree: &Path, touched: &[String]) -> Vec<String> {
+    let mut files = test_modules(worktree, touched);
+    let importers = files_reaching(worktree, touched);
+    files.extend(test_modules(worktree, &importers));
+    files.sort();
+    files.dedup();
+    files
+}
+
 /// Mines the commit whose parent is checked out at `worktree`, using `scratch` for collection files.
 /// `Err` only when no interpreter got as far as pytest (see [`MineError`]).
 pub fn mine_commit(
@@ -107,7 +121,7 @@ pub fn mine_commit(
     worktree: &Path,
     scratch: &Path,
 ) -> Result<MinedCommit, MineError> {
-    let files = test_modules(worktree, &record.test_files);
+    let files = files_to_collect(worktree, &record.test_files);
     let mut metadata = ProjectMetadata::read(worktree);
     // Test modules in Python 2 syntax say more about the era than an absent python_requires.
     metadata.python_2_source |= files.iter().any(|file| {
@@ -130,7 +144,7 @@ pub fn mine_commit(
             record,
             ExclusionKind::NoTestModules,
             format!(
-                "none of the touched test files ({}) is a test module at the parent",
+                "none of the touched test files ({}) is a test module at the parent or imported by one",
                 record.test_files.join(", ")
             ),
             vec![],

@@ -23,6 +23,7 @@ mod collect;
 mod command;
 mod config_files;
 mod environment;
+mod importers;
 mod install;
 mod interpreters;
 mod metadata;
@@ -45,6 +46,7 @@ pub use environment::{
     DroppedRequirement, Environment, EnvironmentRequest, Installer, PythonError, cache_dir,
     ensure_environment, ensure_environment_in, environment_for_interpreter,
 };
+pub use importers::files_reaching;
 pub use interpreters::{
     Interpreter, SelectionError, choose_interpreters, installed_interpreters, interpreter_for,
     query_version, select_interpreters,

@@ -1,6 +1,7 @@
 //! The `mine-claims` step kind: for each candidate commit from `rank-commits`, check out its parent,
 //! choose interpreters, build (or reuse) an environment, ask pytest what the touched test modules
-//! define, and keep every test with assertion statements as a claim. A commit that cannot be
+//! define (and what untouched modules inherit from touched helpers), and keep every test with
+//! assertion statements as a claim. A commit that cannot be
 //! collected under any allowed interpreter is excluded with its reason, never silently dropped.
 //!
 //! Keys. An item is one commit (`<repo>@<commit short>`); it reads the digest of the parts of the
@@ -147,7 +148,9 @@ impl StepKind for MineClaims {
     }
 
     fn version(&self) -> u32 {
-        2
+        // 3: untouched test modules that import a touched file are collected too, and the tests
+        // they inherit from it become claims (with `origin`).
+        3
     }
 
     fn about(&self) -> &'static str {

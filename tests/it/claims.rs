@@ -324,6 +324,7 @@ fn claim_view(claim: &MinedClaim) -> serde_json::Value {
         "owner": claim.owner,
         "file": claim.file,
         "source_file": claim.source_file,
+        "origin": claim.origin,
         "interpreter": claim.interpreter,
     })
 }
@@ -418,8 +419,10 @@ fn mines_claims_at_the_parent_and_excludes_what_cannot_be_collected() {
     );
 }
 
+/// Regression: a commit that touched only a helper module lost the tests it defines, because the
+/// test module inheriting them (`TestAddition` in `tests/test_demo.py`) was not touched.
 #[test]
-fn a_commit_without_test_modules_or_interpreters_is_excluded_with_its_reason() {
+fn tests_inherited_from_a_touched_helper_are_mined_from_the_untouched_module() {
     let repo = history();
     let root = tempfile::tempdir().unwrap();
     let records = vec![commit_record(
@@ -429,10 +432,59 @@ fn a_commit_without_test_modules_or_interpreters_is_excluded_with_its_reason() {
     )];
     let published = mine(
         &pipeline(root.path(), repo_spec(repo.path_buf(), &["3.11"])),
+        records,
+    );
+    assert!(published.excluded.is_empty(), "{:?}", published.excluded);
+    let claims: Vec<serde_json::Value> = published
+        .claims
+        .iter()
+        .map(|claim| {
+            json!({
+                "node": claim.node,
+                "origin": claim.origin,
+                "file": claim.file,
+                "source_file": claim.source_file,
+                "owner": claim.owner,
+            })
+        })
+        .collect();
+    assert_eq!(
+        claims,
+        [json!({
+            "node": "tests/test_demo.py::TestAddition::test_add_mixin",
+            "origin": "inherited-from-touched-file",
+            "file": "tests/test_demo.py",
+            "source_file": "tests/helpers.py",
+            "owner": "AdditionMixin",
+        })],
+        "only the test defined in the touched helper, none of test_demo.py's own"
+    );
+    let line: serde_json::Value =
+        serde_json::from_str(published.claims_text.lines().next().unwrap()).unwrap();
+    assert_eq!(line["origin"], "inherited-from-touched-file");
+    let summary = &published.summaries[0];
+    assert!(summary.files.is_empty(), "{:?}", summary.files);
+    assert_eq!(summary.importers, ["tests/test_demo.py"]);
+    assert_eq!(summary.collected, 1);
+}
+
+#[test]
+fn a_commit_without_test_modules_or_interpreters_is_excluded_with_its_reason() {
+    let repo = history();
+    let root = tempfile::tempdir().unwrap();
+    // test_broken.py is added by the commit: at the parent there is nothing to collect, and no
+    // test module imports it.
+    let records = vec![commit_record(&repo, 1, &["tests/test_broken.py"])];
+    let published = mine(
+        &pipeline(root.path(), repo_spec(repo.path_buf(), &["3.11"])),
         records.clone(),
     );
     assert!(published.claims.is_empty());
     assert_eq!(published.excluded[0].kind, ExclusionKind::NoTestModules);
+    assert_eq!(
+        published.excluded[0].reason,
+        "none of the touched test files (tests/test_broken.py) is a test module at the parent or imported by one"
+    );
 
     let root = tempfile::tempdir().unwrap();
     let published = mine(

@@ -132,6 +132,10 @@ struct CommitRuns<'a> {
     child: usize,
     own: usize,
     repeated: BTreeMap<(&'a str, &'static str), usize>,
+    /// Untouched test modules run for the tests they inherit from a touched helper.
+    inheriting: Vec<String>,
+    /// The test functions the touched helpers define.
+    inherited_names: BTreeSet<String>,
 }
 
 #[test]
@@ -166,7 +170,11 @@ fn the_demo_corpus_behaves_as_documented() {
                 .cloned()
                 .collect()
         };
-        let parent_modules = modules_at(&parent_files);
+        let (inheriting, inherited_names) = inheriting_modules(&touched, &parent_files);
+        let mut parent_modules = modules_at(&parent_files);
+        parent_modules.extend(inheriting.iter().cloned());
+        let mut own_modules = modules_at(&child_files);
+        own_modules.extend(inheriting_modules(&touched, &child_files).0);
 
         let parent_dir = dir.path().join(format!("{}-parent", commit.name));
         write_tree(&parent_dir, &parent_files);
@@ -204,8 +212,10 @@ fn the_demo_corpus_behaves_as_documented() {
             name: &commit.name,
             parent: add_job(parent_dir, parent_modules.clone(), 1),
             child: add_job(child_dir, parent_modules, 1),
-            own: add_job(own_dir, modules_at(&child_files), 1),
+            own: add_job(own_dir, own_modules, 1),
             repeated,
+            inheriting,
+            inherited_names,
         });
     }
     let started = std::time::Instant::now();
@@ -236,11 +246,18 @@ fn the_demo_corpus_behaves_as_documented() {
             .collect();
         let once = |job: usize| &results[job][0];
 
-        // At the parent, exactly the listed claims are collected.
+        // At the parent, exactly the listed claims are collected: every test of the touched
+        // modules, and the tests an untouched module inherits from a touched helper.
         let collected: BTreeSet<&str> = once(commit.parent)
             .outcomes
             .keys()
             .map(String::as_str)
+            .filter(|node| {
+                let file = node.split("::").next().unwrap_or(node);
+                let function = node.rsplit("::").next().unwrap_or(node);
+                !commit.inheriting.iter().any(|module| module == file)
+                    || commit.inherited_names.contains(function)
+            })
             .collect();
         let listed: BTreeSet<&str> = claims.keys().copied().collect();
         if collected != listed {
@@ -375,6 +392,47 @@ fn is_test_module(path: &str) -> bool {
             .rsplit('/')
             .next()
             .is_some_and(|name| name.starts_with("test_") && name.ends_with(".py"))
+}
+
+/// The untouched test modules in `files` that import a touched helper (a test file that is not
+/// a test module: `tests/mixins.py`), and the test functions those helpers define in `files`.
+fn inheriting_modules(
+    touched: &BTreeSet<String>,
+    files: &BTreeMap<String, Vec<u8>>,
+) -> (Vec<String>, BTreeSet<String>) {
+    let helpers: Vec<&String> = touched
+        .iter()
+        .filter(|path| path.ends_with(".py") && !is_test_module(path) && files.contains_key(*path))
+        .collect();
+    let mut names = BTreeSet::new();
+    let mut modules = Vec::new();
+    for helper in helpers {
+        let text = String::from_utf8_lossy(&files[helper]);
+        names.extend(text.lines().filter_map(|line| {
+            let name = line
+                .trim_start()
+                .strip_prefix("def test_")?
+                .split('(')
+                .next()?;
+            Some(format!("test_{name}"))
+        }));
+        let stem = helper
+            .rsplit('/')
+            .next()
+            .and_then(|name| name.strip_suffix(".py"))
+            .unwrap_or(helper);
+        for (path, contents) in files {
+            let text = String::from_utf8_lossy(contents);
+            let imports = text.contains(&format!(".{stem} import"))
+                || text.contains(&format!("import {stem}"));
+            if is_test_module(path) && !touched.contains(path) && imports {
+                modules.push(path.clone());
+            }
+        }
+    }
+    modules.sort();
+    modules.dedup();
+    (modules, names)
 }
 
 /// The test files (modules, helpers, conftest) a commit adds, changes or deletes.

@@ -2,10 +2,12 @@
 //! virtual environment with a pinned pytest.
 
 mod fixture;
+mod inherited;
 mod library;
 mod pipeline;
 mod procedure;
 mod python;
 mod runner;
 mod step;
+mod subtests;
 mod worktree;

@@ -12,6 +12,8 @@ use claimflow::python::Environment;
 
 const INTERPRETER: &str = "/root/.pyenv/versions/3.11.7/bin/python";
 const PYTEST: &str = "pytest==8.3.5";
+/// pytest-subtests, which reports each sub-test of `subtests.test` and `self.subTest` on its own.
+const PYTEST_SUBTESTS: &str = "pytest-subtests==0.15.0";
 const PYTHON2: &str = "/root/.pyenv/versions/2.7.18/bin/python";
 
 fn cache_dir() -> PathBuf {
@@ -28,16 +30,30 @@ pub fn environment() -> Environment {
     static ENVIRONMENT: OnceLock<Environment> = OnceLock::new();
     ENVIRONMENT
         .get_or_init(|| {
-            let python = ensure_venv();
+            let python = ensure_venv("py3.11-pytest8.3.5", &[PYTEST]);
             probe_environment(&python, Vec::new()).expect("probe the test environment")
         })
         .clone()
 }
 
-fn ensure_venv() -> PathBuf {
+/// The shared test environment with pytest-subtests beside pytest, created on first use.
+pub fn environment_with_subtests() -> Environment {
+    static ENVIRONMENT: OnceLock<Environment> = OnceLock::new();
+    ENVIRONMENT
+        .get_or_init(|| {
+            let python = ensure_venv(
+                "py3.11-pytest8.3.5-subtests0.15.0",
+                &[PYTEST, PYTEST_SUBTESTS],
+            );
+            probe_environment(&python, Vec::new()).expect("probe the test environment")
+        })
+        .clone()
+}
+
+fn ensure_venv(name: &str, requirements: &[&str]) -> PathBuf {
     let root = cache_dir().join("oracle-tests");
     fs::create_dir_all(&root).expect("create the test cache");
-    let venv = root.join("py3.11-pytest8.3.5");
+    let venv = root.join(name);
     let python = venv.join("bin/python");
     let ready = venv.join("claimflow-ready");
     // Test binaries may run side by side; one creates the environment, the others wait.
@@ -52,18 +68,12 @@ fn ensure_venv() -> PathBuf {
             .expect("run venv");
         assert!(status.success(), "create {}", venv.display());
         let status = Command::new(&python)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "-q",
-                "--disable-pip-version-check",
-                PYTEST,
-            ])
+            .args(["-m", "pip", "install", "-q", "--disable-pip-version-check"])
+            .args(requirements)
             .status()
             .expect("run pip");
-        assert!(status.success(), "install {PYTEST}");
-        fs::write(&ready, PYTEST).expect("mark the environment ready");
+        assert!(status.success(), "install {requirements:?}");
+        fs::write(&ready, requirements.join("\n")).expect("mark the environment ready");
     }
     python
 }
