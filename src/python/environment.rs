@@ -18,9 +18,8 @@ use serde::{Deserialize, Serialize};
 use super::install::build;
 use super::interpreters::{Interpreter, interpreter_for};
 use super::metadata::ProjectMetadata;
-use super::requirements::{
-    Requirement, discover_requirements, pytest_requirement, requirement_name,
-};
+use super::pytest_era::pytest_for;
+use super::requirements::{Requirement, declared_pytest, discover_requirements, requirement_name};
 use crate::cache::Digest;
 
 /// Bump when the layout or the way environments are built changes: it enters every digest.
@@ -53,6 +52,15 @@ pub enum PythonError {
         requirement: String,
         interpreter: String,
         tail: String,
+        /// Whether another interpreter, or a later run, may do better.
+        failure: BuildFailure,
+    },
+    /// The same environment failed to build earlier in this process; it is not built again.
+    #[error("{reason} (the same environment failed earlier in this run)")]
+    FailedBefore {
+        reason: String,
+        requirement: Option<String>,
+        failure: BuildFailure,
     },
     /// A subprocess outlived its deadline.
     #[error("{what} timed out after {seconds}s")]
@@ -63,6 +71,44 @@ pub enum PythonError {
     /// A finished environment does not answer as it should (pytest missing, description unreadable).
     #[error("use the environment in {path}: {reason}")]
     Broken { path: PathBuf, reason: String },
+}
+
+/// What kind of failure an environment build met, which decides what its caller does next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BuildFailure {
+    /// The machine or the network: the index unreachable, a timeout, a disk error. Retrying later
+    /// may work; it is never a result.
+    Infrastructure,
+    /// A requirement the environment cannot do without has no release on the index at all:
+    /// no interpreter can fix that.
+    NoSuchRequirement,
+    /// Anything else (a build error, a conflict, a venv that would not start): another
+    /// interpreter may do better.
+    Interpreter,
+}
+
+impl PythonError {
+    /// What kind of failure this is (see [`BuildFailure`]).
+    pub fn failure(&self) -> BuildFailure {
+        match self {
+            PythonError::Io { .. } | PythonError::Timeout { .. } => BuildFailure::Infrastructure,
+            PythonError::Install { failure, .. } | PythonError::FailedBefore { failure, .. } => {
+                *failure
+            }
+            PythonError::Create { .. }
+            | PythonError::NotInstalled { .. }
+            | PythonError::Broken { .. } => BuildFailure::Interpreter,
+        }
+    }
+
+    /// The requirement pip blamed, when it blamed one.
+    pub fn requirement(&self) -> Option<&str> {
+        match self {
+            PythonError::Install { requirement, .. } => Some(requirement),
+            PythonError::FailedBefore { requirement, .. } => requirement.as_deref(),
+            _ => None,
+        }
+    }
 }
 
 pub(super) fn io_error(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> PythonError {
@@ -106,11 +152,25 @@ pub struct EnvironmentRequest {
 }
 
 impl EnvironmentRequest {
+    /// The request for running `worktree`'s tests under `interpreter` when the commit's date is
+    /// not known (see [`EnvironmentRequest::for_commit_at`]).
+    pub fn for_commit(interpreter: &Interpreter, worktree: &Path, pinned: &[String]) -> Self {
+        Self::for_commit_at(interpreter, worktree, pinned, None)
+    }
+
     /// The request for running `worktree`'s tests under `interpreter`: the commit's declared test
     /// dependencies plus `pinned` (a repository's `dependencies:` list, which may pin pytest).
-    pub fn for_commit(interpreter: &Interpreter, worktree: &Path, pinned: &[String]) -> Self {
+    /// pytest is, in order: the pipeline's pin, the commit's own pin of it, or the series of the
+    /// parent commit's `date` (seconds since the epoch) for the interpreter.
+    pub fn for_commit_at(
+        interpreter: &Interpreter,
+        worktree: &Path,
+        pinned: &[String],
+        date: Option<i64>,
+    ) -> Self {
         let metadata = ProjectMetadata::read(worktree);
-        let mut pytest = pytest_requirement(interpreter.version).to_string();
+        let mut pytest = declared_pytest(worktree, &metadata)
+            .unwrap_or_else(|| pytest_for(interpreter.version, date).to_string());
         let mut requirements = Vec::new();
         for spec in pinned {
             if requirement_name(spec).as_deref() == Some("pytest") {
@@ -290,6 +350,9 @@ pub fn ensure_environment_in(
         )))?,
         None => {}
     }
+    if let Some(failed) = failed_before(&digest) {
+        return Err(failed);
+    }
     let scratch_parent = cache.join("envs").join(".building");
     std::fs::create_dir_all(&scratch_parent)
         .map_err(io_error(format!("create {}", scratch_parent.display())))?;
@@ -302,7 +365,9 @@ pub fn ensure_environment_in(
             scratch_parent.display()
         )))?;
     let pip_cache = cache.join("pip");
-    let built = build(request, scratch.path(), &pip_cache, &digest)?;
+    let built = build(request, scratch.path(), &pip_cache, &digest).inspect_err(|error| {
+        remember_failure(&digest, error);
+    })?;
     let description = serde_json::to_vec_pretty(&built).expect("environments serialize");
     std::fs::write(scratch.path().join(DESCRIPTION), description).map_err(io_error(format!(
         "write {}",
@@ -335,6 +400,48 @@ fn prune_abandoned(scratch_parent: &Path, age: std::time::Duration) {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }
+}
+
+/// Builds that failed in this process, by digest: the same inputs fail the same way, so the next
+/// commit asking for the environment gets the failure at once. Failures of the machine or the
+/// network are not remembered (they may pass a minute later), and nothing is remembered on disk.
+fn failures() -> &'static Mutex<BTreeMap<String, (String, Option<String>, BuildFailure)>> {
+    static FAILED: OnceLock<Mutex<BTreeMap<String, (String, Option<String>, BuildFailure)>>> =
+        OnceLock::new();
+    FAILED.get_or_init(Default::default)
+}
+
+fn remember_failure(digest: &str, error: &PythonError) {
+    if error.failure() == BuildFailure::Infrastructure {
+        return;
+    }
+    let reason = match error {
+        PythonError::FailedBefore { reason, .. } => reason.clone(),
+        other => other.to_string(),
+    };
+    failures()
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .insert(
+            digest.to_string(),
+            (
+                reason,
+                error.requirement().map(str::to_string),
+                error.failure(),
+            ),
+        );
+}
+
+fn failed_before(digest: &str) -> Option<PythonError> {
+    let failures = failures()
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let (reason, requirement, failure) = failures.get(digest)?.clone();
+    Some(PythonError::FailedBefore {
+        reason,
+        requirement,
+        failure,
+    })
 }
 
 fn build_lock(digest: &str) -> Arc<Mutex<()>> {

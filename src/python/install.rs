@@ -10,7 +10,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use super::environment::{
-    DroppedRequirement, Environment, EnvironmentRequest, Installer, PythonError, io_error,
+    BuildFailure, DroppedRequirement, Environment, EnvironmentRequest, Installer, PythonError,
+    io_error,
 };
 use super::process::{ProcessOutcome, log_tail, run_logged};
 use super::requirements::{Requirement, requirement_name};
@@ -92,7 +93,9 @@ pub(super) fn build(
                 });
             }
             _ => {
+                let modern_pip = !python_2 && pip_version(&site_packages) >= Some((21, 2));
                 return Err(PythonError::Install {
+                    failure: classify_failure(&text, culprits.first(), modern_pip),
                     requirement: culprits.first().cloned().unwrap_or_else(|| specs.join(" ")),
                     interpreter,
                     tail,
@@ -301,6 +304,71 @@ fn failing_requirements(output: &str) -> Vec<String> {
     names
 }
 
+/// What an installer's output says about a failure: the network (pip retries and then reports
+/// the package as not found, so this is checked first), a requirement with no release at all, or
+/// something another interpreter may fix. pip says "(from versions: none)" also when every release
+/// needs another Python; from pip 21.2 on it then lists them as "Ignored the following versions
+/// that require a different python version", so only a `modern_pip` saying neither is believed.
+fn classify_failure(output: &str, culprit: Option<&String>, modern_pip: bool) -> BuildFailure {
+    const NETWORK: [&str; 14] = [
+        "NewConnectionError",
+        "Failed to establish a new connection",
+        "Temporary failure in name resolution",
+        "Name or service not known",
+        "ConnectTimeoutError",
+        "ReadTimeoutError",
+        "ProxyError",
+        "Could not fetch URL",
+        "SSLError",
+        "Connection refused",
+        "Network is unreachable",
+        "No route to host",
+        "error sending request",
+        "dns error",
+    ];
+    if NETWORK.iter().any(|marker| output.contains(marker)) {
+        return BuildFailure::Infrastructure;
+    }
+    let Some(culprit) = culprit else {
+        return BuildFailure::Interpreter;
+    };
+    // uv: "Because there are no versions of claimflow-no-such-thing and you require ...".
+    let uv_none = output.lines().any(|line| {
+        line.split_once("there are no versions of ")
+            .and_then(|(_, rest)| requirement_name(rest.split_whitespace().next()?))
+            .as_ref()
+            == Some(culprit)
+    });
+    let pip_none = modern_pip
+        && !output.contains("require a different python version")
+        && output.lines().any(|line| {
+            line.contains("(from versions: none)")
+                && line
+                    .split_once("satisfies the requirement ")
+                    .and_then(|(_, rest)| requirement_name(rest.split_whitespace().next()?))
+                    .as_ref()
+                    == Some(culprit)
+        });
+    if uv_none || pip_none {
+        BuildFailure::NoSuchRequirement
+    } else {
+        BuildFailure::Interpreter
+    }
+}
+
+/// The version of pip installed in a venv's `site_packages` (`pip-24.0.dist-info`), if any.
+fn pip_version(site_packages: &Path) -> Option<(u32, u32)> {
+    std::fs::read_dir(site_packages)
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let version = name.strip_prefix("pip-")?.strip_suffix(".dist-info")?;
+            let mut parts = version.split('.').map(|part| part.parse::<u32>().ok());
+            Some((parts.next()??, parts.next()??))
+        })
+}
+
 /// The project a legacy pip build directory in `line` belongs to (`pip-install-XXXX/<name>/`).
 fn pip_build_directory_name(line: &str) -> Option<String> {
     if !(line.contains("Command errored out") || line.contains("command:") || line.contains("cwd:"))
@@ -425,5 +493,53 @@ mod tests {
             failing_requirements("ERROR: ResolutionImpossible"),
             Vec::<String>::new()
         );
+    }
+
+    #[test]
+    fn tells_the_network_from_a_missing_release() {
+        let name = "claimflow-no-such-distribution".to_string();
+        let missing = "ERROR: Could not find a version that satisfies the requirement claimflow-no-such-distribution==9.9 (from versions: none)\nERROR: No matching distribution found for claimflow-no-such-distribution==9.9\n";
+        assert_eq!(
+            classify_failure(missing, Some(&name), true),
+            BuildFailure::NoSuchRequirement
+        );
+        // An old pip hides releases for another Python behind the same words.
+        assert_eq!(
+            classify_failure(missing, Some(&name), false),
+            BuildFailure::Interpreter
+        );
+        let other_python = format!(
+            "ERROR: Ignored the following versions that require a different python version: 9.9 Requires-Python >=3.12\n{missing}"
+        );
+        assert_eq!(
+            classify_failure(&other_python, Some(&name), true),
+            BuildFailure::Interpreter
+        );
+        let offline = format!(
+            "WARNING: Retrying (Retry(total=4)) after connection broken by 'NewConnectionError('<pip._vendor.urllib3.connection.HTTPSConnection object>: Failed to establish a new connection: [Errno -3] Temporary failure in name resolution')': /simple/claimflow-no-such-distribution/\n{missing}"
+        );
+        assert_eq!(
+            classify_failure(&offline, Some(&name), true),
+            BuildFailure::Infrastructure
+        );
+        let uv = "  × No solution found when resolving dependencies:\n  ╰─▶ Because there are no versions of claimflow-no-such-distribution and you require claimflow-no-such-distribution==9.9, we can conclude that your requirements are unsatisfiable.\n";
+        assert_eq!(
+            classify_failure(uv, Some(&name), false),
+            BuildFailure::NoSuchRequirement
+        );
+        let build = "Collecting thing\n  × python setup.py egg_info did not run successfully.\n";
+        assert_eq!(
+            classify_failure(build, Some(&"thing".to_string()), true),
+            BuildFailure::Interpreter
+        );
+    }
+
+    #[test]
+    fn reads_the_pip_version_of_a_venv() {
+        let directory = tempfile::tempdir().unwrap();
+        assert_eq!(pip_version(directory.path()), None);
+        std::fs::create_dir(directory.path().join("pip-21.2.4.dist-info")).unwrap();
+        std::fs::create_dir(directory.path().join("pytest-8.3.4.dist-info")).unwrap();
+        assert_eq!(pip_version(directory.path()), Some((21, 2)));
     }
 }

@@ -7,6 +7,7 @@ mod corpus;
 mod demo;
 mod dsl;
 mod engine;
+mod environments;
 mod foreach_keys;
 mod mining;
 mod oracle;
