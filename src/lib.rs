@@ -18,6 +18,7 @@ pub mod mining;
 pub mod notes;
 pub mod oracle;
 pub mod pipeline;
+pub mod process_groups;
 pub mod progress;
 pub mod python;
 pub mod records;

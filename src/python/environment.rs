@@ -364,6 +364,8 @@ pub fn ensure_environment_in(
             "create a directory in {}",
             scratch_parent.display()
         )))?;
+    // Removed if claimflow is stopped half-way through the build.
+    let _recorded = crate::process_groups::scratch(scratch.path());
     let pip_cache = cache.join("pip");
     let built = build(request, scratch.path(), &pip_cache, &digest).inspect_err(|error| {
         remember_failure(&digest, error);
@@ -402,14 +404,18 @@ fn prune_abandoned(scratch_parent: &Path, age: std::time::Duration) {
     }
 }
 
+/// A build that failed in this process: what [`PythonError::FailedBefore`] repeats.
+#[derive(Debug, Clone)]
+struct FailedBuild {
+    reason: String,
+    requirement: Option<String>,
+    failure: BuildFailure,
+}
+
 /// Builds that failed in this process, by digest: the same inputs fail the same way, so the next
 /// commit asking for the environment gets the failure at once. Failures of the machine or the
 /// network are not remembered (they may pass a minute later), and nothing is remembered on disk.
-fn failures() -> &'static Mutex<BTreeMap<String, (String, Option<String>, BuildFailure)>> {
-    static FAILED: OnceLock<Mutex<BTreeMap<String, (String, Option<String>, BuildFailure)>>> =
-        OnceLock::new();
-    FAILED.get_or_init(Default::default)
-}
+static FAILED: Mutex<BTreeMap<String, FailedBuild>> = Mutex::new(BTreeMap::new());
 
 fn remember_failure(digest: &str, error: &PythonError) {
     if error.failure() == BuildFailure::Infrastructure {
@@ -419,28 +425,29 @@ fn remember_failure(digest: &str, error: &PythonError) {
         PythonError::FailedBefore { reason, .. } => reason.clone(),
         other => other.to_string(),
     };
-    failures()
+    FAILED
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
         .insert(
             digest.to_string(),
-            (
+            FailedBuild {
                 reason,
-                error.requirement().map(str::to_string),
-                error.failure(),
-            ),
+                requirement: error.requirement().map(str::to_string),
+                failure: error.failure(),
+            },
         );
 }
 
 fn failed_before(digest: &str) -> Option<PythonError> {
-    let failures = failures()
+    let failed = FAILED
         .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let (reason, requirement, failure) = failures.get(digest)?.clone();
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .get(digest)
+        .cloned()?;
     Some(PythonError::FailedBefore {
-        reason,
-        requirement,
-        failure,
+        reason: failed.reason,
+        requirement: failed.requirement,
+        failure: failed.failure,
     })
 }
 

@@ -24,7 +24,7 @@ const SOURCE: &str = "def add(a, b):\n    return a + b\n";
 /// A repository of two commits at `time` (seconds since the epoch): the parent with `test`
 /// under `tests/test_demo.py`, and a child where `add` adds one more and the test's assertions
 /// say so, one of them deleted.
-fn dated_repository(directory: &Path, time: i64, test: &str) -> (String, String) {
+pub(crate) fn dated_repository(directory: &Path, time: i64, test: &str) -> (String, String) {
     let repository = Repository::init(directory).unwrap();
     let mut parent = None;
     let child_test = test.trim_end().rsplit_once('\n').unwrap().0.to_string() + "\n";
@@ -92,7 +92,7 @@ fn write_tree(repository: &Repository, files: &BTreeMap<&str, &str>) -> git2::Oi
     root.write().unwrap()
 }
 
-const TEST: &str = "\
+pub(crate) const TEST: &str = "\
 from demo import add
 
 

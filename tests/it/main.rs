@@ -11,4 +11,5 @@ mod environments;
 mod foreach_keys;
 mod mining;
 mod oracle;
+mod signals;
 mod stats;
