@@ -6,7 +6,11 @@
 //! imported from the checked-out worktree (see [`super::command`]).
 //!
 //! Python 3 environments are `venv`s. Python 2 has no `venv` module, so its environments are a
-//! `pip install --target` directory put on `PYTHONPATH` in front of the base interpreter.
+//! `pip install --target` directory put on `PYTHONPATH` in front of the base interpreter. From
+//! Python 3.8 on, uv builds them when it runs (`$CLAIMFLOW_UV`, else `uv` on the `PATH`).
+//!
+//! A failed build is never stored: its scratch directory goes, and the failure is only remembered
+//! by this process, so the next commit asking for the same digest is answered at once.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -20,6 +24,7 @@ use super::interpreters::{Interpreter, interpreter_for};
 use super::metadata::ProjectMetadata;
 use super::pytest_era::pytest_for;
 use super::requirements::{Requirement, declared_pytest, discover_requirements, requirement_name};
+use super::version::PythonVersion;
 use crate::cache::Digest;
 
 /// Bump when the layout or the way environments are built changes: it enters every digest.
@@ -121,22 +126,42 @@ pub(super) fn io_error(context: impl Into<String>) -> impl FnOnce(std::io::Error
 #[serde(rename_all = "lowercase")]
 pub enum Installer {
     Pip,
-    /// Used when `uv --version` works on this machine.
+    /// `$CLAIMFLOW_UV`, else `uv` on the `PATH`, when it answers `--version` (see [`uv_program`]).
     Uv,
 }
+
+/// The oldest interpreter uv builds environments for; older ones (Python 2's `--target`
+/// directories above all, which uv cannot make) are built with pip.
+const OLDEST_FOR_UV: (u32, u32) = (3, 8);
 
 impl Installer {
     /// `uv` when it is installed, pip otherwise (decided once per process).
     pub fn detect() -> Installer {
         static DETECTED: OnceLock<Installer> = OnceLock::new();
         *DETECTED.get_or_init(|| {
-            let works = Command::new("uv")
+            let works = Command::new(uv_program())
                 .arg("--version")
+                .stdin(std::process::Stdio::null())
                 .output()
                 .is_ok_and(|output| output.status.success());
             if works { Installer::Uv } else { Installer::Pip }
         })
     }
+
+    /// The installer that builds an environment for `version`: uv only from Python 3.8 on.
+    pub fn for_interpreter(self, version: PythonVersion) -> Installer {
+        match self {
+            Installer::Uv if (version.major, version.minor) < OLDEST_FOR_UV => Installer::Pip,
+            installer => installer,
+        }
+    }
+}
+
+/// The uv executable: `$CLAIMFLOW_UV` when set (a path), else `uv` as found on the `PATH`.
+pub fn uv_program() -> PathBuf {
+    std::env::var_os("CLAIMFLOW_UV")
+        .filter(|value| !value.is_empty())
+        .map_or_else(|| PathBuf::from("uv"), PathBuf::from)
 }
 
 /// What an environment is made of: everything that enters its digest, plus where each requirement
@@ -195,7 +220,7 @@ impl EnvironmentRequest {
             interpreter: interpreter.clone(),
             pytest,
             requirements,
-            installer: Installer::detect(),
+            installer: Installer::detect().for_interpreter(interpreter.version),
         }
     }
 
@@ -549,6 +574,31 @@ mod tests {
         assert_eq!(request.pytest, "pytest==8.0.2");
         assert_eq!(request.specs(), ["Six>=1.16", "mock", "pytest==8.0.2"]);
         assert_eq!(request.requirements[0].source, "repository");
+    }
+
+    #[test]
+    fn uv_builds_python_3_8_and_later_pip_the_rest() {
+        let version = |text: &str| text.parse::<PythonVersion>().unwrap();
+        assert_eq!(
+            Installer::Uv.for_interpreter(version("2.7.18")),
+            Installer::Pip
+        );
+        assert_eq!(
+            Installer::Uv.for_interpreter(version("3.7.16")),
+            Installer::Pip
+        );
+        assert_eq!(
+            Installer::Uv.for_interpreter(version("3.8.18")),
+            Installer::Uv
+        );
+        assert_eq!(
+            Installer::Uv.for_interpreter(version("3.13.0")),
+            Installer::Uv
+        );
+        assert_eq!(
+            Installer::Pip.for_interpreter(version("3.13.0")),
+            Installer::Pip
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use super::environment::{
     BuildFailure, DroppedRequirement, Environment, EnvironmentRequest, Installer, PythonError,
-    io_error,
+    io_error, uv_program,
 };
 use super::process::{ProcessOutcome, log_tail, run_logged};
 use super::requirements::{Requirement, requirement_name};
@@ -141,9 +141,17 @@ fn create_venv(
             command
         }
         Installer::Uv => {
-            let mut command = Command::new("uv");
+            // Seeded with pip and setuptools like a venv of `python -m venv`, so a suite that
+            // imports `pkg_resources` behaves alike; the scratch directory already holds the logs.
+            let mut command = Command::new(uv_program());
             command
-                .args(["venv", "--python"])
+                .args([
+                    "venv",
+                    "--seed",
+                    "--allow-existing",
+                    "--no-config",
+                    "--python",
+                ])
                 .arg(&request.interpreter.path)
                 .arg(scratch);
             command
@@ -173,8 +181,10 @@ fn install_command(
 ) -> Command {
     let mut command = match request.installer {
         Installer::Uv if target.is_none() => {
-            let mut command = Command::new("uv");
-            command.args(["pip", "install", "--python"]).arg(python);
+            let mut command = Command::new(uv_program());
+            command
+                .args(["pip", "install", "--no-config", "--python"])
+                .arg(python);
             command
         }
         _ => {
@@ -228,7 +238,9 @@ fn installer_environment(command: &mut Command, pip_cache: Option<&Path>) {
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .env("PYTHONNOUSERSITE", "1")
         .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
-        .env("PIP_NO_WARN_SCRIPT_LOCATION", "1");
+        .env("PIP_NO_WARN_SCRIPT_LOCATION", "1")
+        // uv uses the interpreter it is given; it never downloads one of its own.
+        .env("UV_PYTHON_DOWNLOADS", "never");
     if let Some(cache) = pip_cache {
         command
             .env("PIP_CACHE_DIR", cache)
@@ -240,24 +252,33 @@ fn installer_environment(command: &mut Command, pip_cache: Option<&Path>) {
 /// find or build, then those in a resolution conflict (`The user requested ...`), then the last
 /// one it was collecting when a build step failed.
 fn failing_requirements(output: &str) -> Vec<String> {
-    const MARKERS: [&str; 6] = [
+    const MARKERS: [&str; 8] = [
         "No matching distribution found for ",
         "Could not find a version that satisfies the requirement ",
         "Failed building wheel for ",
         "Failed to build ",
         "Could not build wheels for ",
         "The user requested ",
+        // uv: "Because there are no versions of X and you require X…", "Because X was not found
+        // in the package registry and…".
+        "there are no versions of ",
+        "Because ",
     ];
     let mut names: Vec<String> = Vec::new();
     for marker in MARKERS {
         for line in output.lines() {
             if let Some(index) = line.find(marker) {
                 let rest = &line[index + marker.len()..];
+                if marker == "Because " && !rest.contains(" was not found in the package registry")
+                {
+                    continue;
+                }
                 let spec = rest
                     .split_whitespace()
                     .next()
                     .unwrap_or("")
-                    .trim_end_matches([',', '.']);
+                    .trim_matches('`')
+                    .trim_end_matches([',', '.', '`']);
                 if let Some(name) = requirement_name(spec)
                     && !names.contains(&name)
                 {
@@ -334,10 +355,13 @@ fn classify_failure(output: &str, culprit: Option<&String>, modern_pip: bool) ->
     };
     // uv: "Because there are no versions of claimflow-no-such-thing and you require ...".
     let uv_none = output.lines().any(|line| {
-        line.split_once("there are no versions of ")
-            .and_then(|(_, rest)| requirement_name(rest.split_whitespace().next()?))
-            .as_ref()
-            == Some(culprit)
+        let named = |marker: &str| {
+            line.split_once(marker)
+                .and_then(|(_, rest)| requirement_name(rest.split_whitespace().next()?))
+        };
+        named("there are no versions of ").as_ref() == Some(culprit)
+            || (line.contains(" was not found in the package registry")
+                && named("Because ").as_ref() == Some(culprit))
     });
     let pip_none = modern_pip
         && !output.contains("require a different python version")
@@ -458,6 +482,7 @@ mod tests {
             "PYTHONNOUSERSITE",
             "PIP_DISABLE_PIP_VERSION_CHECK",
             "PIP_NO_WARN_SCRIPT_LOCATION",
+            "UV_PYTHON_DOWNLOADS",
             "PIP_CACHE_DIR",
             "UV_CACHE_DIR",
         ];
@@ -523,10 +548,20 @@ mod tests {
             BuildFailure::Infrastructure
         );
         let uv = "  × No solution found when resolving dependencies:\n  ╰─▶ Because there are no versions of claimflow-no-such-distribution and you require claimflow-no-such-distribution==9.9, we can conclude that your requirements are unsatisfiable.\n";
+        assert_eq!(failing_requirements(uv), [name.as_str()]);
         assert_eq!(
             classify_failure(uv, Some(&name), false),
             BuildFailure::NoSuchRequirement
         );
+        let uv_newer = "  × No solution found when resolving dependencies:\n  ╰─▶ Because claimflow-no-such-distribution was not found in the package registry and you require claimflow-no-such-distribution==9.9, we can conclude that your requirements are unsatisfiable.\n";
+        assert_eq!(failing_requirements(uv_newer), [name.as_str()]);
+        assert_eq!(
+            classify_failure(uv_newer, Some(&name), false),
+            BuildFailure::NoSuchRequirement
+        );
+        let uv_build =
+            "  × Failed to build `thing==1.0`\n  ├─▶ The build backend returned an error\n";
+        assert_eq!(failing_requirements(uv_build), ["thing"]);
         let build = "Collecting thing\n  × python setup.py egg_info did not run successfully.\n";
         assert_eq!(
             classify_failure(build, Some(&"thing".to_string()), true),

@@ -449,3 +449,97 @@ fn pytest_follows_the_parent_commits_date() {
         "did not pass 2 of 2 runs at the parent: 0 passed, then it failed (Failed)"
     );
 }
+
+/// `rank -> claims -> truth` through the binary on a repository dated 2024, under Python 3.11,
+/// with `environment` added to claimflow's environment; the claims, truth lines and the
+/// descriptions of the environments built (a fresh cache, so only this run's).
+fn label_with(
+    environment: &[(&str, &Path)],
+) -> (
+    Vec<serde_json::Value>,
+    Vec<serde_json::Value>,
+    Vec<serde_json::Value>,
+) {
+    let repository = tempfile::tempdir().unwrap();
+    dated_repository(repository.path(), 1_717_200_000, TEST);
+    let cache = tempfile::tempdir().unwrap();
+    let project = Project::new();
+    project.file(
+        "pipeline.yaml",
+        &format!(
+            "version: 1\nname: uv\nrepos:\n  - name: demo\n    path: {}\n    branch: main\n    \
+             python: [\"3.11\"]\nsteps:\n  rank: {{uses: rank-commits}}\n  \
+             claims: {{uses: mine-claims, needs: [rank]}}\n  \
+             truth: {{uses: oracle, needs: [claims], with: {{runs: 2}}}}\n",
+            repository.path().display()
+        ),
+    );
+    let mut command = project.command(&["run", "pipeline.yaml"]);
+    command.env("CLAIMFLOW_CACHE_DIR", cache.path());
+    for (name, value) in environment {
+        command.env(name, value);
+    }
+    let output = command.output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines = |name: &str| -> Vec<serde_json::Value> {
+        project
+            .read(&format!("results/uv/{name}"))
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    };
+    let environments = std::fs::read_dir(cache.path().join("envs"))
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| std::fs::read(entry.path().join("claimflow-environment.json")).ok())
+        .map(|bytes| serde_json::from_slice(&bytes).unwrap())
+        .collect();
+    (lines("claims.jsonl"), lines("truth.jsonl"), environments)
+}
+
+/// `CLAIMFLOW_UV` points claimflow at uv; the environment it builds is used as a pip one is:
+/// the same claims, the same labels.
+#[test]
+fn an_environment_built_by_uv_mines_and_labels_like_one_built_by_pip() {
+    let uv = crate::common::python_env::uv_binary();
+    let (claims, truth, environments) = label_with(&[("CLAIMFLOW_UV", &uv)]);
+    let [environment] = environments.as_slice() else {
+        panic!("one environment: {environments:?}");
+    };
+    assert_eq!(environment["installer"], "uv");
+    assert!(
+        environment["pytest"].as_str().unwrap().starts_with("8."),
+        "{environment}"
+    );
+    assert_eq!(claims.len(), 1, "{claims:?}");
+    assert_eq!(truth[0]["label"], "flipped", "{truth:?}");
+
+    // A uv that does not run leaves pip in charge.
+    let (pip_claims, pip_truth, environments) =
+        label_with(&[("CLAIMFLOW_UV", Path::new("/nonexistent/uv"))]);
+    assert_eq!(environments[0]["installer"], "pip");
+    let view = |lines: &[serde_json::Value], fields: &[&str]| -> Vec<Vec<serde_json::Value>> {
+        lines
+            .iter()
+            .map(|line| fields.iter().map(|field| line[field].clone()).collect())
+            .collect()
+    };
+    assert_eq!(
+        view(
+            &claims,
+            &["id", "node", "assertions", "interpreter", "pytest"]
+        ),
+        view(
+            &pip_claims,
+            &["id", "node", "assertions", "interpreter", "pytest"]
+        )
+    );
+    assert_eq!(
+        view(&truth, &["claim", "label", "reason", "cause"]),
+        view(&pip_truth, &["claim", "label", "reason", "cause"])
+    );
+}
