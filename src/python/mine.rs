@@ -183,7 +183,7 @@ pub fn mine_commit(
                 index + 1,
                 cap.min(interpreters.len()),
                 last.interpreter,
-                first_line(&last.error)
+                one_line(&last.error)
             ));
         }
         let request = EnvironmentRequest::for_commit_at(
@@ -318,12 +318,18 @@ fn joined(attempts: &[AttemptRecord]) -> String {
         .join("; ")
 }
 
-/// The first line of an attempt's error, short enough for a progress line.
-fn first_line(error: &str) -> String {
-    let line = error.lines().next().unwrap_or("");
-    match line.char_indices().nth(160) {
+/// An attempt's error on one line for a progress line: its first line (what failed) and, when the
+/// error goes on (pip's output), its last line (pip's verdict), each cut to 160 characters.
+fn one_line(error: &str) -> String {
+    let cut = |line: &str| match line.char_indices().nth(160) {
         Some((index, _)) => format!("{}…", &line[..index]),
         None => line.to_string(),
+    };
+    let mut lines = error.lines().map(str::trim).filter(|line| !line.is_empty());
+    let first = lines.next().unwrap_or("");
+    match lines.next_back() {
+        Some(last) => format!("{} … {}", cut(first), cut(last)),
+        None => cut(first),
     }
 }
 
@@ -336,6 +342,21 @@ mod tests {
             node: node.into(),
             message: message.into(),
         }
+    }
+
+    #[test]
+    fn a_fallback_line_says_what_failed_and_how_it_ended() {
+        assert_eq!(
+            one_line("collection: SyntaxError"),
+            "collection: SyntaxError"
+        );
+        assert_eq!(
+            one_line(
+                "environment: install `six` for python 3.13.0: Looking in links: /w\nCollecting pytest\nERROR: No matching distribution found for six==0.0.1\n"
+            ),
+            "environment: install `six` for python 3.13.0: Looking in links: /w … ERROR: No matching distribution found for six==0.0.1"
+        );
+        assert_eq!(one_line(&"x".repeat(200)).chars().count(), 161);
     }
 
     #[test]
