@@ -185,6 +185,12 @@ impl StepKind for MineClaims {
 
     fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
         let params = params(ctx)?;
+        if params.interpreters == Some(0) {
+            return Err(StepError::Input(format!(
+                "step `{}`: `interpreters` is how many interpreters to try per commit, at least 1",
+                ctx.step.name
+            )));
+        }
         let ranked = upstream.of_kind("rank-commits").ok_or_else(|| {
             StepError::Input(format!(
                 "step `{}`: mine-claims needs a `rank-commits` step in `needs`",

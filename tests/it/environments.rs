@@ -183,7 +183,17 @@ fn mine(
     let mut excluded = Vec::new();
     let mut claims = 0;
     let mut items = Vec::new();
-    for plan in MineClaims.items(&ctx, &upstream).unwrap() {
+    let plans = match MineClaims.items(&ctx, &upstream) {
+        Ok(plans) => plans,
+        Err(error) => {
+            return Mined {
+                published: Err(error),
+                excluded,
+                claims,
+            };
+        }
+    };
+    for plan in plans {
         let output = MineClaims.run(&ctx, &plan, &upstream).unwrap();
         if let Some(digest) = output.blobs.get("exclusion") {
             excluded.push(store.get_json(digest).unwrap());
@@ -340,6 +350,21 @@ fn the_fallback_stops_when_interpreters_fail_the_same_way_and_at_the_cap() {
             tried[1], tried[0]
         )),
         "{notes:?}"
+    );
+
+    // None at all is not a way to mine.
+    let root = tempfile::tempdir().unwrap();
+    let zero = mine(
+        root.path(),
+        repos.clone(),
+        json!({"interpreters": 0}),
+        &[record("old", &commits)],
+    );
+    let error = zero.published.unwrap_err();
+    assert!(matches!(error, StepError::Input(_)), "{error:?}");
+    assert_eq!(
+        error.to_string(),
+        "step `claims`: `interpreters` is how many interpreters to try per commit, at least 1"
     );
 
     // At most one interpreter; the environment that failed above is not built again.
