@@ -395,8 +395,17 @@ fn pip_version(site_packages: &Path) -> Option<(u32, u32)> {
 
 /// The project a legacy pip build directory in `line` belongs to (`pip-install-XXXX/<name>/`).
 fn pip_build_directory_name(line: &str) -> Option<String> {
-    if !(line.contains("Command errored out") || line.contains("command:") || line.contains("cwd:"))
-    {
+    // pip 18 (Python 3.6's): `Command "python setup.py egg_info" failed with error code 1 in
+    // /tmp/pip-install-XXXX/<name>/`; pip 19-21: "Command errored out", then "command:", "cwd:".
+    let reports_a_build = [
+        "Command errored out",
+        "command:",
+        "cwd:",
+        "failed with error code",
+    ]
+    .iter()
+    .any(|marker| line.contains(marker));
+    if !reports_a_build {
         return None;
     }
     let start = line.find("pip-install-")?;
@@ -514,6 +523,9 @@ mod tests {
         assert_eq!(failing_requirements(legacy), ["fancycompleter", "pdbpp"]);
         let install = "ERROR: Command errored out with exit status 1: /usr/bin/python -u -c 'import sys; sys.argv[0] = '\"'\"'/tmp/pip-install-kVH8pG/pdbpp/setup.py'\"'\"'' install --record /tmp/r.txt Check the logs for full command output.\n";
         assert_eq!(failing_requirements(install), ["pdbpp"]);
+        // Found on structlog 21b3d16's parent under Python 3.6 (pip 18).
+        let pip_18 = "Collecting python-rapidjson\n  Downloading python-rapidjson-1.0.tar.gz\nCommand \"python setup.py egg_info\" failed with error code 1 in /tmp/pip-install-6f2b_oxn/python-rapidjson/\n";
+        assert_eq!(failing_requirements(pip_18), ["python-rapidjson"]);
         assert_eq!(
             failing_requirements("ERROR: ResolutionImpossible"),
             Vec::<String>::new()
