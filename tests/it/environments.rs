@@ -12,6 +12,7 @@ use claimflow::engine::{
     StepOutput, Upstream,
 };
 use claimflow::pipeline::{Pipeline, RepoSource, RepoSpec, StepSpec};
+use claimflow::python::{BuildFailure, EnvironmentRequest};
 use claimflow::records::{CommitRecord, ExclusionKind, ExclusionRecord};
 use claimflow::steps::MineClaims;
 use git2::{Repository, Signature, Time};
@@ -567,4 +568,34 @@ fn an_environment_built_by_uv_mines_and_labels_like_one_built_by_pip() {
         view(&truth, &["claim", "label", "reason", "cause"]),
         view(&pip_truth, &["claim", "label", "reason", "cause"])
     );
+}
+
+/// A failed build leaves nothing in the cache that could pass for an environment, and the same
+/// request in the same process fails at once with the first failure's reason.
+#[test]
+fn a_failed_build_is_not_stored_and_not_tried_twice() {
+    let cache = tempfile::tempdir().unwrap();
+    let worktree = tempfile::tempdir().unwrap();
+    let interpreter = claimflow::python::installed_interpreters()
+        .iter()
+        .find(|interpreter| interpreter.version.minor_string() == "3.12")
+        .cloned()
+        .expect("python 3.12 is installed on claimflow's test machines");
+    let pinned = ["claimflow-no-such-distribution==9.8".to_string()];
+    let request = EnvironmentRequest::for_commit(&interpreter, worktree.path(), &pinned);
+    let first = claimflow::python::ensure_environment_in(cache.path(), &request).unwrap_err();
+    assert_eq!(first.failure(), BuildFailure::NoSuchRequirement, "{first}");
+    let envs = cache.path().join("envs");
+    assert!(!envs.join(request.digest().hex()).exists());
+    assert_eq!(
+        std::fs::read_dir(envs.join(".building")).unwrap().count(),
+        0
+    );
+    let second = claimflow::python::ensure_environment_in(cache.path(), &request).unwrap_err();
+    assert_eq!(
+        second.to_string(),
+        format!("{first} (the same environment failed earlier in this run)")
+    );
+    assert_eq!(second.requirement(), Some("claimflow-no-such-distribution"));
+    assert_eq!(second.failure(), BuildFailure::NoSuchRequirement);
 }
