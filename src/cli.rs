@@ -164,8 +164,9 @@ pub fn run(cli: Cli) -> Result<()> {
             offline,
         } => {
             let pipeline = load(&pipeline, &root, &registry)?;
-            let progress = Progress::new(verbosity);
-            let engine = Engine::new(&pipeline, &registry, &progress)?;
+            let progress = std::sync::Arc::new(Progress::new(verbosity));
+            crate::notes::install(progress.clone());
+            let engine = Engine::new(&pipeline, &registry, progress.as_ref())?;
             let defaults = RunOptions::default();
             let options = RunOptions {
                 jobs: jobs.unwrap_or(defaults.jobs),

@@ -1,5 +1,6 @@
 //! The `claimflow` binary: parses the command line, runs it, and is the one place that turns errors
-//! into exit codes: 0 success, 1 a step failed, 2 the user's input is wrong.
+//! into exit codes: 0 success, 1 a step failed, 2 the user's input is wrong (and 128 + the signal
+//! when SIGINT or SIGTERM stops a run: see `claimflow::process_groups`).
 
 use std::process::ExitCode;
 
@@ -11,6 +12,11 @@ use claimflow::pipeline::Diagnostics;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Ctrl-C or `kill` must not leave pip or pytest running, nor half-built environments behind.
+    if let Err(error) = claimflow::process_groups::stop_on_signals() {
+        eprintln!("error: cannot handle signals: {error}");
+        return ExitCode::from(1);
+    }
     match cli::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

@@ -230,6 +230,9 @@ pub enum ExclusionKind {
     Collection,
     /// pytest collected tests, none with an assertion statement.
     NoClaims,
+    /// No environment could be built under any interpreter tried (a requirement that will not
+    /// install, and cannot be dropped): pytest never ran.
+    Environment,
 }
 
 /// One interpreter tried for a commit.

@@ -80,6 +80,8 @@ pub enum Cause {
     FlakyAtChild,
     /// Some run at the child gave no verdict.
     UnknownAtChild,
+    /// No environment could be rebuilt for the commit: nothing ran.
+    NoEnvironment,
 }
 
 /// A claim's label, with why it was discarded (or, under `import_errors: flip`, why it flipped).

@@ -86,10 +86,12 @@ pub fn run_pytest(request: &RunRequest) -> Result<RunReport, RunnerError> {
     command.stderr(create(&request.files.stderr())?);
 
     let started = Instant::now();
-    let mut child = command.spawn().map_err(|source| RunnerError::Spawn {
-        python: request.environment.python.display().to_string(),
-        source,
-    })?;
+    // Recorded while it runs, so a stopped claimflow kills the run's whole group too.
+    let (mut child, _recorded) =
+        crate::process_groups::spawn(&mut command).map_err(|source| RunnerError::Spawn {
+            python: request.environment.python.display().to_string(),
+            source,
+        })?;
     let group = child.id() as libc::pid_t;
     let (sender, receiver) = mpsc::channel();
     let waiter = thread::spawn(move || {

@@ -6,7 +6,11 @@
 //! imported from the checked-out worktree (see [`super::command`]).
 //!
 //! Python 3 environments are `venv`s. Python 2 has no `venv` module, so its environments are a
-//! `pip install --target` directory put on `PYTHONPATH` in front of the base interpreter.
+//! `pip install --target` directory put on `PYTHONPATH` in front of the base interpreter. From
+//! Python 3.8 on, uv builds them when it runs (`$CLAIMFLOW_UV`, else `uv` on the `PATH`).
+//!
+//! A failed build is never stored: its scratch directory goes, and the failure is only remembered
+//! by this process, so the next commit asking for the same digest is answered at once.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -18,9 +22,9 @@ use serde::{Deserialize, Serialize};
 use super::install::build;
 use super::interpreters::{Interpreter, interpreter_for};
 use super::metadata::ProjectMetadata;
-use super::requirements::{
-    Requirement, discover_requirements, pytest_requirement, requirement_name,
-};
+use super::pytest_era::pytest_for;
+use super::requirements::{Requirement, declared_pytest, discover_requirements, requirement_name};
+use super::version::PythonVersion;
 use crate::cache::Digest;
 
 /// Bump when the layout or the way environments are built changes: it enters every digest.
@@ -53,6 +57,15 @@ pub enum PythonError {
         requirement: String,
         interpreter: String,
         tail: String,
+        /// Whether another interpreter, or a later run, may do better.
+        failure: BuildFailure,
+    },
+    /// The same environment failed to build earlier in this process; it is not built again.
+    #[error("{reason} (the same environment failed earlier in this run)")]
+    FailedBefore {
+        reason: String,
+        requirement: Option<String>,
+        failure: BuildFailure,
     },
     /// A subprocess outlived its deadline.
     #[error("{what} timed out after {seconds}s")]
@@ -65,6 +78,44 @@ pub enum PythonError {
     Broken { path: PathBuf, reason: String },
 }
 
+/// What kind of failure an environment build met, which decides what its caller does next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BuildFailure {
+    /// The machine or the network: the index unreachable, a timeout, a disk error. Retrying later
+    /// may work; it is never a result.
+    Infrastructure,
+    /// A requirement the environment cannot do without has no release on the index at all:
+    /// no interpreter can fix that.
+    NoSuchRequirement,
+    /// Anything else (a build error, a conflict, a venv that would not start): another
+    /// interpreter may do better.
+    Interpreter,
+}
+
+impl PythonError {
+    /// What kind of failure this is (see [`BuildFailure`]).
+    pub fn failure(&self) -> BuildFailure {
+        match self {
+            PythonError::Io { .. } | PythonError::Timeout { .. } => BuildFailure::Infrastructure,
+            PythonError::Install { failure, .. } | PythonError::FailedBefore { failure, .. } => {
+                *failure
+            }
+            PythonError::Create { .. }
+            | PythonError::NotInstalled { .. }
+            | PythonError::Broken { .. } => BuildFailure::Interpreter,
+        }
+    }
+
+    /// The requirement pip blamed, when it blamed one.
+    pub fn requirement(&self) -> Option<&str> {
+        match self {
+            PythonError::Install { requirement, .. } => Some(requirement),
+            PythonError::FailedBefore { requirement, .. } => requirement.as_deref(),
+            _ => None,
+        }
+    }
+}
+
 pub(super) fn io_error(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> PythonError {
     let context = context.into();
     move |source| PythonError::Io { context, source }
@@ -75,22 +126,42 @@ pub(super) fn io_error(context: impl Into<String>) -> impl FnOnce(std::io::Error
 #[serde(rename_all = "lowercase")]
 pub enum Installer {
     Pip,
-    /// Used when `uv --version` works on this machine.
+    /// `$CLAIMFLOW_UV`, else `uv` on the `PATH`, when it answers `--version` (see [`uv_program`]).
     Uv,
 }
+
+/// The oldest interpreter uv builds environments for; older ones (Python 2's `--target`
+/// directories above all, which uv cannot make) are built with pip.
+const OLDEST_FOR_UV: (u32, u32) = (3, 8);
 
 impl Installer {
     /// `uv` when it is installed, pip otherwise (decided once per process).
     pub fn detect() -> Installer {
         static DETECTED: OnceLock<Installer> = OnceLock::new();
         *DETECTED.get_or_init(|| {
-            let works = Command::new("uv")
+            let works = Command::new(uv_program())
                 .arg("--version")
+                .stdin(std::process::Stdio::null())
                 .output()
                 .is_ok_and(|output| output.status.success());
             if works { Installer::Uv } else { Installer::Pip }
         })
     }
+
+    /// The installer that builds an environment for `version`: uv only from Python 3.8 on.
+    pub fn for_interpreter(self, version: PythonVersion) -> Installer {
+        match self {
+            Installer::Uv if (version.major, version.minor) < OLDEST_FOR_UV => Installer::Pip,
+            installer => installer,
+        }
+    }
+}
+
+/// The uv executable: `$CLAIMFLOW_UV` when set (a path), else `uv` as found on the `PATH`.
+pub fn uv_program() -> PathBuf {
+    std::env::var_os("CLAIMFLOW_UV")
+        .filter(|value| !value.is_empty())
+        .map_or_else(|| PathBuf::from("uv"), PathBuf::from)
 }
 
 /// What an environment is made of: everything that enters its digest, plus where each requirement
@@ -106,11 +177,25 @@ pub struct EnvironmentRequest {
 }
 
 impl EnvironmentRequest {
+    /// The request for running `worktree`'s tests under `interpreter` when the commit's date is
+    /// not known (see [`EnvironmentRequest::for_commit_at`]).
+    pub fn for_commit(interpreter: &Interpreter, worktree: &Path, pinned: &[String]) -> Self {
+        Self::for_commit_at(interpreter, worktree, pinned, None)
+    }
+
     /// The request for running `worktree`'s tests under `interpreter`: the commit's declared test
     /// dependencies plus `pinned` (a repository's `dependencies:` list, which may pin pytest).
-    pub fn for_commit(interpreter: &Interpreter, worktree: &Path, pinned: &[String]) -> Self {
+    /// pytest is, in order: the pipeline's pin, the commit's own pin of it, or the series of the
+    /// parent commit's `date` (seconds since the epoch) for the interpreter.
+    pub fn for_commit_at(
+        interpreter: &Interpreter,
+        worktree: &Path,
+        pinned: &[String],
+        date: Option<i64>,
+    ) -> Self {
         let metadata = ProjectMetadata::read(worktree);
-        let mut pytest = pytest_requirement(interpreter.version).to_string();
+        let mut pytest = declared_pytest(worktree, &metadata)
+            .unwrap_or_else(|| pytest_for(interpreter.version, date).to_string());
         let mut requirements = Vec::new();
         for spec in pinned {
             if requirement_name(spec).as_deref() == Some("pytest") {
@@ -135,7 +220,7 @@ impl EnvironmentRequest {
             interpreter: interpreter.clone(),
             pytest,
             requirements,
-            installer: Installer::detect(),
+            installer: Installer::detect().for_interpreter(interpreter.version),
         }
     }
 
@@ -290,6 +375,9 @@ pub fn ensure_environment_in(
         )))?,
         None => {}
     }
+    if let Some(failed) = failed_before(&digest) {
+        return Err(failed);
+    }
     let scratch_parent = cache.join("envs").join(".building");
     std::fs::create_dir_all(&scratch_parent)
         .map_err(io_error(format!("create {}", scratch_parent.display())))?;
@@ -301,8 +389,12 @@ pub fn ensure_environment_in(
             "create a directory in {}",
             scratch_parent.display()
         )))?;
+    // Removed if claimflow is stopped half-way through the build.
+    let _recorded = crate::process_groups::scratch(scratch.path());
     let pip_cache = cache.join("pip");
-    let built = build(request, scratch.path(), &pip_cache, &digest)?;
+    let built = build(request, scratch.path(), &pip_cache, &digest).inspect_err(|error| {
+        remember_failure(&digest, error);
+    })?;
     let description = serde_json::to_vec_pretty(&built).expect("environments serialize");
     std::fs::write(scratch.path().join(DESCRIPTION), description).map_err(io_error(format!(
         "write {}",
@@ -335,6 +427,53 @@ fn prune_abandoned(scratch_parent: &Path, age: std::time::Duration) {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }
+}
+
+/// A build that failed in this process: what [`PythonError::FailedBefore`] repeats.
+#[derive(Debug, Clone)]
+struct FailedBuild {
+    reason: String,
+    requirement: Option<String>,
+    failure: BuildFailure,
+}
+
+/// Builds that failed in this process, by digest: the same inputs fail the same way, so the next
+/// commit asking for the environment gets the failure at once. Failures of the machine or the
+/// network are not remembered (they may pass a minute later), and nothing is remembered on disk.
+static FAILED: Mutex<BTreeMap<String, FailedBuild>> = Mutex::new(BTreeMap::new());
+
+fn remember_failure(digest: &str, error: &PythonError) {
+    if error.failure() == BuildFailure::Infrastructure {
+        return;
+    }
+    let reason = match error {
+        PythonError::FailedBefore { reason, .. } => reason.clone(),
+        other => other.to_string(),
+    };
+    FAILED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .insert(
+            digest.to_string(),
+            FailedBuild {
+                reason,
+                requirement: error.requirement().map(str::to_string),
+                failure: error.failure(),
+            },
+        );
+}
+
+fn failed_before(digest: &str) -> Option<PythonError> {
+    let failed = FAILED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .get(digest)
+        .cloned()?;
+    Some(PythonError::FailedBefore {
+        reason: failed.reason,
+        requirement: failed.requirement,
+        failure: failed.failure,
+    })
 }
 
 fn build_lock(digest: &str) -> Arc<Mutex<()>> {
@@ -435,6 +574,31 @@ mod tests {
         assert_eq!(request.pytest, "pytest==8.0.2");
         assert_eq!(request.specs(), ["Six>=1.16", "mock", "pytest==8.0.2"]);
         assert_eq!(request.requirements[0].source, "repository");
+    }
+
+    #[test]
+    fn uv_builds_python_3_8_and_later_pip_the_rest() {
+        let version = |text: &str| text.parse::<PythonVersion>().unwrap();
+        assert_eq!(
+            Installer::Uv.for_interpreter(version("2.7.18")),
+            Installer::Pip
+        );
+        assert_eq!(
+            Installer::Uv.for_interpreter(version("3.7.16")),
+            Installer::Pip
+        );
+        assert_eq!(
+            Installer::Uv.for_interpreter(version("3.8.18")),
+            Installer::Uv
+        );
+        assert_eq!(
+            Installer::Uv.for_interpreter(version("3.13.0")),
+            Installer::Uv
+        );
+        assert_eq!(
+            Installer::Pip.for_interpreter(version("3.13.0")),
+            Installer::Pip
+        );
     }
 
     #[test]

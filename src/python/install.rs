@@ -10,7 +10,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use super::environment::{
-    DroppedRequirement, Environment, EnvironmentRequest, Installer, PythonError, io_error,
+    BuildFailure, DroppedRequirement, Environment, EnvironmentRequest, Installer, PythonError,
+    io_error, uv_program,
 };
 use super::process::{ProcessOutcome, log_tail, run_logged};
 use super::requirements::{Requirement, requirement_name};
@@ -92,7 +93,9 @@ pub(super) fn build(
                 });
             }
             _ => {
+                let modern_pip = !python_2 && pip_version(&site_packages) >= Some((21, 2));
                 return Err(PythonError::Install {
+                    failure: classify_failure(&text, culprits.first(), modern_pip),
                     requirement: culprits.first().cloned().unwrap_or_else(|| specs.join(" ")),
                     interpreter,
                     tail,
@@ -138,9 +141,17 @@ fn create_venv(
             command
         }
         Installer::Uv => {
-            let mut command = Command::new("uv");
+            // Seeded with pip and setuptools like a venv of `python -m venv`, so a suite that
+            // imports `pkg_resources` behaves alike; the scratch directory already holds the logs.
+            let mut command = Command::new(uv_program());
             command
-                .args(["venv", "--python"])
+                .args([
+                    "venv",
+                    "--seed",
+                    "--allow-existing",
+                    "--no-config",
+                    "--python",
+                ])
                 .arg(&request.interpreter.path)
                 .arg(scratch);
             command
@@ -170,8 +181,10 @@ fn install_command(
 ) -> Command {
     let mut command = match request.installer {
         Installer::Uv if target.is_none() => {
-            let mut command = Command::new("uv");
-            command.args(["pip", "install", "--python"]).arg(python);
+            let mut command = Command::new(uv_program());
+            command
+                .args(["pip", "install", "--no-config", "--python"])
+                .arg(python);
             command
         }
         _ => {
@@ -225,7 +238,9 @@ fn installer_environment(command: &mut Command, pip_cache: Option<&Path>) {
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .env("PYTHONNOUSERSITE", "1")
         .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
-        .env("PIP_NO_WARN_SCRIPT_LOCATION", "1");
+        .env("PIP_NO_WARN_SCRIPT_LOCATION", "1")
+        // uv uses the interpreter it is given; it never downloads one of its own.
+        .env("UV_PYTHON_DOWNLOADS", "never");
     if let Some(cache) = pip_cache {
         command
             .env("PIP_CACHE_DIR", cache)
@@ -237,24 +252,33 @@ fn installer_environment(command: &mut Command, pip_cache: Option<&Path>) {
 /// find or build, then those in a resolution conflict (`The user requested ...`), then the last
 /// one it was collecting when a build step failed.
 fn failing_requirements(output: &str) -> Vec<String> {
-    const MARKERS: [&str; 6] = [
+    const MARKERS: [&str; 8] = [
         "No matching distribution found for ",
         "Could not find a version that satisfies the requirement ",
         "Failed building wheel for ",
         "Failed to build ",
         "Could not build wheels for ",
         "The user requested ",
+        // uv: "Because there are no versions of X and you require X…", "Because X was not found
+        // in the package registry and…".
+        "there are no versions of ",
+        "Because ",
     ];
     let mut names: Vec<String> = Vec::new();
     for marker in MARKERS {
         for line in output.lines() {
             if let Some(index) = line.find(marker) {
                 let rest = &line[index + marker.len()..];
+                if marker == "Because " && !rest.contains(" was not found in the package registry")
+                {
+                    continue;
+                }
                 let spec = rest
                     .split_whitespace()
                     .next()
                     .unwrap_or("")
-                    .trim_end_matches([',', '.']);
+                    .trim_matches('`')
+                    .trim_end_matches([',', '.', '`']);
                 if let Some(name) = requirement_name(spec)
                     && !names.contains(&name)
                 {
@@ -301,10 +325,87 @@ fn failing_requirements(output: &str) -> Vec<String> {
     names
 }
 
+/// What an installer's output says about a failure: the network (pip retries and then reports
+/// the package as not found, so this is checked first), a requirement with no release at all, or
+/// something another interpreter may fix. pip says "(from versions: none)" also when every release
+/// needs another Python; from pip 21.2 on it then lists them as "Ignored the following versions
+/// that require a different python version", so only a `modern_pip` saying neither is believed.
+fn classify_failure(output: &str, culprit: Option<&String>, modern_pip: bool) -> BuildFailure {
+    const NETWORK: [&str; 14] = [
+        "NewConnectionError",
+        "Failed to establish a new connection",
+        "Temporary failure in name resolution",
+        "Name or service not known",
+        "ConnectTimeoutError",
+        "ReadTimeoutError",
+        "ProxyError",
+        "Could not fetch URL",
+        "SSLError",
+        "Connection refused",
+        "Network is unreachable",
+        "No route to host",
+        "error sending request",
+        "dns error",
+    ];
+    if NETWORK.iter().any(|marker| output.contains(marker)) {
+        return BuildFailure::Infrastructure;
+    }
+    let Some(culprit) = culprit else {
+        return BuildFailure::Interpreter;
+    };
+    // uv: "Because there are no versions of claimflow-no-such-thing and you require ...".
+    let uv_none = output.lines().any(|line| {
+        let named = |marker: &str| {
+            line.split_once(marker)
+                .and_then(|(_, rest)| requirement_name(rest.split_whitespace().next()?))
+        };
+        named("there are no versions of ").as_ref() == Some(culprit)
+            || (line.contains(" was not found in the package registry")
+                && named("Because ").as_ref() == Some(culprit))
+    });
+    let pip_none = modern_pip
+        && !output.contains("require a different python version")
+        && output.lines().any(|line| {
+            line.contains("(from versions: none)")
+                && line
+                    .split_once("satisfies the requirement ")
+                    .and_then(|(_, rest)| requirement_name(rest.split_whitespace().next()?))
+                    .as_ref()
+                    == Some(culprit)
+        });
+    if uv_none || pip_none {
+        BuildFailure::NoSuchRequirement
+    } else {
+        BuildFailure::Interpreter
+    }
+}
+
+/// The version of pip installed in a venv's `site_packages` (`pip-24.0.dist-info`), if any.
+fn pip_version(site_packages: &Path) -> Option<(u32, u32)> {
+    std::fs::read_dir(site_packages)
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let version = name.strip_prefix("pip-")?.strip_suffix(".dist-info")?;
+            let mut parts = version.split('.').map(|part| part.parse::<u32>().ok());
+            Some((parts.next()??, parts.next()??))
+        })
+}
+
 /// The project a legacy pip build directory in `line` belongs to (`pip-install-XXXX/<name>/`).
 fn pip_build_directory_name(line: &str) -> Option<String> {
-    if !(line.contains("Command errored out") || line.contains("command:") || line.contains("cwd:"))
-    {
+    // pip 18 (Python 3.6's): `Command "python setup.py egg_info" failed with error code 1 in
+    // /tmp/pip-install-XXXX/<name>/`; pip 19-21: "Command errored out", then "command:", "cwd:".
+    let reports_a_build = [
+        "Command errored out",
+        "command:",
+        "cwd:",
+        "failed with error code",
+    ]
+    .iter()
+    .any(|marker| line.contains(marker));
+    if !reports_a_build {
         return None;
     }
     let start = line.find("pip-install-")?;
@@ -390,6 +491,7 @@ mod tests {
             "PYTHONNOUSERSITE",
             "PIP_DISABLE_PIP_VERSION_CHECK",
             "PIP_NO_WARN_SCRIPT_LOCATION",
+            "UV_PYTHON_DOWNLOADS",
             "PIP_CACHE_DIR",
             "UV_CACHE_DIR",
         ];
@@ -421,9 +523,70 @@ mod tests {
         assert_eq!(failing_requirements(legacy), ["fancycompleter", "pdbpp"]);
         let install = "ERROR: Command errored out with exit status 1: /usr/bin/python -u -c 'import sys; sys.argv[0] = '\"'\"'/tmp/pip-install-kVH8pG/pdbpp/setup.py'\"'\"'' install --record /tmp/r.txt Check the logs for full command output.\n";
         assert_eq!(failing_requirements(install), ["pdbpp"]);
+        // Found on structlog 21b3d16's parent under Python 3.6 (pip 18).
+        let pip_18 = "Collecting python-rapidjson\n  Downloading python-rapidjson-1.0.tar.gz\nCommand \"python setup.py egg_info\" failed with error code 1 in /tmp/pip-install-6f2b_oxn/python-rapidjson/\n";
+        assert_eq!(failing_requirements(pip_18), ["python-rapidjson"]);
         assert_eq!(
             failing_requirements("ERROR: ResolutionImpossible"),
             Vec::<String>::new()
         );
+    }
+
+    #[test]
+    fn tells_the_network_from_a_missing_release() {
+        let name = "claimflow-no-such-distribution".to_string();
+        let missing = "ERROR: Could not find a version that satisfies the requirement claimflow-no-such-distribution==9.9 (from versions: none)\nERROR: No matching distribution found for claimflow-no-such-distribution==9.9\n";
+        assert_eq!(
+            classify_failure(missing, Some(&name), true),
+            BuildFailure::NoSuchRequirement
+        );
+        // An old pip hides releases for another Python behind the same words.
+        assert_eq!(
+            classify_failure(missing, Some(&name), false),
+            BuildFailure::Interpreter
+        );
+        let other_python = format!(
+            "ERROR: Ignored the following versions that require a different python version: 9.9 Requires-Python >=3.12\n{missing}"
+        );
+        assert_eq!(
+            classify_failure(&other_python, Some(&name), true),
+            BuildFailure::Interpreter
+        );
+        let offline = format!(
+            "WARNING: Retrying (Retry(total=4)) after connection broken by 'NewConnectionError('<pip._vendor.urllib3.connection.HTTPSConnection object>: Failed to establish a new connection: [Errno -3] Temporary failure in name resolution')': /simple/claimflow-no-such-distribution/\n{missing}"
+        );
+        assert_eq!(
+            classify_failure(&offline, Some(&name), true),
+            BuildFailure::Infrastructure
+        );
+        let uv = "  × No solution found when resolving dependencies:\n  ╰─▶ Because there are no versions of claimflow-no-such-distribution and you require claimflow-no-such-distribution==9.9, we can conclude that your requirements are unsatisfiable.\n";
+        assert_eq!(failing_requirements(uv), [name.as_str()]);
+        assert_eq!(
+            classify_failure(uv, Some(&name), false),
+            BuildFailure::NoSuchRequirement
+        );
+        let uv_newer = "  × No solution found when resolving dependencies:\n  ╰─▶ Because claimflow-no-such-distribution was not found in the package registry and you require claimflow-no-such-distribution==9.9, we can conclude that your requirements are unsatisfiable.\n";
+        assert_eq!(failing_requirements(uv_newer), [name.as_str()]);
+        assert_eq!(
+            classify_failure(uv_newer, Some(&name), false),
+            BuildFailure::NoSuchRequirement
+        );
+        let uv_build =
+            "  × Failed to build `thing==1.0`\n  ├─▶ The build backend returned an error\n";
+        assert_eq!(failing_requirements(uv_build), ["thing"]);
+        let build = "Collecting thing\n  × python setup.py egg_info did not run successfully.\n";
+        assert_eq!(
+            classify_failure(build, Some(&"thing".to_string()), true),
+            BuildFailure::Interpreter
+        );
+    }
+
+    #[test]
+    fn reads_the_pip_version_of_a_venv() {
+        let directory = tempfile::tempdir().unwrap();
+        assert_eq!(pip_version(directory.path()), None);
+        std::fs::create_dir(directory.path().join("pip-21.2.4.dist-info")).unwrap();
+        std::fs::create_dir(directory.path().join("pytest-8.3.4.dist-info")).unwrap();
+        assert_eq!(pip_version(directory.path()), Some((21, 2)));
     }
 }

@@ -1,7 +1,15 @@
 //! Mining one candidate commit: with its parent checked out, choose interpreters, build (or reuse)
 //! an environment for each in turn, ask pytest what the touched test modules define (and what the
-//! untouched modules importing a touched file inherit from it), and turn that into claims. The first interpreter under which pytest collects the files wins; a commit that no
-//! interpreter can collect is excluded with every attempt's reason.
+//! untouched modules importing a touched file inherit from it), and turn that into claims. The
+//! first interpreter under which pytest collects the files wins; a commit that no interpreter can
+//! collect is excluded with every attempt's reason.
+//!
+//! Trying interpreters is bounded: at most [`MineSettings::interpreters`] of them per commit, and
+//! none after a failure no interpreter can fix (a pinned requirement with no release at all) or
+//! after two interpreters in a row failed to install the same requirement. An environment that
+//! failed to build is not built again for the next commit (see `ensure_environment`). Only a
+//! failure of the machine or the network (the index unreachable) is an error to retry; every other
+//! environment failure excludes the commit, kind `environment`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,7 +19,7 @@ use super::claims::{ClaimSummary, claims_from_collection};
 use super::collect::{
     CollectError, CollectRequest, CollectionProblem, collect_tests, test_modules,
 };
-use super::environment::{EnvironmentRequest, ensure_environment};
+use super::environment::{BuildFailure, EnvironmentRequest, ensure_environment};
 use super::importers::files_reaching;
 use super::interpreters::{choose_interpreters, installed_interpreters};
 use super::metadata::{ProjectMetadata, parses_as_python_3};
@@ -28,13 +36,21 @@ pub struct MineSettings {
     pub limit: Option<usize>,
     /// How long one collection may take.
     pub timeout: Duration,
+    /// At most this many interpreters are tried for a commit.
+    pub interpreters: usize,
+    /// The parent commit's date (seconds since the epoch): it chooses the pytest of its era.
+    pub date: Option<i64>,
 }
+
+/// How many interpreters a commit gets when the pipeline does not say: the commit's own era first,
+/// then two more chances, rather than a fresh install under every interpreter on the machine.
+pub const DEFAULT_INTERPRETERS: usize = 3;
 
 /// Why a commit could not be mined at all (as opposed to being excluded, which is a result).
 #[derive(Debug, thiserror::Error)]
 pub enum MineError {
-    /// Every interpreter failed while building its environment: what an index outage looks like,
-    /// so it is an error to retry, never a result to cache.
+    /// An environment build failed for a reason of the machine or the network (the package index
+    /// unreachable, a timeout): an error to retry, never a result to cache.
     #[error("no environment could be built for commit {commit}: {reason}")]
     NoEnvironment { commit: String, reason: String },
 }
@@ -114,12 +130,14 @@ fn files_to_collect(worktree: &Path, touched: &[String]) -> Vec<String> {
 }
 
 /// Mines the commit whose parent is checked out at `worktree`, using `scratch` for collection files.
-/// `Err` only when no interpreter got as far as pytest (see [`MineError`]).
+/// `notify` hears a plain line whenever mining falls back to another interpreter. `Err` only when
+/// an environment build failed for a reason of the machine or the network (see [`MineError`]).
 pub fn mine_commit(
     record: &CommitRecord,
     settings: &MineSettings,
     worktree: &Path,
     scratch: &Path,
+    notify: &dyn Fn(&str),
 ) -> Result<MinedCommit, MineError> {
     let files = files_to_collect(worktree, &record.test_files);
     let mut metadata = ProjectMetadata::read(worktree);
@@ -150,21 +168,85 @@ pub fn mine_commit(
             vec![],
         ));
     }
-    let mut attempts = Vec::new();
+    let short: String = record.commit.chars().take(10).collect();
+    let cap = settings.interpreters.max(1);
+    let mut attempts: Vec<AttemptRecord> = Vec::new();
     let mut reached_pytest = false;
-    for interpreter in &interpreters {
+    // Why no further interpreter is tried, when that is not simply the end of the list.
+    let mut stopped: Option<String> = None;
+    // The requirement the previous environment build blamed, if the previous attempt was one.
+    let mut previous_culprit: Option<String> = None;
+    for (index, interpreter) in interpreters.iter().enumerate() {
         let version = interpreter.version.to_string();
-        let request = EnvironmentRequest::for_commit(interpreter, worktree, &settings.dependencies);
+        if index == cap {
+            stopped = Some(format!(
+                "{} more interpreter(s) allowed but not tried ({}): at most {cap} per commit \
+                 (raise mine-claims' `interpreters` to try more)",
+                interpreters.len() - cap,
+                interpreters[cap..]
+                    .iter()
+                    .map(|interpreter| interpreter.version.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            break;
+        }
+        if let Some(last) = attempts.last() {
+            notify(&format!(
+                "{}@{short}: trying python {version} ({} of at most {}) after python {} failed: {}",
+                record.repo,
+                index + 1,
+                cap.min(interpreters.len()),
+                last.interpreter,
+                one_line(&last.error)
+            ));
+        }
+        let request = EnvironmentRequest::for_commit_at(
+            interpreter,
+            worktree,
+            &settings.dependencies,
+            settings.date,
+        );
         let environment = match ensure_environment(&request) {
             Ok(environment) => environment,
             Err(error) => {
                 attempts.push(AttemptRecord {
-                    interpreter: version,
+                    interpreter: version.clone(),
                     error: format!("environment: {error}"),
                 });
-                continue;
+                let culprit = error.requirement().map(str::to_string);
+                match error.failure() {
+                    BuildFailure::Infrastructure => {
+                        return Err(MineError::NoEnvironment {
+                            commit: record.commit.clone(),
+                            reason: joined(&attempts),
+                        });
+                    }
+                    BuildFailure::NoSuchRequirement => {
+                        stopped = Some(format!(
+                            "`{}` has no release on the package index, which no interpreter can fix",
+                            culprit.as_deref().unwrap_or("a requirement")
+                        ));
+                        break;
+                    }
+                    BuildFailure::Interpreter => {
+                        if let (Some(culprit), Some(previous)) = (&culprit, &previous_culprit)
+                            && culprit == previous
+                        {
+                            let before = &attempts[attempts.len() - 2].interpreter;
+                            stopped = Some(format!(
+                                "`{culprit}` failed to install the same way under python {before} \
+                                 and {version}; another interpreter is unlikely to fix it"
+                            ));
+                            break;
+                        }
+                        previous_culprit = culprit;
+                        continue;
+                    }
+                }
             }
         };
+        previous_culprit = None;
         reached_pytest = true;
         let collect_scratch: PathBuf = scratch.join(format!("python-{version}"));
         let mut collected_files = files.clone();
@@ -230,23 +312,40 @@ pub fn mine_commit(
             }),
         }
     }
-    let reason = attempts
+    let mut reason = joined(&attempts);
+    if let Some(stopped) = stopped {
+        reason = format!("{reason}; stopped: {stopped}");
+    }
+    let kind = if reached_pytest {
+        ExclusionKind::Collection
+    } else {
+        ExclusionKind::Environment
+    };
+    Ok(MinedCommit::excluded(record, kind, reason, attempts))
+}
+
+/// Every attempt's reason, for an exclusion or an error.
+fn joined(attempts: &[AttemptRecord]) -> String {
+    attempts
         .iter()
         .map(|attempt| format!("python {}: {}", attempt.interpreter, attempt.error))
         .collect::<Vec<_>>()
-        .join("; ");
-    if !reached_pytest {
-        return Err(MineError::NoEnvironment {
-            commit: record.commit.clone(),
-            reason,
-        });
+        .join("; ")
+}
+
+/// An attempt's error on one line for a progress line: its first line (what failed) and, when the
+/// error goes on (pip's output), its last line (pip's verdict), each cut to 160 characters.
+fn one_line(error: &str) -> String {
+    let cut = |line: &str| match line.char_indices().nth(160) {
+        Some((index, _)) => format!("{}…", &line[..index]),
+        None => line.to_string(),
+    };
+    let mut lines = error.lines().map(str::trim).filter(|line| !line.is_empty());
+    let first = lines.next().unwrap_or("");
+    match lines.next_back() {
+        Some(last) => format!("{} … {}", cut(first), cut(last)),
+        None => cut(first),
     }
-    Ok(MinedCommit::excluded(
-        record,
-        ExclusionKind::Collection,
-        reason,
-        attempts,
-    ))
 }
 
 #[cfg(test)]
@@ -258,6 +357,21 @@ mod tests {
             node: node.into(),
             message: message.into(),
         }
+    }
+
+    #[test]
+    fn a_fallback_line_says_what_failed_and_how_it_ended() {
+        assert_eq!(
+            one_line("collection: SyntaxError"),
+            "collection: SyntaxError"
+        );
+        assert_eq!(
+            one_line(
+                "environment: install `six` for python 3.13.0: Looking in links: /w\nCollecting pytest\nERROR: No matching distribution found for six==0.0.1\n"
+            ),
+            "environment: install `six` for python 3.13.0: Looking in links: /w … ERROR: No matching distribution found for six==0.0.1"
+        );
+        assert_eq!(one_line(&"x".repeat(200)).chars().count(), 161);
     }
 
     #[test]

@@ -29,6 +29,7 @@ mod interpreters;
 mod metadata;
 mod mine;
 mod process;
+mod pytest_era;
 mod requirements;
 mod setup_script;
 mod specifier;
@@ -43,8 +44,8 @@ pub use collect::{
 };
 pub use command::{PytestLaunch, pytest_config_file};
 pub use environment::{
-    DroppedRequirement, Environment, EnvironmentRequest, Installer, PythonError, cache_dir,
-    ensure_environment, ensure_environment_in, environment_for_interpreter,
+    BuildFailure, DroppedRequirement, Environment, EnvironmentRequest, Installer, PythonError,
+    cache_dir, ensure_environment, ensure_environment_in, environment_for_interpreter,
 };
 pub use importers::files_reaching;
 pub use interpreters::{
@@ -52,9 +53,14 @@ pub use interpreters::{
     query_version, select_interpreters,
 };
 pub use metadata::{ProjectMetadata, RequiresPython};
-pub use mine::{MineError, MineSettings, MinedCommit, mine_commit};
+pub use mine::{DEFAULT_INTERPRETERS, MineError, MineSettings, MinedCommit, mine_commit};
 pub use process::{ProcessOutcome, log_tail, run_logged};
-pub use requirements::{Requirement, discover_requirements, pytest_requirement, requirement_name};
+pub use pytest_era::{
+    FLOOR as PYTEST_FLOOR, pytest_for, series_fingerprint as pytest_series_fingerprint,
+};
+pub use requirements::{
+    Requirement, declared_pytest, discover_requirements, pytest_requirement, requirement_name,
+};
 pub use specifier::{SpecifierParseError, SpecifierSet};
 pub use version::{PythonVersion, VersionParseError};
 pub use worktree::{CheckoutError, checkout_commit, clear as clear_directory};

@@ -1,6 +1,7 @@
 //! Running a Python-side subprocess (pip, venv creation, pytest collection) with a deadline, its
 //! output captured to a file rather than a pipe so that a chatty process can never block on a full
-//! pipe buffer, and a closed set of outcomes.
+//! pipe buffer, and a closed set of outcomes. Each process leads a process group of its own
+//! ([`crate::process_groups`]), killed when it ends or times out, and when claimflow is stopped.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
@@ -36,7 +37,8 @@ pub fn run_logged(
         .stdin(Stdio::null())
         .stdout(file.try_clone()?)
         .stderr(file);
-    let mut child = command.spawn()?;
+    // Dropping the group at the end kills whatever the process left running in it.
+    let (mut child, group) = crate::process_groups::spawn(command)?;
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(status) = child.try_wait()? {
@@ -47,7 +49,7 @@ pub fn run_logged(
         }
         if Instant::now() >= deadline {
             // The process may have exited in between; either way it is reaped.
-            let _ = child.kill();
+            group.kill();
             child.wait()?;
             return Ok(ProcessOutcome::TimedOut);
         }

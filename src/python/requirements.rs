@@ -10,6 +10,8 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::metadata::ProjectMetadata;
+use super::pytest_era::{self, pytest_for};
+use super::specifier::SpecifierSet;
 use super::version::PythonVersion;
 
 /// Tools that do not take part in collecting or running tests, or that change outcomes
@@ -79,15 +81,59 @@ pub struct Requirement {
     pub source: String,
 }
 
-/// The pytest an interpreter of this version should run: the last series that supports it.
+/// The pytest an interpreter of this version runs when the commit's date is not known: the newest
+/// series that supports it (see [`super::pytest_era`] for the choice by date).
 pub fn pytest_requirement(version: PythonVersion) -> &'static str {
-    match (version.major, version.minor) {
-        (2, _) | (3, 0..=4) => "pytest>=4.6,<4.7",
-        (3, 5) => "pytest>=6.1,<6.2",
-        (3, 6) => "pytest>=7.0,<7.1",
-        (3, 7) => "pytest>=7.4,<7.5",
-        _ => "pytest>=8,<9",
+    pytest_for(version, None)
+}
+
+/// The pytest pin a commit declares among its test requirements (`pytest==3.6.4` in
+/// `requirements-test.txt`), when it caps the version and allows a release at or above the
+/// plugins' floor; a bare lower bound (`pytest>=2.3`) says nothing about the era.
+pub fn declared_pytest(worktree: &Path, metadata: &ProjectMetadata) -> Option<String> {
+    let mut found: Vec<Requirement> = Vec::new();
+    for file in requirement_files(worktree) {
+        let mut visited = BTreeSet::new();
+        read_requirement_file(worktree, &file, &mut visited, &mut found, 0);
     }
+    let declared = found
+        .into_iter()
+        .map(|requirement| requirement.spec)
+        .chain(metadata.test_extras.iter().cloned())
+        .chain(metadata.tox_deps.iter().cloned())
+        .find(|spec| requirement_name(spec).as_deref() == Some("pytest"))?;
+    let requirement = declared.split(';').next().unwrap_or(&declared).trim();
+    let specifier = requirement
+        .trim_start_matches(|c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        .trim();
+    if !caps_version(specifier) {
+        return None;
+    }
+    let set = SpecifierSet::parse(specifier).ok()?;
+    // A pin that allows no release of any series in the table predates the floor.
+    let allowed = pytest_era::SERIES
+        .iter()
+        .any(|series| series_releases(series.spec).any(|version| set.allows(version)));
+    allowed.then(|| requirement.to_string())
+}
+
+/// Versions of a series `pytest>=X.Y,<...` to test a pin against: `X.Y.0` to `X.Y.15`.
+fn series_releases(spec: &str) -> impl Iterator<Item = PythonVersion> {
+    let lower = spec
+        .strip_prefix("pytest>=")
+        .and_then(|rest| rest.split(',').next())
+        .unwrap_or("0");
+    let mut parts = lower
+        .split('.')
+        .map(|part| part.parse::<u32>().unwrap_or(0));
+    let major = parts.next().unwrap_or(0);
+    let minor = parts.next();
+    let minors = match minor {
+        Some(minor) => minor..=minor,
+        // `pytest>=8,<9`: every minor release of the major one.
+        None => 0..=15,
+    };
+    minors.flat_map(move |minor| (0..=15).map(move |patch| PythonVersion::new(major, minor, patch)))
 }
 
 /// The normalized distribution name of a spec (`Foo_Bar[x]>=1` -> `foo-bar`), if it is a simple one.
@@ -304,6 +350,29 @@ mod tests {
         assert_eq!(pytest("3.7.16"), "pytest>=7.4,<7.5");
         assert_eq!(pytest("3.8.18"), "pytest>=8,<9");
         assert_eq!(pytest("3.13.0"), "pytest>=8,<9");
+    }
+
+    #[test]
+    fn a_declared_pytest_pin_counts_when_our_plugins_run_under_it() {
+        let directory = tempfile::tempdir().unwrap();
+        let declared = |text: &str| {
+            std::fs::write(directory.path().join("requirements-test.txt"), text).unwrap();
+            declared_pytest(directory.path(), &ProjectMetadata::default())
+        };
+        assert_eq!(
+            declared("six\npytest==3.6.4\n"),
+            Some("pytest==3.6.4".into())
+        );
+        assert_eq!(
+            declared("pytest>=3.6,<4 ; python_version < '3'\n"),
+            Some("pytest>=3.6,<4".into())
+        );
+        assert_eq!(declared("pytest~=4.6\n"), Some("pytest~=4.6".into()));
+        // Older than every series the plugins work under, or no cap at all: the era decides.
+        assert_eq!(declared("pytest==2.3.5\n"), None);
+        assert_eq!(declared("pytest==3.0.7\n"), None);
+        assert_eq!(declared("pytest>=2.3\n"), None);
+        assert_eq!(declared("pytest-cov==1.6\n"), None);
     }
 
     #[test]

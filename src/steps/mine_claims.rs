@@ -12,9 +12,14 @@
 //! parent commit id fixes the metadata and the declared test requirements. What is not keyed is
 //! the state of the package index, as with any lock-free install.
 //!
-//! Errors. If every interpreter failed while building its environment (which is what a network
-//! outage looks like), the item fails and nothing is cached; once pytest has answered under some
-//! interpreter, an exclusion is a result and is cached like one.
+//! Errors. An environment build that failed for a reason of the machine or the network (the index
+//! unreachable, a timeout) fails the item, and nothing is cached. Any other environment failure
+//! (a pinned requirement that will not install under any interpreter tried) excludes the commit,
+//! kind `environment`, with every attempt's reason — unless every commit of the step is excluded
+//! that way: that is a broken setup, not a result, and the step fails saying so.
+//!
+//! Interpreters. At most `interpreters` (default 3) are tried per commit, in the order
+//! `choose_interpreters` gives; each fallback is announced as a note, so a long run is not silent.
 
 use std::time::Duration;
 
@@ -27,7 +32,7 @@ use crate::engine::{
 };
 use crate::mining::repository;
 use crate::python::{self, COLLECT_PLUGIN, ClaimSummary, Installer, MineSettings};
-use crate::records::{CommitRecord, ExclusionRecord, MinedClaim};
+use crate::records::{CommitRecord, ExclusionKind, ExclusionRecord, MinedClaim};
 
 /// The step kind.
 pub struct MineClaims;
@@ -44,6 +49,11 @@ const PARAMS: &[ParamSpec] = &[
         "keep at most this many claims per commit, in collection order",
     ),
     ParamSpec::optional(
+        "interpreters",
+        ParamType::Integer,
+        "at most this many interpreters are tried per commit (default 3), the commit's era first",
+    ),
+    ParamSpec::optional(
         "collect_timeout",
         ParamType::Integer,
         "seconds one collection may take (default 600; not part of any key)",
@@ -58,6 +68,8 @@ struct Params {
     #[serde(default)]
     limit_claims_per_commit: Option<usize>,
     #[serde(default)]
+    interpreters: Option<usize>,
+    #[serde(default)]
     collect_timeout: Option<u64>,
 }
 
@@ -71,6 +83,8 @@ struct ItemParams {
     /// The repository's pinned requirements (`dependencies:`), which may pin pytest.
     dependencies: Vec<String>,
     limit: Option<usize>,
+    /// At most this many interpreters per commit.
+    interpreters: usize,
 }
 
 fn params(ctx: &StepContext) -> Result<Params, StepError> {
@@ -135,6 +149,7 @@ fn shared_tools() -> Vec<(String, String)> {
         ("interpreters".into(), versions.join(",")),
         ("pytest_series".into(), series.join(";")),
         ("installer".into(), installer.into()),
+        ("pytest_eras".into(), python::pytest_series_fingerprint()),
         (
             "collect_plugin".into(),
             Digest::of(COLLECT_PLUGIN.as_bytes()).to_string(),
@@ -148,9 +163,11 @@ impl StepKind for MineClaims {
     }
 
     fn version(&self) -> u32 {
-        // 3: untouched test modules that import a touched file are collected too, and the tests
+        // 3: at most `interpreters` (default 3) per commit, pytest chosen by the parent's date,
+        // and environment failures excluded (kind `environment`) rather than failing the item.
+        // 4: untouched test modules that import a touched file are collected too, and the tests
         // they inherit from it become claims (with `origin`).
-        3
+        4
     }
 
     fn about(&self) -> &'static str {
@@ -171,6 +188,12 @@ impl StepKind for MineClaims {
 
     fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
         let params = params(ctx)?;
+        if params.interpreters == Some(0) {
+            return Err(StepError::Input(format!(
+                "step `{}`: `interpreters` is how many interpreters to try per commit, at least 1",
+                ctx.step.name
+            )));
+        }
         let ranked = upstream.of_kind("rank-commits").ok_or_else(|| {
             StepError::Input(format!(
                 "step `{}`: mine-claims needs a `rank-commits` step in `needs`",
@@ -205,6 +228,7 @@ impl StepKind for MineClaims {
                 python: params.python.clone().unwrap_or_else(|| spec.python.clone()),
                 dependencies,
                 limit: params.limit_claims_per_commit,
+                interpreters: params.interpreters.unwrap_or(python::DEFAULT_INTERPRETERS),
             };
             let mut plan = ItemPlan::new(id)
                 .params(serde_json::to_value(item_params).expect("item params serialize"))
@@ -255,13 +279,21 @@ impl StepKind for MineClaims {
         let scratch = ctx.scratch(&slot)?;
         python::checkout_commit(&git, &record.parent, &worktree)
             .map_err(|error| step_message(ctx, &item.id, error))?;
+        let date = git2::Oid::from_str(&record.parent)
+            .and_then(|parent| git.find_commit(parent))
+            .map(|parent| parent.time().seconds())
+            .ok();
         let settings = MineSettings {
             python: params.python.clone(),
             dependencies: params.dependencies.clone(),
             limit: params.limit,
             timeout: Duration::from_secs(params_timeout(ctx)?),
+            interpreters: params.interpreters,
+            date,
         };
-        let mined = python::mine_commit(&record, &settings, &worktree, &scratch);
+        let step = ctx.step.name.clone();
+        let notify = |message: &str| crate::notes::note(&step, message);
+        let mined = python::mine_commit(&record, &settings, &worktree, &scratch, &notify);
         // Clean between checkouts: the next item in this slot starts from nothing.
         let _ = std::fs::remove_dir_all(&worktree);
         let _ = std::fs::remove_dir_all(&scratch);
@@ -299,6 +331,25 @@ impl StepKind for MineClaims {
             if let Some(digest) = item.output.blobs.get("summary") {
                 summaries.push(ctx.store.get_json(digest)?);
             }
+        }
+        let environment_failures = exclusions
+            .iter()
+            .filter(|exclusion| exclusion.kind == ExclusionKind::Environment)
+            .count();
+        if !items.is_empty() && environment_failures == items.len() {
+            let reasons: Vec<String> = exclusions
+                .iter()
+                .take(3)
+                .map(|exclusion| format!("{}: {}", exclusion.commit, exclusion.reason))
+                .collect();
+            return Err(StepError::Message(format!(
+                "step `{}`: no environment could be built for any of its {} commits, which is a \
+                 broken setup rather than a result (is the package index reachable, are the \
+                 repository's `dependencies:` installable?); first reasons: {}",
+                ctx.step.name,
+                items.len(),
+                reasons.join(" | ")
+            )));
         }
         ctx.write_jsonl(&ctx.own_result("claims.jsonl"), &claims)?;
         ctx.write_jsonl(&ctx.own_result("excluded.jsonl"), &exclusions)?;

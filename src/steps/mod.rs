@@ -14,7 +14,9 @@ mod stats;
 
 pub use command::CommandStep;
 pub use mine_claims::MineClaims;
-pub use oracle::{Environments, FixedEnvironment, OracleStep, PythonEnvironments};
+pub use oracle::{
+    EnvironmentFailure, Environments, FixedEnvironment, OracleStep, PythonEnvironments,
+};
 pub use rank_commits::RankCommits;
 pub use report::ReportStep;
 pub use stats::StatsStep;

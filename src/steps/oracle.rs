@@ -32,8 +32,8 @@ use crate::oracle::{
     judge_commit,
 };
 use crate::pipeline::RepoSpec;
-use crate::python::{self, Environment, EnvironmentRequest, Installer};
-use crate::records::{ClaimRecord, CommitRecord, TruthRecord};
+use crate::python::{self, BuildFailure, Environment, EnvironmentRequest, Installer};
+use crate::records::{ClaimRecord, CommitRecord, Label, TruthRecord};
 
 const PARAMS: &[ParamSpec] = &[
     ParamSpec::optional(
@@ -89,20 +89,33 @@ struct CommitItem {
     claims: Vec<String>,
 }
 
+/// Why the oracle has no environment for a commit.
+#[derive(Debug)]
+pub enum EnvironmentFailure {
+    /// The machine or the network failed (the package index unreachable): the item fails, nothing
+    /// is cached, and a later run tries again.
+    Retry(String),
+    /// The commit's environment cannot be built (a requirement that will not install, no allowed
+    /// interpreter): its claims are discarded with this reason, never labelled.
+    Unbuildable(String),
+}
+
 /// Where the oracle gets the Python environment it runs a repository's tests in.
 pub trait Environments: Send + Sync {
     /// What enters the keys of `repo`'s items: interpreter and pytest versions, never paths.
     fn fingerprint(&self, repo: &RepoSpec) -> Result<BTreeMap<String, String>, StepError>;
 
-    /// The environment for a commit of `repo` whose parent is checked out at `worktree`, under the
-    /// interpreter the claims were mined with when known (`3.11.7`). The parent's environment
-    /// serves the child too, so a difference in outcome comes from the code.
+    /// The environment for a commit of `repo` whose parent, dated `date` (seconds since the
+    /// epoch), is checked out at `worktree`, under the interpreter the claims were mined with when
+    /// known (`3.11.7`). The parent's environment serves the child too, so a difference in outcome
+    /// comes from the code.
     fn environment(
         &self,
         repo: &RepoSpec,
         worktree: &Path,
         interpreter: Option<&str>,
-    ) -> Result<Environment, StepError>;
+        date: Option<i64>,
+    ) -> Result<Environment, EnvironmentFailure>;
 }
 
 /// One environment for every repository (tests, and users who bring their own environment).
@@ -118,14 +131,16 @@ impl Environments for FixedEnvironment {
         _repo: &RepoSpec,
         _worktree: &Path,
         _interpreter: Option<&str>,
-    ) -> Result<Environment, StepError> {
+        _date: Option<i64>,
+    ) -> Result<Environment, EnvironmentFailure> {
         Ok(self.0.clone())
     }
 }
 
 /// The environments `mine-claims` uses: interpreters chosen by the repository's `python:` list or
 /// the commit's metadata, the commit's declared test dependencies plus the repository's pinned
-/// `dependencies:`, built once per content and shared through the user's cache.
+/// `dependencies:`, pytest of the parent's era, built once per content and shared through the
+/// user's cache.
 pub struct PythonEnvironments;
 
 /// The repository's pinned `dependencies:` (strings), if it lists any.
@@ -171,28 +186,41 @@ impl Environments for PythonEnvironments {
         repo: &RepoSpec,
         worktree: &Path,
         interpreter: Option<&str>,
-    ) -> Result<Environment, StepError> {
+        date: Option<i64>,
+    ) -> Result<Environment, EnvironmentFailure> {
         let metadata = python::ProjectMetadata::read(worktree);
         let mut interpreters =
             python::choose_interpreters(&metadata, &repo.python, python::installed_interpreters())
                 .map_err(|error| {
-                    StepError::Message(format!("repository `{}`: {error}", repo.name))
+                    EnvironmentFailure::Unbuildable(format!("repository `{}`: {error}", repo.name))
                 })?;
         // The claims passed under the interpreter they were mined with: try it first.
         interpreters
             .sort_by_key(|candidate| interpreter != Some(candidate.version.to_string().as_str()));
         let pinned = pinned_dependencies(repo);
         let mut failures = Vec::new();
-        for interpreter in &interpreters {
-            let request = EnvironmentRequest::for_commit(interpreter, worktree, &pinned);
+        for interpreter in interpreters.iter().take(python::DEFAULT_INTERPRETERS) {
+            let request = EnvironmentRequest::for_commit_at(interpreter, worktree, &pinned, date);
             match python::ensure_environment(&request) {
                 Ok(environment) => return Ok(environment),
-                Err(error) => failures.push(format!("python {}: {error}", interpreter.version)),
+                Err(error) => {
+                    failures.push(format!("python {}: {error}", interpreter.version));
+                    match error.failure() {
+                        BuildFailure::Infrastructure => {
+                            return Err(EnvironmentFailure::Retry(format!(
+                                "repository `{}`: no environment could be built: {}",
+                                repo.name,
+                                failures.join("; ")
+                            )));
+                        }
+                        BuildFailure::NoSuchRequirement => break,
+                        BuildFailure::Interpreter => {}
+                    }
+                }
             }
         }
-        Err(StepError::Message(format!(
-            "repository `{}`: no environment could be built: {}",
-            repo.name,
+        Err(EnvironmentFailure::Unbuildable(format!(
+            "no environment could be rebuilt for the commit: {}",
             failures.join("; ")
         )))
     }
@@ -326,6 +354,24 @@ fn repo_spec<'a>(ctx: &'a StepContext, name: &str) -> Result<&'a RepoSpec, StepE
 fn test_rules(ctx: &StepContext, spec: &RepoSpec) -> Result<TestFileRules, StepError> {
     TestFileRules::for_repository(spec, &[])
         .map_err(|error| StepError::Input(format!("step `{}`: {error}", ctx.step.name)))
+}
+
+/// Every claim of a commit discarded because no environment could be had for it: nothing ran, so
+/// nothing is labelled.
+fn without_environment(claims: &[ClaimRecord], reason: &str) -> Vec<Judgement> {
+    claims
+        .iter()
+        .map(|claim| Judgement {
+            truth: TruthRecord {
+                claim: claim.id.clone(),
+                label: Label::Discarded,
+                reason: Some(reason.to_string()),
+                parent_runs: Vec::new(),
+                child_runs: Vec::new(),
+            },
+            cause: Some(Cause::NoEnvironment),
+        })
+        .collect()
 }
 
 /// A truth record with its cause, as one line of `truth.jsonl`.
@@ -509,11 +555,24 @@ impl StepKind for OracleStep {
                 .worktree
                 .checkout(&repository, parent)
                 .map_err(|error| StepError::Message(format!("item {}: {error}", item.id)))?;
-            let environment = self.environments.environment(
+            let date = repository
+                .find_commit(parent)
+                .map(|commit| commit.time().seconds())
+                .ok();
+            let environment = match self.environments.environment(
                 spec,
                 slot.1.worktree.dir(),
                 interpreter.as_deref(),
-            )?;
+                date,
+            ) {
+                Ok(environment) => environment,
+                Err(EnvironmentFailure::Retry(reason)) => {
+                    return Err(StepError::Message(format!("item {}: {reason}", item.id)));
+                }
+                Err(EnvironmentFailure::Unbuildable(reason)) => {
+                    return Ok(without_environment(&claims, &reason));
+                }
+            };
             judge_commit(
                 &settings,
                 &environment,
@@ -575,6 +634,29 @@ impl StepKind for OracleStep {
             return Err(StepError::Invariant(format!(
                 "step `{step}`: {}",
                 problems.join("; ")
+            )));
+        }
+        let without_environment = commits.iter().filter(|(_, judgements)| {
+            !judgements.is_empty()
+                && judgements
+                    .iter()
+                    .all(|judgement| judgement.cause == Some(Cause::NoEnvironment))
+        });
+        if !commits.is_empty() && without_environment.clone().count() == commits.len() {
+            let reasons: Vec<String> = without_environment
+                .take(3)
+                .map(|(id, judgements)| {
+                    format!(
+                        "{id}: {}",
+                        judgements[0].truth.reason.as_deref().unwrap_or_default()
+                    )
+                })
+                .collect();
+            return Err(StepError::Message(format!(
+                "step `{step}`: no environment could be rebuilt for any of its {} commits, which \
+                 is a broken setup rather than a result; first reasons: {}",
+                commits.len(),
+                reasons.join(" | ")
             )));
         }
         let lines = commits

@@ -127,3 +127,43 @@ fn run(command: &mut Command) {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// The version of uv the tests build environments with.
+const UV_REQUIREMENT: &str = "uv==0.13.8";
+
+/// A `uv` executable, installed from PyPI into `<cache>/tools/uv` on first use (a venv of its
+/// own, built in a scratch directory and renamed into place like the environment above).
+pub fn uv_binary() -> PathBuf {
+    static UV: OnceLock<PathBuf> = OnceLock::new();
+    UV.get_or_init(|| {
+        let tools = cache_dir().join("tools");
+        let directory = tools.join(UV_REQUIREMENT.replace("==", "-"));
+        let uv = directory.join("bin/uv");
+        if directory.join(READY_MARKER).is_file() {
+            return uv;
+        }
+        fs::create_dir_all(&tools).expect("create the tools cache");
+        let scratch = tools.join(format!(".uv.{}", std::process::id()));
+        let _ = fs::remove_dir_all(&scratch);
+        run(Command::new(base_python())
+            .arg("-m")
+            .arg("venv")
+            .arg(&scratch));
+        run(pip_command(&scratch.join("bin/python")).args([
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            UV_REQUIREMENT,
+        ]));
+        fs::write(scratch.join(READY_MARKER), "").expect("mark uv ready");
+        if fs::rename(&scratch, &directory).is_err() {
+            let _ = fs::remove_dir_all(&scratch);
+            assert!(
+                directory.join(READY_MARKER).is_file(),
+                "uv is not installed"
+            );
+        }
+        uv
+    })
+    .clone()
+}

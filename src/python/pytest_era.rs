@@ -1,0 +1,181 @@
+//! Which pytest a commit's tests run under. A suite is written against the pytest of its day: a 2013
+//! suite calls fixtures directly and defines `pytest_funcarg__` fixtures, both errors since pytest 4.
+//! So the choice follows the parent commit's date as well as the interpreter: the newest series
+//! that was already released on that date and runs on the interpreter. A commit older than every
+//! series that runs on its interpreter gets the oldest one that does; no series is older than
+//! [`FLOOR`], the oldest pytest the crate's own plugins (`collect_plugin.py`, `result_plugin.py`)
+//! work under.
+
+use super::version::PythonVersion;
+
+/// One pytest series: the spec pip installs, when its first release came out, and the
+/// interpreters (`major.minor`, inclusive) it runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PytestSeries {
+    pub spec: &'static str,
+    /// Its first release, `(year, month, day)` UTC.
+    pub released: (i32, u32, u32),
+    pub oldest_python: (u32, u32),
+    pub newest_python: (u32, u32),
+}
+
+/// The series claimflow chooses from, oldest first. One per era rather than every minor release:
+/// each entry is a step in what suites were allowed to do, and fewer entries share more
+/// environments. The last entry for each interpreter is what a commit of today gets.
+pub const SERIES: [PytestSeries; 11] = [
+    series("pytest>=3.5,<3.6", (2018, 3, 21), (2, 7), (3, 6)),
+    series("pytest>=3.6,<3.7", (2018, 5, 23), (2, 7), (3, 7)),
+    series("pytest>=3.10,<3.11", (2018, 11, 3), (2, 7), (3, 7)),
+    series("pytest>=4.6,<4.7", (2019, 6, 3), (2, 7), (3, 8)),
+    series("pytest>=5.4,<5.5", (2020, 3, 12), (3, 5), (3, 9)),
+    series("pytest>=6.1,<6.2", (2020, 9, 26), (3, 5), (3, 9)),
+    series("pytest>=6.2,<6.3", (2020, 12, 13), (3, 6), (3, 10)),
+    series("pytest>=7.0,<7.1", (2022, 2, 3), (3, 6), (3, 10)),
+    series("pytest>=7.2,<7.3", (2022, 10, 25), (3, 7), (3, 11)),
+    series("pytest>=7.4,<7.5", (2023, 6, 23), (3, 7), (3, 12)),
+    series("pytest>=8,<9", (2024, 1, 27), (3, 8), (3, 14)),
+];
+
+/// The oldest series the crate's plugins are checked against (an integration test mines and
+/// labels a claim under it). Older ones lack `--rootdir` (new in 3.5), which every pytest command
+/// passes so that node ids are relative to the worktree whatever configuration it has.
+pub const FLOOR: &str = SERIES[0].spec;
+
+const fn series(
+    spec: &'static str,
+    released: (i32, u32, u32),
+    oldest_python: (u32, u32),
+    newest_python: (u32, u32),
+) -> PytestSeries {
+    PytestSeries {
+        spec,
+        released,
+        oldest_python,
+        newest_python,
+    }
+}
+
+impl PytestSeries {
+    fn runs_on(&self, version: PythonVersion) -> bool {
+        let minor = (version.major, version.minor);
+        self.oldest_python <= minor && minor <= self.newest_python
+    }
+
+    /// Its first release as seconds since the Unix epoch (midnight UTC).
+    pub fn released_at(&self) -> i64 {
+        let (year, month, day) = self.released;
+        days_from_civil(year, month, day) * 86_400
+    }
+}
+
+/// The pytest spec for an interpreter of `version` running a commit whose parent is dated `date`
+/// (seconds since the epoch); without a date, the newest series that runs on the interpreter.
+pub fn pytest_for(version: PythonVersion, date: Option<i64>) -> &'static str {
+    let running: Vec<&PytestSeries> = SERIES
+        .iter()
+        .filter(|series| series.runs_on(version))
+        .collect();
+    let Some(newest) = running.last() else {
+        // An interpreter newer than the table: the newest series is the best guess.
+        return SERIES[SERIES.len() - 1].spec;
+    };
+    let Some(date) = date else {
+        return newest.spec;
+    };
+    running
+        .iter()
+        .rev()
+        .find(|series| series.released_at() <= date)
+        .unwrap_or(&running[0])
+        .spec
+}
+
+/// The table as text, for keys: a change to it changes which pytest a commit gets.
+pub fn series_fingerprint() -> String {
+    SERIES
+        .iter()
+        .map(|series| {
+            let (year, month, day) = series.released;
+            format!(
+                "{}@{year:04}-{month:02}-{day:02}:{}.{}-{}.{}",
+                series.spec,
+                series.oldest_python.0,
+                series.oldest_python.1,
+                series.newest_python.0,
+                series.newest_python.1
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(year: i32, month: u32, day: u32) -> i64 {
+    let year = i64::from(year) - i64::from(month <= 2);
+    let era = year.div_euclid(400);
+    let year_of_era = year - era * 400;
+    let month = i64::from(month);
+    let day_of_year =
+        (153 * (if month > 2 { month - 3 } else { month + 9 }) + 2) / 5 + i64::from(day) - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(year: i32, month: u32, day: u32) -> Option<i64> {
+        Some(days_from_civil(year, month, day) * 86_400)
+    }
+
+    fn pytest(version: &str, date: Option<i64>) -> &'static str {
+        pytest_for(version.parse().unwrap(), date)
+    }
+
+    #[test]
+    fn dates_count_days_from_the_epoch() {
+        assert_eq!(days_from_civil(1970, 1, 1), 0);
+        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
+        // `date -d 2023-11-14T22:13:20Z +%s` = 1700000000, the fixture repositories' epoch.
+        assert_eq!(
+            days_from_civil(2023, 11, 14) * 86_400 + 80_000,
+            1_700_000_000
+        );
+    }
+
+    #[test]
+    fn without_a_date_the_newest_series_for_the_interpreter() {
+        assert_eq!(pytest("2.7.18", None), "pytest>=4.6,<4.7");
+        assert_eq!(pytest("3.5.10", None), "pytest>=6.1,<6.2");
+        assert_eq!(pytest("3.6.15", None), "pytest>=7.0,<7.1");
+        assert_eq!(pytest("3.7.16", None), "pytest>=7.4,<7.5");
+        assert_eq!(pytest("3.8.18", None), "pytest>=8,<9");
+        assert_eq!(pytest("3.13.0", None), "pytest>=8,<9");
+        assert_eq!(pytest("3.99.0", None), "pytest>=8,<9");
+    }
+
+    #[test]
+    fn a_commit_gets_the_series_of_its_day() {
+        // structlog's 2013 suite calls fixtures directly: it gets the floor, not pytest 4.6.
+        assert_eq!(pytest("2.7.18", at(2013, 9, 9)), FLOOR);
+        assert_eq!(pytest("3.6.15", at(2015, 1, 1)), FLOOR);
+        assert_eq!(pytest("2.7.18", at(2018, 6, 7)), "pytest>=3.6,<3.7");
+        assert_eq!(pytest("2.7.18", at(2019, 6, 3)), "pytest>=4.6,<4.7");
+        assert_eq!(pytest("2.7.18", at(2024, 1, 1)), "pytest>=4.6,<4.7");
+        assert_eq!(pytest("3.8.18", at(2020, 1, 1)), "pytest>=4.6,<4.7");
+        assert_eq!(pytest("3.11.7", at(2023, 11, 14)), "pytest>=7.4,<7.5");
+        assert_eq!(pytest("3.11.7", at(2024, 3, 5)), "pytest>=8,<9");
+        // No series of 2015 runs on 3.13: the oldest one that does.
+        assert_eq!(pytest("3.13.0", at(2015, 1, 1)), "pytest>=8,<9");
+        assert_eq!(pytest("3.11.7", at(2015, 1, 1)), "pytest>=7.2,<7.3");
+    }
+
+    #[test]
+    fn the_table_is_in_release_order() {
+        for pair in SERIES.windows(2) {
+            assert!(pair[0].released < pair[1].released, "{pair:?}");
+        }
+        assert!(series_fingerprint().starts_with("pytest>=3.5,<3.6@2018-03-21:2.7-3.6;"));
+    }
+}

@@ -1,0 +1,601 @@
+//! Environments on old commits: a bounded interpreter fallback, environment failures as
+//! exclusions, and pytest chosen by the parent commit's date. The failing environments here fail
+//! at pip's first question to the index (a release that does not exist), so they cost a venv each.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use claimflow::cache::Store;
+use claimflow::engine::{
+    Event, ItemOutput, ItemPlan, ItemResult, Recording, StepContext, StepError, StepKind,
+    StepOutput, Upstream,
+};
+use claimflow::pipeline::{Pipeline, RepoSource, RepoSpec, StepSpec};
+use claimflow::python::{BuildFailure, EnvironmentRequest};
+use claimflow::records::{CommitRecord, ExclusionKind, ExclusionRecord};
+use claimflow::steps::MineClaims;
+use git2::{Repository, Signature, Time};
+use serde_json::json;
+
+use crate::common::project::Project;
+
+const SOURCE: &str = "def add(a, b):\n    return a + b\n";
+
+/// A repository of two commits at `time` (seconds since the epoch): the parent with `test`
+/// under `tests/test_demo.py`, and a child where `add` adds one more and the test's assertions
+/// say so, one of them deleted.
+pub(crate) fn dated_repository(directory: &Path, time: i64, test: &str) -> (String, String) {
+    let repository = Repository::init(directory).unwrap();
+    let mut parent = None;
+    let child_test = test.trim_end().rsplit_once('\n').unwrap().0.to_string() + "\n";
+    let versions = [
+        (SOURCE.to_string(), test.to_string()),
+        (
+            SOURCE.replace("a + b", "a + b + 1"),
+            child_test.replace("== 3", "== 4"),
+        ),
+    ];
+    let mut ids = Vec::new();
+    for (index, (source, test)) in versions.iter().enumerate() {
+        let mut files = BTreeMap::new();
+        files.insert("demo/__init__.py", source.as_str());
+        files.insert("tests/__init__.py", "");
+        files.insert("tests/test_demo.py", test.as_str());
+        let tree = write_tree(&repository, &files);
+        let tree = repository.find_tree(tree).unwrap();
+        let when = Time::new(time + 60 * index as i64, 0);
+        let signature = Signature::new("claimflow", "test@claimflow.invalid", &when).unwrap();
+        let parents: Vec<git2::Commit> = parent
+            .iter()
+            .map(|oid| repository.find_commit(*oid).unwrap())
+            .collect();
+        let parents: Vec<&git2::Commit> = parents.iter().collect();
+        let oid = repository
+            .commit(
+                Some("refs/heads/main"),
+                &signature,
+                &signature,
+                &format!("commit {index}\n"),
+                &tree,
+                &parents,
+            )
+            .unwrap();
+        parent = Some(oid);
+        ids.push(oid.to_string());
+    }
+    (ids[0].clone(), ids[1].clone())
+}
+
+/// Writes `files` (paths with at most one directory) as a tree.
+fn write_tree(repository: &Repository, files: &BTreeMap<&str, &str>) -> git2::Oid {
+    let mut directories: BTreeMap<&str, git2::TreeBuilder> = BTreeMap::new();
+    let mut root = repository.treebuilder(None).unwrap();
+    for (path, content) in files {
+        let blob = repository.blob(content.as_bytes()).unwrap();
+        match path.split_once('/') {
+            Some((directory, name)) => {
+                directories
+                    .entry(directory)
+                    .or_insert_with(|| repository.treebuilder(None).unwrap())
+                    .insert(name, blob, 0o100644)
+                    .unwrap();
+            }
+            None => {
+                root.insert(path, blob, 0o100644).unwrap();
+            }
+        }
+    }
+    for (directory, builder) in directories {
+        root.insert(directory, builder.write().unwrap(), 0o040000)
+            .unwrap();
+    }
+    root.write().unwrap()
+}
+
+pub(crate) const TEST: &str = "\
+from demo import add
+
+
+def test_add():
+    assert add(1, 2) == 3
+    assert add(2, 2) == 4
+";
+
+fn repo_spec(name: &str, path: &Path, python: &[&str], dependencies: &[&str]) -> RepoSpec {
+    let mut extra = BTreeMap::new();
+    if !dependencies.is_empty() {
+        extra.insert("dependencies".to_string(), json!(dependencies));
+    }
+    RepoSpec {
+        name: name.into(),
+        source: RepoSource::Path(path.to_path_buf()),
+        branch: "main".into(),
+        split: None,
+        python: python.iter().map(|version| version.to_string()).collect(),
+        extra,
+    }
+}
+
+fn record(repo: &str, (parent, commit): &(String, String)) -> CommitRecord {
+    serde_json::from_value(json!({
+        "repo": repo, "commit": commit, "parent": parent, "score": 1.0, "subject": "s",
+        "test_files": ["tests/test_demo.py"], "source_files": ["demo/__init__.py"],
+    }))
+    .unwrap()
+}
+
+/// What `mine-claims` published, or how publishing failed.
+struct Mined {
+    published: Result<(), StepError>,
+    excluded: Vec<ExclusionRecord>,
+    claims: usize,
+}
+
+/// Plans, runs and publishes `mine-claims` with `with` over hand-made commit records.
+fn mine(
+    root: &Path,
+    repos: Vec<RepoSpec>,
+    with: serde_json::Value,
+    records: &[CommitRecord],
+) -> Mined {
+    let pipeline = Pipeline {
+        file: "pipeline.yaml".into(),
+        root: root.to_path_buf(),
+        version: 1,
+        name: "test".into(),
+        workdir: root.join(".claimflow"),
+        results: root.join("results"),
+        repos,
+        models: BTreeMap::new(),
+        steps: vec![StepSpec {
+            name: "claims".into(),
+            uses: "mine-claims".into(),
+            needs: vec!["rank".into()],
+            with,
+            line: 1,
+        }],
+    };
+    let store = Store::open(pipeline.workdir.join("cache")).unwrap();
+    let ctx = StepContext {
+        pipeline: &pipeline,
+        step: &pipeline.steps[0],
+        root: &pipeline.root,
+        workdir: &pipeline.workdir,
+        results: &pipeline.results,
+        store: &store,
+    };
+    let ranked = ItemOutput::records(records);
+    let upstream = Upstream {
+        steps: BTreeMap::from([(
+            "rank".to_string(),
+            Arc::new(StepOutput {
+                step: "rank".into(),
+                kind: "rank-commits".into(),
+                items: vec![ItemResult {
+                    plan: ItemPlan::new("ranked"),
+                    digest: store.put_json(&ranked).unwrap(),
+                    output: Arc::new(ranked),
+                    cached: false,
+                }],
+            }),
+        )]),
+    };
+    let mut excluded = Vec::new();
+    let mut claims = 0;
+    let mut items = Vec::new();
+    let plans = match MineClaims.items(&ctx, &upstream) {
+        Ok(plans) => plans,
+        Err(error) => {
+            return Mined {
+                published: Err(error),
+                excluded,
+                claims,
+            };
+        }
+    };
+    for plan in plans {
+        let output = MineClaims.run(&ctx, &plan, &upstream).unwrap();
+        if let Some(digest) = output.blobs.get("exclusion") {
+            excluded.push(store.get_json(digest).unwrap());
+        }
+        claims += output.records.len();
+        items.push(ItemResult {
+            digest: store.put_json(&output).unwrap(),
+            plan,
+            output: Arc::new(output),
+            cached: false,
+        });
+    }
+    Mined {
+        published: MineClaims.publish(&ctx, &items),
+        excluded,
+        claims,
+    }
+}
+
+/// Regression: a pinned requirement that will not install failed the whole step
+/// (`MineError::NoEnvironment`); it now excludes its commits, and only a step where every commit
+/// fails that way fails, as a broken setup.
+#[test]
+fn a_pin_with_no_release_excludes_the_commit_without_trying_every_interpreter() {
+    let good = tempfile::tempdir().unwrap();
+    let bad = tempfile::tempdir().unwrap();
+    let good_commits = dated_repository(good.path(), 1_700_000_000, TEST);
+    let bad_commits = dated_repository(bad.path(), 1_700_000_000, TEST);
+    let root = tempfile::tempdir().unwrap();
+    let repos = vec![
+        repo_spec("good", good.path(), &["3.11"], &[]),
+        // No `python:`: every installed interpreter is allowed, newest first.
+        repo_spec(
+            "bad",
+            bad.path(),
+            &[],
+            &["claimflow-no-such-distribution==9.9"],
+        ),
+    ];
+    let mined = mine(
+        root.path(),
+        repos.clone(),
+        json!({}),
+        &[record("good", &good_commits), record("bad", &bad_commits)],
+    );
+    mined.published.unwrap();
+    assert_eq!(mined.claims, 1, "the good repository's commit is mined");
+    let [exclusion] = mined.excluded.as_slice() else {
+        panic!("one exclusion: {:?}", mined.excluded);
+    };
+    assert_eq!(exclusion.repo, "bad");
+    assert_eq!(exclusion.kind, ExclusionKind::Environment);
+    assert_eq!(
+        exclusion.attempts.len(),
+        1,
+        "a release that does not exist stops the fallback: {exclusion:?}"
+    );
+    assert!(
+        exclusion.attempts[0]
+            .error
+            .starts_with("environment: install `claimflow-no-such-distribution` for python "),
+        "{exclusion:?}"
+    );
+    assert!(
+        exclusion.reason.ends_with(
+            "stopped: `claimflow-no-such-distribution` has no release on the package index, \
+             which no interpreter can fix"
+        ),
+        "{}",
+        exclusion.reason
+    );
+    let written = std::fs::read_to_string(root.path().join("results/excluded.jsonl")).unwrap();
+    assert!(written.contains("\"kind\":\"environment\""), "{written}");
+
+    // Every commit of the step failing for its environment is a broken setup, not a result.
+    let root = tempfile::tempdir().unwrap();
+    let mined = mine(
+        root.path(),
+        repos,
+        json!({}),
+        &[record("bad", &bad_commits)],
+    );
+    let error = mined.published.unwrap_err().to_string();
+    assert!(
+        error.starts_with(
+            "step `claims`: no environment could be built for any of its 1 commits, which is a \
+             broken setup rather than a result"
+        ),
+        "{error}"
+    );
+    assert!(error.contains("claimflow-no-such-distribution"), "{error}");
+}
+
+/// Regression: structlog's 2013 commits built a fresh environment under every interpreter from
+/// 3.13 down (20 minutes for two commits). Two interpreters failing to install the same pin stop
+/// the fallback, `interpreters:` caps it, each fallback is announced, and an environment that
+/// failed is not built again for the next commit.
+#[test]
+fn the_fallback_stops_when_interpreters_fail_the_same_way_and_at_the_cap() {
+    let recording = Arc::new(Recording::default());
+    claimflow::notes::install(recording.clone());
+    let directory = tempfile::tempdir().unwrap();
+    let commits = dated_repository(directory.path(), 1_700_000_000, TEST);
+    let declared = ["3.13", "3.12", "3.11", "3.10"];
+    // `six` exists, this release of it does not: pip lists the others, so it may be the
+    // interpreter's fault, until a second interpreter fails the same way.
+    let repos = vec![repo_spec(
+        "old",
+        directory.path(),
+        &declared,
+        &["six==0.0.1"],
+    )];
+    let root = tempfile::tempdir().unwrap();
+    let mined = mine(
+        root.path(),
+        repos.clone(),
+        json!({}),
+        &[record("old", &commits)],
+    );
+    assert!(mined.published.is_err(), "the only commit was excluded");
+    let exclusion = &mined.excluded[0];
+    assert_eq!(exclusion.kind, ExclusionKind::Environment);
+    let tried: Vec<&str> = exclusion
+        .attempts
+        .iter()
+        .map(|attempt| attempt.interpreter.as_str())
+        .collect();
+    assert_eq!(tried.len(), 2, "{exclusion:?}");
+    assert!(tried[0].starts_with("3.13.") && tried[1].starts_with("3.12."));
+    assert!(
+        exclusion.reason.contains(&format!(
+            "stopped: `six` failed to install the same way under python {} and {}",
+            tried[0], tried[1]
+        )),
+        "{}",
+        exclusion.reason
+    );
+    let notes: Vec<String> = recording
+        .events()
+        .into_iter()
+        .filter_map(|event| match event {
+            Event::Note { step, message } if message.starts_with("old@") => {
+                Some(format!("{step}: {message}"))
+            }
+            _ => None,
+        })
+        .collect();
+    let short = &commits.1[..10];
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].starts_with(&format!(
+            "claims: old@{short}: trying python {} (2 of at most 3) after python {} failed: \
+             environment: install `six` for python",
+            tried[1], tried[0]
+        )),
+        "{notes:?}"
+    );
+
+    // None at all is not a way to mine.
+    let root = tempfile::tempdir().unwrap();
+    let zero = mine(
+        root.path(),
+        repos.clone(),
+        json!({"interpreters": 0}),
+        &[record("old", &commits)],
+    );
+    let error = zero.published.unwrap_err();
+    assert!(matches!(error, StepError::Input(_)), "{error:?}");
+    assert_eq!(
+        error.to_string(),
+        "step `claims`: `interpreters` is how many interpreters to try per commit, at least 1"
+    );
+
+    // At most one interpreter; the environment that failed above is not built again.
+    let root = tempfile::tempdir().unwrap();
+    let mined = mine(
+        root.path(),
+        repos,
+        json!({"interpreters": 1}),
+        &[record("old", &commits)],
+    );
+    let exclusion = &mined.excluded[0];
+    assert_eq!(exclusion.attempts.len(), 1, "{exclusion:?}");
+    assert!(
+        exclusion.attempts[0]
+            .error
+            .ends_with("(the same environment failed earlier in this run)"),
+        "{exclusion:?}"
+    );
+    assert!(
+        exclusion.reason.contains(&format!(
+            "stopped: 3 more interpreter(s) allowed but not tried ({}, ",
+            tried[1]
+        )),
+        "{}",
+        exclusion.reason
+    );
+    assert!(
+        exclusion
+            .reason
+            .ends_with("at most 1 per commit (raise mine-claims' `interpreters` to try more)"),
+        "{}",
+        exclusion.reason
+    );
+}
+
+/// A test that calls a fixture directly: legal before pytest 4, an error since.
+const CALLS_A_FIXTURE: &str = "\
+import pytest
+
+from demo import add
+
+
+@pytest.fixture
+def numbers():
+    return (1, 2)
+
+
+def test_add():
+    a, b = numbers()
+    assert add(a, b) == 3
+    assert add(b, a) == 3
+";
+
+/// `rank -> claims -> truth` through the binary on a repository dated `time`; truth.jsonl's lines.
+fn label_dated(time: i64) -> (Vec<serde_json::Value>, Vec<serde_json::Value>, String) {
+    let repository = tempfile::tempdir().unwrap();
+    dated_repository(repository.path(), time, CALLS_A_FIXTURE);
+    let project = Project::new();
+    project.file(
+        "pipeline.yaml",
+        &format!(
+            "version: 1\nname: era\nrepos:\n  - name: demo\n    path: {}\n    branch: main\n    \
+             python: [\"3.6\"]\nsteps:\n  rank: {{uses: rank-commits, with: {{top: 5}}}}\n  \
+             claims: {{uses: mine-claims, needs: [rank]}}\n  \
+             truth: {{uses: oracle, needs: [claims], with: {{runs: 2}}}}\n",
+            repository.path().display()
+        ),
+    );
+    project.ok(&["run", "pipeline.yaml"]);
+    let lines = |name: &str| -> Vec<serde_json::Value> {
+        project
+            .read(&format!("results/era/{name}"))
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    };
+    let excluded = project.read("results/era/excluded.jsonl");
+    (lines("claims.jsonl"), lines("truth.jsonl"), excluded)
+}
+
+/// Regression: structlog's 2013 suite ran under pytest 4.6 and every claim calling a fixture
+/// directly came out "broken child". A 2015 commit gets the pytest of 2018 (the oldest the
+/// plugins support), under which the test runs and its flip is labelled; the same code dated
+/// 2024 gets pytest 7.0 and the claim does not pass at the parent.
+#[test]
+fn pytest_follows_the_parent_commits_date() {
+    // 2015-06-01 and 2024-06-01.
+    let (claims, truth, excluded) = label_dated(1_433_116_800);
+    assert_eq!(claims.len(), 1, "{excluded}");
+    assert!(
+        claims[0]["pytest"].as_str().unwrap().starts_with("3.5."),
+        "{claims:?}"
+    );
+    assert_eq!(truth[0]["label"], "flipped", "{truth:?}");
+
+    let (claims, truth, excluded) = label_dated(1_717_200_000);
+    assert_eq!(claims.len(), 1, "{excluded}");
+    assert!(
+        claims[0]["pytest"].as_str().unwrap().starts_with("7.0."),
+        "{claims:?}"
+    );
+    assert_eq!(truth[0]["label"], "discarded", "{truth:?}");
+    assert_eq!(truth[0]["cause"], "not_passing_at_parent", "{truth:?}");
+    // pytest's own `Failed` ("Fixture \"numbers\" called directly"), not the test's assertion.
+    assert_eq!(
+        truth[0]["reason"],
+        "did not pass 2 of 2 runs at the parent: 0 passed, then it failed (Failed)"
+    );
+}
+
+/// `rank -> claims -> truth` through the binary on a repository dated 2024, under Python 3.11,
+/// with `environment` added to claimflow's environment; the claims, truth lines and the
+/// descriptions of the environments built (a fresh cache, so only this run's).
+fn label_with(
+    environment: &[(&str, &Path)],
+) -> (
+    Vec<serde_json::Value>,
+    Vec<serde_json::Value>,
+    Vec<serde_json::Value>,
+) {
+    let repository = tempfile::tempdir().unwrap();
+    dated_repository(repository.path(), 1_717_200_000, TEST);
+    let cache = tempfile::tempdir().unwrap();
+    let project = Project::new();
+    project.file(
+        "pipeline.yaml",
+        &format!(
+            "version: 1\nname: uv\nrepos:\n  - name: demo\n    path: {}\n    branch: main\n    \
+             python: [\"3.11\"]\nsteps:\n  rank: {{uses: rank-commits}}\n  \
+             claims: {{uses: mine-claims, needs: [rank]}}\n  \
+             truth: {{uses: oracle, needs: [claims], with: {{runs: 2}}}}\n",
+            repository.path().display()
+        ),
+    );
+    let mut command = project.command(&["run", "pipeline.yaml"]);
+    command.env("CLAIMFLOW_CACHE_DIR", cache.path());
+    for (name, value) in environment {
+        command.env(name, value);
+    }
+    let output = command.output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines = |name: &str| -> Vec<serde_json::Value> {
+        project
+            .read(&format!("results/uv/{name}"))
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    };
+    let environments = std::fs::read_dir(cache.path().join("envs"))
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| std::fs::read(entry.path().join("claimflow-environment.json")).ok())
+        .map(|bytes| serde_json::from_slice(&bytes).unwrap())
+        .collect();
+    (lines("claims.jsonl"), lines("truth.jsonl"), environments)
+}
+
+/// `CLAIMFLOW_UV` points claimflow at uv; the environment it builds is used as a pip one is:
+/// the same claims, the same labels.
+#[test]
+fn an_environment_built_by_uv_mines_and_labels_like_one_built_by_pip() {
+    let uv = crate::common::python_env::uv_binary();
+    let (claims, truth, environments) = label_with(&[("CLAIMFLOW_UV", &uv)]);
+    let [environment] = environments.as_slice() else {
+        panic!("one environment: {environments:?}");
+    };
+    assert_eq!(environment["installer"], "uv");
+    assert!(
+        environment["pytest"].as_str().unwrap().starts_with("8."),
+        "{environment}"
+    );
+    assert_eq!(claims.len(), 1, "{claims:?}");
+    assert_eq!(truth[0]["label"], "flipped", "{truth:?}");
+
+    // A uv that does not run leaves pip in charge.
+    let (pip_claims, pip_truth, environments) =
+        label_with(&[("CLAIMFLOW_UV", Path::new("/nonexistent/uv"))]);
+    assert_eq!(environments[0]["installer"], "pip");
+    let view = |lines: &[serde_json::Value], fields: &[&str]| -> Vec<Vec<serde_json::Value>> {
+        lines
+            .iter()
+            .map(|line| fields.iter().map(|field| line[field].clone()).collect())
+            .collect()
+    };
+    assert_eq!(
+        view(
+            &claims,
+            &["id", "node", "assertions", "interpreter", "pytest"]
+        ),
+        view(
+            &pip_claims,
+            &["id", "node", "assertions", "interpreter", "pytest"]
+        )
+    );
+    assert_eq!(
+        view(&truth, &["claim", "label", "reason", "cause"]),
+        view(&pip_truth, &["claim", "label", "reason", "cause"])
+    );
+}
+
+/// A failed build leaves nothing in the cache that could pass for an environment, and the same
+/// request in the same process fails at once with the first failure's reason.
+#[test]
+fn a_failed_build_is_not_stored_and_not_tried_twice() {
+    let cache = tempfile::tempdir().unwrap();
+    let worktree = tempfile::tempdir().unwrap();
+    let interpreter = claimflow::python::installed_interpreters()
+        .iter()
+        .find(|interpreter| interpreter.version.minor_string() == "3.12")
+        .cloned()
+        .expect("python 3.12 is installed on claimflow's test machines");
+    let pinned = ["claimflow-no-such-distribution==9.8".to_string()];
+    let request = EnvironmentRequest::for_commit(&interpreter, worktree.path(), &pinned);
+    let first = claimflow::python::ensure_environment_in(cache.path(), &request).unwrap_err();
+    assert_eq!(first.failure(), BuildFailure::NoSuchRequirement, "{first}");
+    let envs = cache.path().join("envs");
+    assert!(!envs.join(request.digest().hex()).exists());
+    assert_eq!(
+        std::fs::read_dir(envs.join(".building")).unwrap().count(),
+        0
+    );
+    let second = claimflow::python::ensure_environment_in(cache.path(), &request).unwrap_err();
+    assert_eq!(
+        second.to_string(),
+        format!("{first} (the same environment failed earlier in this run)")
+    );
+    assert_eq!(second.requirement(), Some("claimflow-no-such-distribution"));
+    assert_eq!(second.failure(), BuildFailure::NoSuchRequirement);
+}

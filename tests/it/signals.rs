@@ -1,0 +1,108 @@
+//! Stopping a run: SIGINT or SIGTERM kills every child claimflow started (and their children),
+//! removes the half-built environment, and exits with 128 + the signal.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::common::project::Project;
+use crate::environments::{TEST, dated_repository};
+
+/// Whether `pid` runs (a zombie nobody has reaped yet does not).
+fn alive(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        let state = stat.rsplit_once(") ").map(|(_, rest)| rest.chars().next());
+        state != Some(Some('Z'))
+    })
+}
+
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !done() {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A "python" that answers the version question, and otherwise (creating a venv) starts a
+/// grandchild, writes both pids down and hangs, as a slow pip install would.
+fn hanging_python(directory: &Path) -> std::path::PathBuf {
+    let python = directory.join("python-that-hangs");
+    std::fs::write(
+        &python,
+        format!(
+            "#!/bin/sh\ncase \"$*\" in *version_info*) echo 3.99.0; exit 0;; esac\n\
+             sleep 300 &\necho $! > {dir}/grandchild\necho $$ > {dir}/child\nwait\n",
+            dir = directory.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+    python
+}
+
+fn stop_while_building(signal: libc::c_int) -> (i32, String) {
+    let scratch = tempfile::tempdir().unwrap();
+    let repository = tempfile::tempdir().unwrap();
+    dated_repository(repository.path(), 1_700_000_000, TEST);
+    let python = hanging_python(scratch.path());
+    let cache = scratch.path().join("cache");
+    let project = Project::new();
+    project.file(
+        "pipeline.yaml",
+        &format!(
+            "version: 1\nname: stop\nrepos:\n  - name: demo\n    path: {}\n    branch: main\n    \
+             python: [\"{}\"]\nsteps:\n  rank: {{uses: rank-commits}}\n  \
+             claims: {{uses: mine-claims, needs: [rank]}}\n",
+            repository.path().display(),
+            python.display()
+        ),
+    );
+    let mut claimflow = project
+        .command(&["run", "pipeline.yaml"])
+        .env("CLAIMFLOW_CACHE_DIR", &cache)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let read = |name: &str| std::fs::read_to_string(scratch.path().join(name)).ok();
+    wait_for("the environment build to start", || {
+        read("child").is_some() && read("grandchild").is_some()
+    });
+    let child = read("child").unwrap().trim().to_string();
+    let grandchild = read("grandchild").unwrap().trim().to_string();
+    let building = cache.join("envs/.building");
+    assert_eq!(std::fs::read_dir(&building).unwrap().count(), 1);
+    // SAFETY: signals the claimflow process this test started.
+    unsafe {
+        libc::kill(claimflow.id() as libc::pid_t, signal);
+    }
+    let status = claimflow.wait().unwrap();
+    let stderr = std::io::read_to_string(claimflow.stderr.take().unwrap()).unwrap();
+    wait_for("the children to die", || {
+        !alive(&child) && !alive(&grandchild)
+    });
+    assert_eq!(
+        std::fs::read_dir(&building).unwrap().count(),
+        0,
+        "the half-built environment is removed"
+    );
+    assert_eq!(std::fs::read_dir(cache.join("envs")).unwrap().count(), 1);
+    (status.code().unwrap_or(-1), stderr)
+}
+
+/// Regression: stopping a run left two `pip install` processes running, reparented to init.
+#[test]
+fn ctrl_c_while_an_environment_builds_leaves_no_process_behind() {
+    let (code, stderr) = stop_while_building(libc::SIGINT);
+    assert_eq!(code, 130, "{stderr}");
+}
+
+#[test]
+fn sigterm_while_an_environment_builds_leaves_no_process_behind() {
+    let (code, stderr) = stop_while_building(libc::SIGTERM);
+    assert_eq!(code, 143, "{stderr}");
+}
