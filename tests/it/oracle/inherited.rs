@@ -131,8 +131,11 @@ fn a_mixin_test_flips_in_the_untouched_module_that_inherits_it() {
         dependencies: Vec::new(),
         limit: None,
         timeout: Duration::from_secs(300),
+        interpreters: python::DEFAULT_INTERPRETERS,
+        date: None,
     };
-    let mined = python::mine_commit(&record, &settings, &worktree, &dir.path().join("scratch"))
+    let scratch = dir.path().join("scratch");
+    let mined = python::mine_commit(&record, &settings, &worktree, &scratch, &|_: &str| {})
         .expect("mine the commit");
     assert!(mined.exclusion.is_none(), "{:?}", mined.exclusion);
     let summary = mined.summary.expect("a summary");
