@@ -338,11 +338,11 @@ impl<'a> Engine<'a> {
                 None => misses.push(index),
             }
         }
-        let cached = keyed.len() - misses.len();
+        let planned_cached = keyed.len() - misses.len();
         self.reporter.event(&Event::StepPlanned {
             step: step.name.clone(),
             total: keyed.len(),
-            cached,
+            cached: planned_cached,
         });
         for result in results.iter().flatten() {
             self.reporter.event(&Event::ItemFinished {
@@ -380,7 +380,7 @@ impl<'a> Engine<'a> {
                             plan,
                             (record, key),
                             upstream,
-                            item_started,
+                            (item_started, force),
                         ) {
                             Ok(result) => {
                                 self.reporter.event(&Event::ItemFinished {
@@ -434,7 +434,9 @@ impl<'a> Engine<'a> {
         self.state
             .save(&step.name, &state)
             .map_err(|error| error.to_string())?;
-        let computed_count = misses.len();
+        // An item another run computed while this one waited for its lock was not computed here.
+        let computed_count = items.iter().filter(|item| !item.cached).count();
+        let cached = items.len() - computed_count;
         self.reporter.event(&Event::StepFinished {
             step: step.name.clone(),
             computed: computed_count,
@@ -481,10 +483,12 @@ impl<'a> Engine<'a> {
         plan: &ItemPlan,
         (record, key): (&KeyRecord, &Digest),
         upstream: &Upstream,
-        started: Instant,
+        (started, force): (Instant, bool),
     ) -> Result<ItemResult, StepError> {
         let _lock = self.store.lock_key(key)?;
-        if let Some((digest, output)) = self.lookup(key)? {
+        // Another run may have computed the item while this one waited for its lock; a forced
+        // step computes it regardless.
+        if let Some((digest, output)) = (!force).then(|| self.lookup(key)).transpose()?.flatten() {
             return Ok(ItemResult {
                 plan: plan.clone(),
                 digest,

@@ -424,6 +424,35 @@ fn unknown_names_on_the_command_line_are_the_users_error() {
 }
 
 #[test]
+fn force_runs_the_step_again_instead_of_restoring_its_outputs() {
+    let project = Project::new();
+    project.file(
+        "pipeline.yaml",
+        "version: 1\nname: forced\nsteps:\n  gen:\n    uses: command\n    with:\n      \
+         run: echo ran >> runs.log && echo out > out.txt\n      outputs: [out.txt]\n",
+    );
+    project.ok(&["run", "pipeline.yaml"]);
+    let cached = project.ok(&["run", "pipeline.yaml"]);
+    assert!(
+        cached.stderr.contains("0 computed, 1 cached"),
+        "{}",
+        cached.stderr
+    );
+    assert_eq!(project.read("runs.log"), "ran\n");
+    let forced = project.ok(&["run", "pipeline.yaml", "--force", "gen"]);
+    assert!(
+        forced.stderr.contains("gen: done, 1 computed, 0 cached"),
+        "{}",
+        forced.stderr
+    );
+    assert_eq!(
+        project.read("runs.log"),
+        "ran\nran\n",
+        "the command ran again"
+    );
+}
+
+#[test]
 fn until_runs_only_the_step_and_what_it_needs() {
     let project = chain();
     let ran = project.ok(&["run", "pipeline.yaml", "--until", "shout"]);
