@@ -235,16 +235,21 @@ pub fn judge_commit(
         .collect();
     let mut own_unknown = Vec::new();
     for (node, verdicts) in &own.verdicts {
-        // A claim that did not pass at the parent fails for reasons older than the commit.
-        let failed_before = nodes.contains(node) && !kept.contains(node);
+        // A claim that did not pass at the parent fails, or gives no verdict, for reasons older
+        // than the commit.
+        let not_passing_before = nodes.contains(node) && !kept.contains(node);
         match verdicts.first() {
-            Some(Verdict::Failed(_)) if failed_before => {}
+            Some(Verdict::Failed(_) | Verdict::Unknown(_)) if not_passing_before => {}
             Some(Verdict::Failed(kind)) => new_failures.push(format!("{node} fails ({kind})")),
             // A test the child removed or renamed is not a failure (when the child renamed every
-            // claim, pytest collects nothing: exit code 5).
-            Some(Verdict::Unknown(UnknownReason::MissingRecord | UnknownReason::ExitCode(5)))
+            // claim, pytest collects nothing: exit code 5), and a test that skips itself (a
+            // platform, a version, an optional dependency) chose not to run: neither says
+            // anything about whether the child is broken.
+            Some(Verdict::Unknown(
+                UnknownReason::MissingRecord | UnknownReason::ExitCode(5) | UnknownReason::Skipped,
+            ))
             | Some(Verdict::Passed) => {}
-            Some(Verdict::Unknown(reason)) => own_unknown.push(reason.to_string()),
+            Some(Verdict::Unknown(reason)) => own_unknown.push(format!("{node}: {reason}")),
             None => {}
         }
     }

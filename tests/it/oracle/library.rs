@@ -159,6 +159,28 @@ impl Library {
         )
     }
 
+    /// The assertion flip, and the child's test file gains a test it skips (on a platform, a
+    /// version, a missing optional dependency): a skip is the test's own choice, not a broken child.
+    pub fn assertion_flip_with_a_skipped_test(&mut self) -> Case {
+        self.case(
+            self.base,
+            "add counts from one; a skipped test for later",
+            &[
+                Change::Write(
+                    "pkg/core.py",
+                    &CORE.replace("return a + b", "return a + b + 1"),
+                ),
+                Change::Write(
+                    "tests/test_core.py",
+                    &format!(
+                        "import pytest\n{}\n\n@pytest.mark.skip(reason=\"not yet\")\ndef test_later():\n    assert add(2, 2) == 5\n",
+                        TEST_CORE.replace("add(1, 2) == 3", "add(1, 2) == 4")
+                    ),
+                ),
+            ],
+        )
+    }
+
     /// `Store.clear` is removed; its test is rewritten for `reset`.
     pub fn removed_api(&mut self) -> Case {
         self.case(

@@ -129,6 +129,24 @@ fn assertion_flip_with_the_test_updated_in_the_same_commit_is_flipped() {
 }
 
 #[test]
+fn a_test_the_child_skips_does_not_make_its_own_check_inconclusive() {
+    let (dir, mut library) = setup();
+    let case = library.assertion_flip_with_a_skipped_test();
+    let judgements = judge(
+        &library,
+        dir.path(),
+        case,
+        &[
+            "tests/test_core.py::test_add",
+            "tests/test_core.py::test_mul",
+        ],
+        3,
+        ImportErrorPolicy::Discard,
+    );
+    insta::assert_snapshot!(render(&judgements));
+}
+
+#[test]
 fn removed_api_is_an_exception_flip_naming_the_class() {
     let (dir, mut library) = setup();
     let case = library.removed_api();
