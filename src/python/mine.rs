@@ -11,7 +11,7 @@
 //! failure of the machine or the network (the index unreachable) is an error to retry; every other
 //! environment failure excludes the commit, kind `environment`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -103,15 +103,7 @@ fn import_failures(
         if !import_error || !files.iter().any(|candidate| candidate == file) {
             return None;
         }
-        let message = error
-            .message
-            .lines()
-            .rev()
-            .find(|line| line.contains("Error"))
-            .unwrap_or("import failed")
-            .trim()
-            .to_string();
-        failing.insert(file.to_string(), message);
+        failing.insert(file.to_string(), last_error_line(&error.message));
     }
     (!failing.is_empty() && failing.len() < files.len()).then_some(failing)
 }
@@ -120,13 +112,48 @@ fn import_failures(
 /// a touched file, since a test class there may inherit tests defined in it (a mixin in
 /// `tests/mixins.py` or `tests/__init__.py`). Which of an importer's tests become claims is decided
 /// after collection, by where pytest says each test function is defined.
-fn files_to_collect(worktree: &Path, touched: &[String]) -> Vec<String> {
+/// Returns every module to collect, and which of them are such untouched importers.
+fn files_to_collect(worktree: &Path, touched: &[String]) -> (Vec<String>, BTreeSet<String>) {
     let mut files = test_modules(worktree, touched);
-    let importers = files_reaching(worktree, touched);
-    files.extend(test_modules(worktree, &importers));
+    let own: BTreeSet<String> = files.iter().cloned().collect();
+    let importers: BTreeSet<String> = test_modules(worktree, &files_reaching(worktree, touched))
+        .into_iter()
+        .filter(|file| !own.contains(file))
+        .collect();
+    files.extend(importers.iter().cloned());
     files.sort();
     files.dedup();
-    files
+    (files, importers)
+}
+
+/// The untouched importers among `files` that failed to collect, for any reason, with pytest's
+/// message, when some other module is left to collect. Such a module is collected only for what
+/// it inherits from a touched file; its own trouble (a syntax error under this interpreter, a
+/// missing optional dependency, a broken class body) must not cost the touched modules' claims.
+fn failing_importers(
+    errors: &[CollectionProblem],
+    files: &[String],
+    importers: &BTreeSet<String>,
+) -> Option<BTreeMap<String, String>> {
+    let mut failing = BTreeMap::new();
+    for error in errors {
+        let file = error.node.split("::").next().unwrap_or(&error.node);
+        if importers.contains(file) && files.iter().any(|candidate| candidate == file) {
+            failing.insert(file.to_string(), last_error_line(&error.message));
+        }
+    }
+    (!failing.is_empty() && failing.len() < files.len()).then_some(failing)
+}
+
+/// The line of a pytest collection message that names the error, else a generic one.
+fn last_error_line(message: &str) -> String {
+    message
+        .lines()
+        .rev()
+        .find(|line| line.contains("Error"))
+        .unwrap_or("failed to collect")
+        .trim()
+        .to_string()
 }
 
 /// Mines the commit whose parent is checked out at `worktree`, using `scratch` for collection files.
@@ -139,7 +166,7 @@ pub fn mine_commit(
     scratch: &Path,
     notify: &dyn Fn(&str),
 ) -> Result<MinedCommit, MineError> {
-    let files = files_to_collect(worktree, &record.test_files);
+    let (files, importers) = files_to_collect(worktree, &record.test_files);
     let mut metadata = ProjectMetadata::read(worktree);
     // Test modules in Python 2 syntax say more about the era than an absent python_requires.
     metadata.python_2_source |= files.iter().any(|file| {
@@ -251,6 +278,8 @@ pub fn mine_commit(
         let collect_scratch: PathBuf = scratch.join(format!("python-{version}"));
         let mut collected_files = files.clone();
         let mut left_out = Vec::new();
+        let mut dropped_import_failures = false;
+        // Each retry collects fewer files, so this ends.
         let collected = loop {
             let collected = collect_tests(&CollectRequest {
                 environment: &environment,
@@ -259,24 +288,27 @@ pub fn mine_commit(
                 scratch: &collect_scratch,
                 timeout: settings.timeout,
             });
-            match &collected {
-                Err(CollectError::Errors { errors, .. }) if left_out.is_empty() => {
+            let Err(CollectError::Errors { errors, .. }) = &collected else {
+                break collected;
+            };
+            let failing = match failing_importers(errors, &collected_files, &importers) {
+                Some(failing) => failing,
+                None if !dropped_import_failures => {
                     match import_failures(errors, &collected_files) {
                         Some(failing) => {
-                            collected_files.retain(|file| !failing.contains_key(file));
-                            left_out = failing
-                                .into_iter()
-                                .map(|(file, message)| AttemptRecord {
-                                    interpreter: version.clone(),
-                                    error: format!("{file}: {message}"),
-                                })
-                                .collect();
+                            dropped_import_failures = true;
+                            failing
                         }
                         None => break collected,
                     }
                 }
-                _ => break collected,
-            }
+                None => break collected,
+            };
+            collected_files.retain(|file| !failing.contains_key(file));
+            left_out.extend(failing.into_iter().map(|(file, message)| AttemptRecord {
+                interpreter: version.clone(),
+                error: format!("{file}: {message}"),
+            }));
         };
         match collected {
             Ok(collection) => {

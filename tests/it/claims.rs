@@ -468,6 +468,53 @@ fn tests_inherited_from_a_touched_helper_are_mined_from_the_untouched_module() {
     assert_eq!(summary.collected, 1);
 }
 
+/// An untouched module collected only for what it inherits, which fails to collect for a reason of
+/// its own, is left out; the touched module's claims are still mined.
+#[test]
+fn an_importer_that_fails_to_collect_does_not_cost_the_touched_modules_claims() {
+    let mut repo = FixtureRepo::new();
+    let other = "from tests.helpers import AdditionMixin\n\n\
+                 raise RuntimeError(\"this module needs a display\")\n";
+    repo.commit(
+        "Initial demo",
+        &[
+            ("pyproject.toml", Some(PYPROJECT)),
+            ("demo/__init__.py", Some(DEMO)),
+            ("tests/__init__.py", Some("")),
+            ("tests/helpers.py", Some(HELPERS)),
+            ("tests/test_demo.py", Some(TEST_DEMO)),
+            ("tests/test_other.py", Some(other)),
+        ],
+    )
+    .commit(
+        "Change add",
+        &[
+            ("demo/__init__.py", Some(DEMO_V2)),
+            ("tests/helpers.py", Some(&format!("{HELPERS}\n# Shared.\n"))),
+        ],
+    );
+    let root = tempfile::tempdir().unwrap();
+    let published = mine(
+        &pipeline(root.path(), repo_spec(repo.path_buf(), &["3.11"])),
+        vec![commit_record(&repo, 1, &["tests/helpers.py"])],
+    );
+    assert!(published.excluded.is_empty(), "{:?}", published.excluded);
+    let nodes: Vec<&str> = published.claims.iter().map(|c| c.node.as_str()).collect();
+    assert_eq!(nodes, ["tests/test_demo.py::TestAddition::test_add_mixin"]);
+    let summary = &published.summaries[0];
+    assert_eq!(
+        summary.importers,
+        ["tests/test_demo.py"],
+        "the failing one is left out"
+    );
+    let left_out: Vec<&str> = summary.left_out.iter().map(|a| a.error.as_str()).collect();
+    assert_eq!(left_out.len(), 1, "{left_out:?}");
+    assert!(
+        left_out[0].starts_with("tests/test_other.py: ") && left_out[0].contains("RuntimeError"),
+        "{left_out:?}"
+    );
+}
+
 #[test]
 fn a_commit_without_test_modules_or_interpreters_is_excluded_with_its_reason() {
     let repo = history();
