@@ -92,31 +92,75 @@ def is_assertion_line(line):
     return False
 
 
-WORD = "A-Za-z0-9_"
-SPACE = " \t\n\r\x0b\x0c"
+SPACES = " \t\n\r\x0b\x0c"
+CLOSERS = ")]}"
 
 
-def normalize(text):
+def is_word(character):
+    return character.isascii() and (character.isalnum() or character == "_")
+
+
+def normalize_lines(text):
     """Mirrors src/mining/reformat.rs: `'` reads as `"`, whitespace goes (a run between two word
-    characters becomes one space), and a comma right before a closing bracket goes."""
-    text = text.replace("'", '"')
-    text = re.sub(
-        f"((?<=[{WORD}])[{SPACE}]+(?=[{WORD}]))|[{SPACE}]+",
-        lambda match: " " if match.group(1) else "",
-        text,
-    )
-    return re.sub(r",(?=[)\]}])", "", text)
+    characters becomes one space), and a comma right before a closing bracket goes. Returns the
+    text and, per line break, where the line before ends and where the line after starts."""
+    out, ends, starts = [], [], []
+    pending_space = False
+    for character in text:
+        if character in SPACES:
+            if character == "\n":
+                ends.append(len(out))
+                starts.append(len(out))
+            pending_space = True
+            continue
+        if character == "'":
+            character = '"'
+        last = out[-1] if out else None
+        if pending_space and last is not None and is_word(last) and is_word(character):
+            at = len(out)
+            out.append(" ")
+            index = len(starts) - 1
+            while index >= 0 and starts[index] == at:
+                starts[index] += 1
+                index -= 1
+        pending_space = False
+        if character in CLOSERS and last == ",":
+            out.pop()
+            at = len(out)
+            for offsets in (ends, starts):
+                index = len(offsets) - 1
+                while index >= 0 and offsets[index] > at:
+                    offsets[index] = at
+                    index -= 1
+        out.append(character)
+    return "".join(out), set(ends), set(starts)
 
 
-def still_added(deleted, added_text):
-    """True when the deleted line, normalised, appears in the normalised added text without running
-    into a word character on either side: it was reformatted or moved, not removed."""
-    needle = normalize(deleted)
+def still_added(deleted, added):
+    """True when the deleted line, normalised, appears in the normalised added text (`added`, from
+    normalize_lines) where an added line starts, ending where one ends unless its brackets do not
+    balance, and not running into a word character: it was reformatted or moved, not removed."""
+    haystack, ends, starts = added
+    needle = normalize_lines(deleted)[0]
     if not needle:
         return False
-    before = f"(?<![{WORD}])" if re.match(f"[{WORD}]", needle[0]) else ""
-    after = f"(?![{WORD}])" if re.match(f"[{WORD}]", needle[-1]) else ""
-    return re.search(before + re.escape(needle) + after, added_text) is not None
+    whole_statement = sum(needle.count(c) for c in "([{") == sum(needle.count(c) for c in CLOSERS)
+    start = haystack.find(needle)
+    while start != -1:
+        end = start + len(needle)
+        starts_a_line = start == 0 or start in starts
+        ends_a_line = end == len(haystack) or end in ends
+        runs_in_before = is_word(needle[0]) and start > 0 and is_word(haystack[start - 1])
+        runs_in_after = is_word(needle[-1]) and end < len(haystack) and is_word(haystack[end])
+        if (
+            starts_a_line
+            and (ends_a_line or not whole_statement)
+            and not runs_in_before
+            and not runs_in_after
+        ):
+            return True
+        start = haystack.find(needle, start + 1)
+    return False
 
 
 # --- the PyDriller side (runs inside the venv) -------------------------------------------------
@@ -151,7 +195,7 @@ def pydriller_worker(repository, branch):
                 parsed = modified.diff_parsed
                 assertions = [line for _, line in parsed["deleted"] if is_assertion_line(line)]
                 if assertions:
-                    added = normalize("".join(line + "\n" for _, line in parsed["added"]))
+                    added = normalize_lines("".join(line + "\n" for _, line in parsed["added"]))
                     raw += len(assertions)
                     deleted += sum(1 for line in assertions if not still_added(line, added))
         candidate = bool(parents) and bool(source_files) and any(map(is_python, test_files))
