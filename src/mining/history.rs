@@ -7,13 +7,15 @@
 //! when the same commit added it back reformatted or moved ([`super::reformat`]); the raw count is
 //! kept beside it. Renames are looked for only when a Python test file was deleted and another file
 //! added, the one case where pairing them changes a count (the file lists name both paths either
-//! way). Commits are scored in parallel with one `git2::Repository` per worker, since a repository
-//! handle is not `Sync`.
+//! way). Commits are scored in parallel, in short runs of consecutive commits, with one
+//! `git2::Repository` per worker (a repository handle is not `Sync`); within a run, a file version
+//! read for one commit is reused by the next.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Once;
 
-use git2::{Delta, DiffFile, FileMode, Oid, Repository};
+use git2::{Blob, Delta, DiffFile, FileMode, Oid, Repository};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -102,22 +104,59 @@ pub fn score_history(
     };
     skip_rehashing_objects();
     let chain = first_parent_chain(&open()?, repo, tip)?;
-    let scores: Vec<Option<CommitScore>> = chain
-        .par_iter()
-        .map_init(open, |repository, &oid| {
+    let scores: Vec<Vec<Option<CommitScore>>> = chain
+        .par_chunks(RUN)
+        .map_init(open, |repository, run| {
             let repository = repository.as_ref().map_err(|error| MiningError::Source {
                 repo: repo.to_string(),
                 message: error.to_string(),
             })?;
-            score_commit(repository, repo, oid, rules, merges)
+            let mut blobs = RecentBlobs::default();
+            run.iter()
+                .map(|&oid| {
+                    let score = score_commit(repository, &mut blobs, repo, oid, rules, merges);
+                    blobs.next_commit();
+                    score
+                })
+                .collect()
         })
         .collect::<Result<_, _>>()?;
-    Ok(scores.into_iter().flatten().collect())
+    Ok(scores.into_iter().flatten().flatten().collect())
+}
+
+/// Commits a worker scores in a row, newest first, so that [`RecentBlobs`] finds the versions the
+/// previous commit read; small enough that two workers still share a short history evenly.
+const RUN: usize = 16;
+
+/// The blobs read for the commit scored just before, and for this one. Walking newest first, a
+/// file's old side in one commit is its new side in the next (its parent), so a run of commits
+/// touching the same large test module reads each version once instead of twice.
+#[derive(Default)]
+struct RecentBlobs<'repo> {
+    previous: HashMap<Oid, Blob<'repo>>,
+    current: HashMap<Oid, Blob<'repo>>,
+}
+
+impl<'repo> RecentBlobs<'repo> {
+    fn find(&mut self, repository: &'repo Repository, id: Oid) -> Result<Blob<'repo>, git2::Error> {
+        if let Some(blob) = self.previous.get(&id).or_else(|| self.current.get(&id)) {
+            return Ok(blob.clone());
+        }
+        let blob = repository.find_blob(id)?;
+        self.current.insert(id, blob.clone());
+        Ok(blob)
+    }
+
+    /// Forgets all but the blobs of the commit just scored.
+    fn next_commit(&mut self) {
+        self.previous = std::mem::take(&mut self.current);
+    }
 }
 
 /// Scores one commit against its first parent; `None` for a merge when merges are skipped.
-pub fn score_commit(
-    repository: &Repository,
+fn score_commit<'repo>(
+    repository: &'repo Repository,
+    blobs: &mut RecentBlobs<'repo>,
     repo: &str,
     oid: Oid,
     rules: &TestFileRules,
@@ -176,7 +215,7 @@ pub fn score_commit(
             .as_deref()
             .is_some_and(|path| is_python(path) && rules.is_test(path));
         if old_is_python_test {
-            let deleted = deleted_assertions(repository, &delta, repo, oid)?;
+            let deleted = deleted_assertions(repository, blobs, &delta, repo, oid)?;
             score.assertions_deleted += deleted.gone;
             score.deleted_assertion_lines += deleted.lines;
         }
@@ -215,13 +254,14 @@ struct Deleted {
     gone: u32,
 }
 
-fn deleted_assertions(
-    repository: &Repository,
+fn deleted_assertions<'repo>(
+    repository: &'repo Repository,
+    blobs: &mut RecentBlobs<'repo>,
     delta: &git2::DiffDelta<'_>,
     repo: &str,
     oid: Oid,
 ) -> Result<Deleted, MiningError> {
-    let read = |file: DiffFile<'_>, exists: bool| -> Result<Option<git2::Blob<'_>>, MiningError> {
+    let mut read = |file: DiffFile<'_>, exists: bool| -> Result<Option<Blob<'repo>>, MiningError> {
         let is_blob = matches!(
             file.mode(),
             FileMode::Blob
@@ -232,8 +272,8 @@ fn deleted_assertions(
         if !exists || !is_blob {
             return Ok(None);
         }
-        repository
-            .find_blob(file.id())
+        blobs
+            .find(repository, file.id())
             .map(Some)
             .map_err(MiningError::git(
                 format!("read a file of commit {oid}"),
