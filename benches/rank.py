@@ -4,9 +4,10 @@
     python3 benches/rank.py REPOSITORY [--branch BRANCH] [--repeat N]
 
 Scores every commit of the branch's first-parent history three ways and prints the times and ratios:
-  1. claimflow (`examples/rank.rs`, release build): assertion lines deleted from test files per commit;
+  1. claimflow (`examples/rank.rs`, release build): assertion lines deleted from test files per commit,
+     raw and without those the same commit added back reformatted or moved (src/mining/reformat.rs);
   2. PyDriller counting the same thing with the same rules (mirrored below; keep them in step with
-     src/mining/assertions.rs and src/mining/test_files.rs);
+     src/mining/assertions.rs, src/mining/reformat.rs and src/mining/test_files.rs);
   3. `git log --first-parent -p -M --unified=0 BRANCH > /dev/null`, the floor any diff-based tool pays.
 Then it CHECKS that the per-commit counts (and candidacy) agree with PyDriller's and lists mismatches;
 the exit status is 1 when any commit disagrees.
@@ -22,6 +23,7 @@ import json
 import os
 import re
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -90,6 +92,77 @@ def is_assertion_line(line):
     return False
 
 
+SPACES = " \t\n\r\x0b\x0c"
+CLOSERS = ")]}"
+
+
+def is_word(character):
+    return character.isascii() and (character.isalnum() or character == "_")
+
+
+def normalize_lines(text):
+    """Mirrors src/mining/reformat.rs: `'` reads as `"`, whitespace goes (a run between two word
+    characters becomes one space), and a comma right before a closing bracket goes. Returns the
+    text and, per line break, where the line before ends and where the line after starts."""
+    out, ends, starts = [], [], []
+    pending_space = False
+    for character in text:
+        if character in SPACES:
+            if character == "\n":
+                ends.append(len(out))
+                starts.append(len(out))
+            pending_space = True
+            continue
+        if character == "'":
+            character = '"'
+        last = out[-1] if out else None
+        if pending_space and last is not None and is_word(last) and is_word(character):
+            at = len(out)
+            out.append(" ")
+            index = len(starts) - 1
+            while index >= 0 and starts[index] == at:
+                starts[index] += 1
+                index -= 1
+        pending_space = False
+        if character in CLOSERS and last == ",":
+            out.pop()
+            at = len(out)
+            for offsets in (ends, starts):
+                index = len(offsets) - 1
+                while index >= 0 and offsets[index] > at:
+                    offsets[index] = at
+                    index -= 1
+        out.append(character)
+    return "".join(out), set(ends), set(starts)
+
+
+def still_added(deleted, added):
+    """True when the deleted line, normalised, appears in the normalised added text (`added`, from
+    normalize_lines) where an added line starts, ending where one ends unless its brackets do not
+    balance, and not running into a word character: it was reformatted or moved, not removed."""
+    haystack, ends, starts = added
+    needle = normalize_lines(deleted)[0]
+    if not needle:
+        return False
+    whole_statement = sum(needle.count(c) for c in "([{") == sum(needle.count(c) for c in CLOSERS)
+    start = haystack.find(needle)
+    while start != -1:
+        end = start + len(needle)
+        starts_a_line = start == 0 or start in starts
+        ends_a_line = end == len(haystack) or end in ends
+        runs_in_before = is_word(needle[0]) and start > 0 and is_word(haystack[start - 1])
+        runs_in_after = is_word(needle[-1]) and end < len(haystack) and is_word(haystack[end])
+        if (
+            starts_a_line
+            and (ends_a_line or not whole_statement)
+            and not runs_in_before
+            and not runs_in_after
+        ):
+            return True
+        start = haystack.find(needle, start + 1)
+    return False
+
+
 # --- the PyDriller side (runs inside the venv) -------------------------------------------------
 
 
@@ -109,7 +182,7 @@ def pydriller_worker(repository, branch):
             files = [ModifiedFile(diff=diff) for diff in diffs]
         else:
             files = commit.modified_files
-        deleted = 0
+        deleted = raw = 0
         test_files, source_files = set(), set()
         for modified in files:
             old, new = modified.old_path, modified.new_path
@@ -119,15 +192,19 @@ def pydriller_worker(repository, branch):
                 elif path and is_python(path):
                     source_files.add(path)
             if old and modified.change_type != ModificationType.ADD and is_python(old) and is_test(old):
-                deleted += sum(
-                    1 for _, line in modified.diff_parsed["deleted"] if is_assertion_line(line)
-                )
+                parsed = modified.diff_parsed
+                assertions = [line for _, line in parsed["deleted"] if is_assertion_line(line)]
+                if assertions:
+                    added = normalize_lines("".join(line + "\n" for _, line in parsed["added"]))
+                    raw += len(assertions)
+                    deleted += sum(1 for line in assertions if not still_added(line, added))
         candidate = bool(parents) and bool(source_files) and any(map(is_python, test_files))
         out.write(
             json.dumps(
                 {
                     "commit": commit.hash,
                     "assertions_deleted": deleted,
+                    "deleted_assertion_lines": raw,
                     "candidate": candidate,
                 }
             )
@@ -159,7 +236,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("repository")
     parser.add_argument("--branch", help="the branch to walk (default: the checked-out branch)")
-    parser.add_argument("--repeat", type=int, default=5, help="runs of the fast tools (best kept)")
+    parser.add_argument("--repeat", type=int, default=5, help="runs of the fast tools (median kept)")
+    parser.add_argument(
+        "--pydriller-repeat", type=int, default=1, help="runs of PyDriller (median kept)"
+    )
     parser.add_argument("--pydriller-worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     repository = str(Path(args.repository).resolve())
@@ -183,7 +263,7 @@ def main():
         ["git", "-C", repository, "log", "--first-parent", "-p", "-M", "--unified=0", branch],
     )
     pydriller = measure(
-        1,
+        args.pydriller_repeat,
         [str(python), __file__, repository, "--branch", branch, "--pydriller-worker"],
         capture=True,
     )
@@ -191,6 +271,7 @@ def main():
     ours = [json.loads(line) for line in claimflow[2].splitlines()]
     theirs = [json.loads(line) for line in pydriller[2].splitlines()]
     print(f"repository: {repository} (branch {branch}), {len(ours)} first-parent commits")
+    print(f"load average: {Path('/proc/loadavg').read_text().strip()}")
     print(f"{'':10} {'wall s':>8} {'cpu s':>8}   claimflow is … faster (wall, cpu)")
     for name, (wall, cpu, _) in (("claimflow", claimflow), ("git log", git), ("pydriller", pydriller)):
         ratio = "" if name == "claimflow" else (
@@ -198,8 +279,10 @@ def main():
         )
         print(f"{name:10} {wall:8.3f} {cpu:8.3f}{ratio}")
     print(
-        f"assertion lines deleted: claimflow {sum(r['assertions_deleted'] for r in ours)}, "
+        f"assertions deleted (not reformatted): claimflow {sum(r['assertions_deleted'] for r in ours)}, "
         f"pydriller {sum(r['assertions_deleted'] for r in theirs)}; "
+        f"assertion lines deleted: claimflow {sum(r['deleted_assertion_lines'] for r in ours)}, "
+        f"pydriller {sum(r['deleted_assertion_lines'] for r in theirs)}; "
         f"candidates: claimflow {sum(r['candidate'] for r in ours)}, "
         f"pydriller {sum(r['candidate'] for r in theirs)}"
     )
@@ -207,7 +290,7 @@ def main():
 
 
 def measure(repeat, command, capture=False):
-    """Best wall time and best CPU time (user + system, of the command and its children) over
+    """Median wall time and median CPU time (user + system, of the command and its children) over
     `repeat` runs with stdout sent to /dev/null; with `capture`, one more untimed run keeps stdout.
     On a loaded machine the CPU time is the steadier measure, so both are reported."""
     walls, cpus = [], []
@@ -224,7 +307,7 @@ def measure(repeat, command, capture=False):
     output = None
     if capture:
         output = subprocess.run(command, stdout=subprocess.PIPE, check=True).stdout.decode()
-    return min(walls), min(cpus), output
+    return statistics.median(walls), statistics.median(cpus), output
 
 
 def compare(ours, theirs):
@@ -236,7 +319,7 @@ def compare(ours, theirs):
         other = theirs_by_commit.get(row["commit"])
         if other is None:
             continue
-        for field in ("assertions_deleted", "candidate"):
+        for field in ("assertions_deleted", "deleted_assertion_lines", "candidate"):
             if row[field] != other[field]:
                 mismatches.append(
                     f"{row['commit']}: {field} claimflow={row[field]} pydriller={other[field]}"

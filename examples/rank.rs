@@ -39,6 +39,7 @@ fn main() -> anyhow::Result<()> {
             "commit": commit.commit.to_string(),
             "merge": commit.merge,
             "assertions_deleted": commit.assertions_deleted,
+            "deleted_assertion_lines": commit.deleted_assertion_lines,
             "candidate": commit.is_candidate(),
             "test_files": commit.test_files,
             "source_files": commit.source_files,

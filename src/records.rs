@@ -29,9 +29,14 @@ pub struct CommitRecord {
     /// 1-based position in its repository's ranking.
     #[serde(default)]
     pub rank: u32,
-    /// Assertion lines deleted from test files (whatever `by` is).
+    /// Assertion lines deleted from test files and not added back, reformatted or moved, to the same
+    /// file by the same commit (whatever `by` is; the `assertion-deletions` score).
     #[serde(default)]
     pub assertions_deleted: u32,
+    /// Assertion lines deleted from test files, reformatted and moved ones included (whatever `by`
+    /// is): the difference from `assertions_deleted` is what a reformat or move touched.
+    #[serde(default)]
+    pub deleted_assertion_lines: u32,
     /// Ranking keywords in the subject (whatever `by` is).
     #[serde(default)]
     pub keyword_hits: u32,

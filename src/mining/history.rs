@@ -2,21 +2,29 @@
 //!
 //! Every commit on the first-parent chain is diffed against its first parent (a merge included, unless
 //! merges are skipped): that is the change the mainline saw. Scoring reads the tree diff for every
-//! commit but generates line-level patches only for test files that are Python and existed at the
-//! parent, which is where deleted assertions can be. Commits are scored in parallel with one
-//! `git2::Repository` per worker, since a repository handle is not `Sync`.
+//! commit but diffs lines only for test files that are Python and existed at the parent, which is
+//! where deleted assertions can be. A deleted assertion counts only when it really went away, not
+//! when the same commit added it back reformatted or moved ([`super::reformat`]); the raw count is
+//! kept beside it. Renames are looked for only when a Python test file was deleted and another file
+//! added, the one case where pairing them changes a count (the file lists name both paths either
+//! way). Commits are scored in parallel, in short runs of consecutive commits, with one
+//! `git2::Repository` per worker (a repository handle is not `Sync`); within a run, a file version
+//! read for one commit is reused by the next.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Once;
 
-use git2::{Delta, Oid, Patch, Repository};
+use git2::{Blob, Delta, DiffFile, FileMode, Oid, Repository};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::MiningError;
 use super::assertions::is_assertion_line;
+use super::line_diff::line_changes;
+use super::reformat::AddedText;
 use super::test_files::{FileClass, TestFileRules, is_python};
-use super::tree_diff::{commit_diff, side_path};
+use super::tree_diff::{find_renames, side_path, tree_diff};
 
 /// Whether merge commits on the first-parent chain are scored (against their first parent).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -42,8 +50,11 @@ pub struct CommitScore {
     pub test_files: Vec<String>,
     /// Non-test Python files touched (the same sides).
     pub source_files: Vec<String>,
-    /// Assertion lines deleted from Python test files.
+    /// Assertion lines deleted from Python test files that the commit did not add back, reformatted
+    /// or moved, to the same file (what ranking scores).
     pub assertions_deleted: u32,
+    /// Assertion lines deleted from Python test files, reformatted and moved ones included.
+    pub deleted_assertion_lines: u32,
 }
 
 impl CommitScore {
@@ -93,22 +104,59 @@ pub fn score_history(
     };
     skip_rehashing_objects();
     let chain = first_parent_chain(&open()?, repo, tip)?;
-    let scores: Vec<Option<CommitScore>> = chain
-        .par_iter()
-        .map_init(open, |repository, &oid| {
+    let scores: Vec<Vec<Option<CommitScore>>> = chain
+        .par_chunks(RUN)
+        .map_init(open, |repository, run| {
             let repository = repository.as_ref().map_err(|error| MiningError::Source {
                 repo: repo.to_string(),
                 message: error.to_string(),
             })?;
-            score_commit(repository, repo, oid, rules, merges)
+            let mut blobs = RecentBlobs::default();
+            run.iter()
+                .map(|&oid| {
+                    let score = score_commit(repository, &mut blobs, repo, oid, rules, merges);
+                    blobs.next_commit();
+                    score
+                })
+                .collect()
         })
         .collect::<Result<_, _>>()?;
-    Ok(scores.into_iter().flatten().collect())
+    Ok(scores.into_iter().flatten().flatten().collect())
+}
+
+/// Commits a worker scores in a row, newest first, so that [`RecentBlobs`] finds the versions the
+/// previous commit read; small enough that two workers still share a short history evenly.
+const RUN: usize = 16;
+
+/// The blobs read for the commit scored just before, and for this one. Walking newest first, a
+/// file's old side in one commit is its new side in the next (its parent), so a run of commits
+/// touching the same large test module reads each version once instead of twice.
+#[derive(Default)]
+struct RecentBlobs<'repo> {
+    previous: HashMap<Oid, Blob<'repo>>,
+    current: HashMap<Oid, Blob<'repo>>,
+}
+
+impl<'repo> RecentBlobs<'repo> {
+    fn find(&mut self, repository: &'repo Repository, id: Oid) -> Result<Blob<'repo>, git2::Error> {
+        if let Some(blob) = self.previous.get(&id).or_else(|| self.current.get(&id)) {
+            return Ok(blob.clone());
+        }
+        let blob = repository.find_blob(id)?;
+        self.current.insert(id, blob.clone());
+        Ok(blob)
+    }
+
+    /// Forgets all but the blobs of the commit just scored.
+    fn next_commit(&mut self) {
+        self.previous = std::mem::take(&mut self.current);
+    }
 }
 
 /// Scores one commit against its first parent; `None` for a merge when merges are skipped.
-pub fn score_commit(
-    repository: &Repository,
+fn score_commit<'repo>(
+    repository: &'repo Repository,
+    blobs: &mut RecentBlobs<'repo>,
     repo: &str,
     oid: Oid,
     rules: &TestFileRules,
@@ -136,14 +184,18 @@ pub fn score_commit(
         test_files: Vec::new(),
         source_files: Vec::new(),
         assertions_deleted: 0,
+        deleted_assertion_lines: 0,
     };
     // A root commit only adds files: nothing is deleted and there is no parent to be a claim's t.
     let Ok(parent) = commit.parent(0) else {
         return Ok(Some(score));
     };
     score.parent = Some(parent.id());
-    let diff = commit_diff(repository, repo, Some(&parent), &commit, 0)?;
-    for (index, delta) in diff.deltas().enumerate() {
+    let mut diff = tree_diff(repository, repo, Some(&parent), &commit, 0)?;
+    if renames_can_matter(&diff, rules) {
+        find_renames(&mut diff, repo, &commit)?;
+    }
+    for delta in diff.deltas() {
         // libgit2 names both sides of every delta; only a side that exists was touched. Both sides
         // of a rename are listed: claims live at the old path at the parent.
         let old_path = (delta.status() != Delta::Added)
@@ -163,7 +215,9 @@ pub fn score_commit(
             .as_deref()
             .is_some_and(|path| is_python(path) && rules.is_test(path));
         if old_is_python_test {
-            score.assertions_deleted += deleted_assertions(&diff, index, repo, oid)?;
+            let deleted = deleted_assertions(repository, blobs, &delta, repo, oid)?;
+            score.assertions_deleted += deleted.gone;
+            score.deleted_assertion_lines += deleted.lines;
         }
     }
     score.test_files.sort();
@@ -173,38 +227,89 @@ pub fn score_commit(
     Ok(Some(score))
 }
 
-fn deleted_assertions(
-    diff: &git2::Diff<'_>,
-    index: usize,
-    repo: &str,
-    oid: Oid,
-) -> Result<u32, MiningError> {
-    let Some(patch) = Patch::from_diff(diff, index).map_err(MiningError::git(
-        format!("build a patch of commit {oid}"),
-        repo,
-    ))?
-    else {
-        return Ok(0);
-    };
-    let mut count = 0;
-    for hunk in 0..patch.num_hunks() {
-        let lines = patch.num_lines_in_hunk(hunk).map_err(MiningError::git(
-            format!("read a hunk of commit {oid}"),
-            repo,
-        ))?;
-        for line in 0..lines {
-            let line = patch.line_in_hunk(hunk, line).map_err(MiningError::git(
-                format!("read a hunk of commit {oid}"),
-                repo,
-            ))?;
-            if line.origin() != '-' {
-                continue;
+/// True when `diff` deletes a Python test file and adds some file: only then can pairing files into
+/// renames change a count (a moved test file would otherwise read as every assertion deleted).
+fn renames_can_matter(diff: &git2::Diff<'_>, rules: &TestFileRules) -> bool {
+    let mut deletes_a_test = false;
+    let mut adds = false;
+    for delta in diff.deltas() {
+        match delta.status() {
+            Delta::Added => adds = true,
+            Delta::Deleted => {
+                deletes_a_test |= side_path(delta.old_file())
+                    .is_some_and(|path| is_python(&path) && rules.is_test(&path));
             }
-            let text = String::from_utf8_lossy(line.content());
-            if is_assertion_line(text.trim_end_matches(['\n', '\r'])) {
-                count += 1;
-            }
+            _ => {}
+        }
+        if deletes_a_test && adds {
+            return true;
         }
     }
-    Ok(count)
+    false
+}
+
+/// The assertion lines one file's change deleted: all of them, and those that really went away.
+struct Deleted {
+    lines: u32,
+    gone: u32,
+}
+
+fn deleted_assertions<'repo>(
+    repository: &'repo Repository,
+    blobs: &mut RecentBlobs<'repo>,
+    delta: &git2::DiffDelta<'_>,
+    repo: &str,
+    oid: Oid,
+) -> Result<Deleted, MiningError> {
+    let mut read = |file: DiffFile<'_>, exists: bool| -> Result<Option<Blob<'repo>>, MiningError> {
+        let is_blob = matches!(
+            file.mode(),
+            FileMode::Blob
+                | FileMode::BlobExecutable
+                | FileMode::BlobGroupWritable
+                | FileMode::Link
+        );
+        if !exists || !is_blob {
+            return Ok(None);
+        }
+        blobs
+            .find(repository, file.id())
+            .map(Some)
+            .map_err(MiningError::git(
+                format!("read a file of commit {oid}"),
+                repo,
+            ))
+    };
+    let old = read(delta.old_file(), true)?;
+    let new = read(delta.new_file(), delta.status() != Delta::Deleted)?;
+    // `git diff` shows no lines for a binary file, so nothing in one counts.
+    if [&old, &new]
+        .into_iter()
+        .flatten()
+        .any(|blob| blob.is_binary())
+    {
+        return Ok(Deleted { lines: 0, gone: 0 });
+    }
+    let changes = line_changes(old.as_ref(), new.as_ref()).map_err(MiningError::git(
+        format!("diff a file of commit {oid}"),
+        repo,
+    ))?;
+    let assertions: Vec<&str> = changes
+        .deleted
+        .iter()
+        .map(String::as_str)
+        .filter(|line| is_assertion_line(line))
+        .collect();
+    if assertions.is_empty() {
+        return Ok(Deleted { lines: 0, gone: 0 });
+    }
+    let added = AddedText::new(changes.added.iter().map(String::as_str));
+    let gone = assertions
+        .iter()
+        .filter(|line| !added.still_has(line))
+        .count();
+    Ok(Deleted {
+        lines: assertions.len() as u32,
+        gone: gone as u32,
+    })
 }

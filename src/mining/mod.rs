@@ -4,7 +4,9 @@
 pub mod assertions;
 mod error;
 pub mod history;
+mod line_diff;
 pub mod rank;
+pub mod reformat;
 pub mod repository;
 pub mod source_diff;
 pub mod test_files;

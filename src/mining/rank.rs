@@ -15,7 +15,7 @@ use crate::records::CommitRecord;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RankBy {
-    /// Assertion lines deleted from test files.
+    /// Assertion lines deleted from test files (not those a reformat or move added back).
     #[default]
     AssertionDeletions,
     /// Words of [`KEYWORDS`] in the subject.
@@ -119,6 +119,7 @@ pub fn rank(repo: &str, history: &[CommitScore], selection: Selection) -> Vec<Co
             by: selection.by.name().to_string(),
             rank: index as u32 + 1,
             assertions_deleted: commit.assertions_deleted,
+            deleted_assertion_lines: commit.deleted_assertion_lines,
             keyword_hits: keyword_hits(&commit.subject),
             merge: commit.merge,
             time: commit.time,

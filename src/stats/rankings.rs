@@ -350,6 +350,7 @@ mod tests {
             by: String::new(),
             rank: 0,
             assertions_deleted: 0,
+            deleted_assertion_lines: 0,
             keyword_hits: 0,
             merge: false,
             time: 0,

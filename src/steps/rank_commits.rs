@@ -119,7 +119,9 @@ impl StepKind for RankCommits {
     }
 
     fn version(&self) -> u32 {
-        1
+        // 2: a deleted assertion the same commit adds back, reformatted or moved, to the same file no
+        // longer counts towards the score; `deleted_assertion_lines` keeps the raw count.
+        2
     }
 
     fn about(&self) -> &'static str {

@@ -60,7 +60,7 @@ name: demo
 repos:
   - {name: demo, corpus: corpus/demo, branch: main, python: ["3.11"]}
 steps:
-  rank:   {uses: rank-commits, with: {top: 40}}
+  rank:   {uses: rank-commits, with: {top: 40, min_score: 0}}
   claims: {uses: mine-claims, needs: [rank]}
   truth:  {uses: oracle, needs: [claims], with: {runs: 10}}
   rank_kw:   {uses: rank-commits, with: {by: keywords, top: 40}}

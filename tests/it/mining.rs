@@ -133,11 +133,12 @@ fn describe_ranking(records: &[CommitRecord]) -> String {
         .iter()
         .map(|record| {
             format!(
-                "#{} score={} {} (assertions_deleted={} keyword_hits={} merge={})",
+                "#{} score={} {} (assertions_deleted={} deleted_assertion_lines={} keyword_hits={} merge={})",
                 record.rank,
                 record.score,
                 record.subject,
                 record.assertions_deleted,
+                record.deleted_assertion_lines,
                 record.keyword_hits,
                 record.merge
             )
@@ -166,8 +167,8 @@ fn ranking_orders_by_deleted_assertions_and_drops_zero_scores() {
     let history = score(&repo, &TestFileRules::default(), Merges::Include);
     let records = rank("fixture", &history, selection(RankBy::AssertionDeletions));
     insta::assert_snapshot!(describe_ranking(&records), @r"
-    #1 score=4 Fix pop: remove the KeyError (assertions_deleted=4 keyword_hits=2 merge=false)
-    #2 score=2 Return the default from get (assertions_deleted=2 keyword_hits=0 merge=false)
+    #1 score=4 Fix pop: remove the KeyError (assertions_deleted=4 deleted_assertion_lines=4 keyword_hits=2 merge=false)
+    #2 score=2 Return the default from get (assertions_deleted=2 deleted_assertion_lines=2 keyword_hits=0 merge=false)
     ");
     assert_eq!(records[0].parent, repo.commits()[3].to_string());
     assert_eq!(records[0].commit, repo.commits()[4].to_string());
@@ -203,7 +204,7 @@ fn top_keeps_the_best_and_ties_keep_history_order() {
         ..selection(RankBy::AssertionDeletions)
     };
     let records = rank("fixture", &history, top);
-    insta::assert_snapshot!(describe_ranking(&records), @"#1 score=1 Newer (assertions_deleted=1 keyword_hits=0 merge=false)");
+    insta::assert_snapshot!(describe_ranking(&records), @"#1 score=1 Newer (assertions_deleted=1 deleted_assertion_lines=1 keyword_hits=0 merge=false)");
 }
 
 #[test]
@@ -276,6 +277,146 @@ fn a_deleted_test_file_deletes_all_its_assertions() {
     assert_eq!(history[0].test_files, ["test_a.py"]);
 }
 
+const TEST_TALLY: &str = "\
+from tally import Tally
+
+
+def test_counts():
+    tally = Tally(['apple', 'pear', 'apple'])
+    assert tally['apple']==2
+    assert tally['pear'] == 1
+
+
+class TestTally(unittest.TestCase):
+    def test_most_common(self):
+        self.assertEqual(Tally({'apple': 1, 'pear': 3}).most_common(1), [('pear', 3)], 'most first')
+
+    def test_empty(self):
+        self.assertEqual(len(Tally()), 0)
+";
+
+/// `TEST_TALLY` as black writes it: double quotes, spaces around `==`, a long call exploded one
+/// argument a line with a trailing comma.
+const TEST_TALLY_BLACK: &str = "\
+from tally import Tally
+
+
+def test_counts():
+    tally = Tally([\"apple\", \"pear\", \"apple\"])
+    assert tally[\"apple\"] == 2
+    assert tally[\"pear\"] == 1
+
+
+class TestTally(unittest.TestCase):
+    def test_most_common(self):
+        self.assertEqual(
+            Tally({\"apple\": 1, \"pear\": 3}).most_common(1),
+            [(\"pear\", 3)],
+            \"most first\",
+        )
+
+    def test_empty(self):
+        self.assertEqual(len(Tally()), 0)
+";
+
+/// A history of reformats, a move and real deletions; every commit also changes the source, so each
+/// is a candidate and only its score tells them apart.
+fn reformat_history() -> FixtureRepo {
+    let (head, tail) = TEST_TALLY_BLACK
+        .split_once("    def test_most_common(self):")
+        .unwrap();
+    let (most_common, empty) = tail.split_once("\n    def test_empty(self):").unwrap();
+    let moved = format!(
+        "{head}    def test_empty(self):{empty}\n    def test_most_common(self):{most_common}"
+    );
+    let edited = moved.replace(
+        "assert tally[\"apple\"] == 2",
+        "assert tally[\"apple\"] == 3",
+    );
+    let unformatted_without_pear = TEST_TALLY
+        .replace("assert tally['apple']==2", "assert tally['apple']==3")
+        .replace("    assert tally['pear'] == 1\n", "");
+    let mut repo = FixtureRepo::new();
+    repo.commit(
+        "Initial tally",
+        &[
+            ("tally/__init__.py", Some("from tally.core import Tally\n")),
+            ("tally/core.py", Some("class Tally(dict):\n    pass\n")),
+            ("tests/test_tally.py", Some(TEST_TALLY)),
+        ],
+    )
+    .commit(
+        "Format with black",
+        &[
+            ("tally/core.py", Some("class Tally(dict):\n    pass\n\n")),
+            ("tests/test_tally.py", Some(TEST_TALLY_BLACK)),
+        ],
+    )
+    .commit(
+        "Move test_empty first",
+        &[
+            (
+                "tally/core.py",
+                Some("class Tally(dict):\n    \"\"\"Counts.\"\"\"\n"),
+            ),
+            ("tests/test_tally.py", Some(&moved)),
+        ],
+    )
+    .commit(
+        "Count one more apple",
+        &[
+            (
+                "tally/core.py",
+                Some("class Tally(dict):\n    \"\"\"Counts things.\"\"\"\n"),
+            ),
+            ("tests/test_tally.py", Some(&edited)),
+        ],
+    )
+    .commit(
+        "Undo black and drop the pear check",
+        &[
+            (
+                "tally/core.py",
+                Some("class Tally(dict):\n    \"\"\"Counts items.\"\"\"\n"),
+            ),
+            ("tests/test_tally.py", Some(&unformatted_without_pear)),
+        ],
+    );
+    repo
+}
+
+/// One line per history commit: assertions that went away, assertion lines deleted, subject.
+fn describe_deletions(history: &[CommitScore]) -> String {
+    history
+        .iter()
+        .map(|commit| {
+            format!(
+                "gone={} lines={} {}",
+                commit.assertions_deleted, commit.deleted_assertion_lines, commit.subject
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn a_reformat_or_a_move_deletes_no_assertions_but_an_edit_or_a_removal_does() {
+    let repo = reformat_history();
+    let history = score(&repo, &TestFileRules::default(), Merges::Include);
+    insta::assert_snapshot!(describe_deletions(&history), @r"
+    gone=1 lines=3 Undo black and drop the pear check
+    gone=1 lines=1 Count one more apple
+    gone=0 lines=1 Move test_empty first
+    gone=0 lines=3 Format with black
+    gone=0 lines=0 Initial tally
+    ");
+    let records = rank("fixture", &history, selection(RankBy::AssertionDeletions));
+    insta::assert_snapshot!(describe_ranking(&records), @r"
+    #1 score=1 Undo black and drop the pear check (assertions_deleted=1 deleted_assertion_lines=3 keyword_hits=1 merge=false)
+    #2 score=1 Count one more apple (assertions_deleted=1 deleted_assertion_lines=1 keyword_hits=0 merge=false)
+    ");
+}
+
 fn merged_history() -> FixtureRepo {
     let mut repo = FixtureRepo::new();
     repo.commit(
@@ -338,7 +479,7 @@ fn keyword_ranking_counts_subject_words() {
     let repo = history();
     let history = score(&repo, &TestFileRules::default(), Merges::Include);
     let records = rank("fixture", &history, selection(RankBy::Keywords));
-    insta::assert_snapshot!(describe_ranking(&records), @"#1 score=2 Fix pop: remove the KeyError (assertions_deleted=4 keyword_hits=2 merge=false)");
+    insta::assert_snapshot!(describe_ranking(&records), @"#1 score=2 Fix pop: remove the KeyError (assertions_deleted=4 deleted_assertion_lines=4 keyword_hits=2 merge=false)");
 }
 
 #[test]
@@ -549,6 +690,7 @@ fn the_step_ranks_each_repository_and_publishes_in_pipeline_order() {
       "assertions_deleted": 4,
       "by": "assertion-deletions",
       "commit": "[commit]",
+      "deleted_assertion_lines": 4,
       "keyword_hits": 2,
       "merge": false,
       "parent": "[parent]",

@@ -1028,6 +1028,7 @@ fn ranked(by: &str, keep: impl Fn(u64) -> bool) -> Vec<CommitRecord> {
                 by: by.into(),
                 rank: 1,
                 assertions_deleted: 1,
+                deleted_assertion_lines: 1,
                 keyword_hits: 0,
                 merge: false,
                 time: 0,
