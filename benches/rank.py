@@ -254,7 +254,8 @@ def main():
     subprocess.run(
         ["cargo", "build", "--quiet", "--release", "--example", "rank"], cwd=ROOT, check=True
     )
-    rank = ROOT / "target" / "release" / "examples" / "rank"
+    target = Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target")
+    rank = (ROOT / target) / "release" / "examples" / "rank"
     python = venv_python()
 
     claimflow = measure(args.repeat, [str(rank), repository, branch], capture=True)
