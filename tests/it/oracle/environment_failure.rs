@@ -6,10 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use claimflow::engine::{
-    Engine, ItemOutput, ItemPlan, ItemResult, ParamSpec, Recording, RunOptions, StepContext,
-    StepError, StepKind, Upstream,
-};
+use claimflow::engine::{Engine, Recording, RunOptions, StepError};
 use claimflow::pipeline::RepoSpec;
 use claimflow::python::Environment;
 use claimflow::records::ClaimRecord;
@@ -18,42 +15,7 @@ use claimflow::steps::{EnvironmentFailure, Environments, OracleStep, Registry};
 use super::library::Library;
 use super::procedure::claims;
 use super::python::environment;
-
-/// Stands in for `mine-claims`: one item per commit, emitting claims fixed by the test.
-struct FixedClaims(Vec<ClaimRecord>);
-
-impl StepKind for FixedClaims {
-    fn name(&self) -> &'static str {
-        "mine-claims"
-    }
-    fn version(&self) -> u32 {
-        1
-    }
-    fn about(&self) -> &'static str {
-        "claims fixed by the test"
-    }
-    fn params(&self) -> &'static [ParamSpec] {
-        &[]
-    }
-    fn items(&self, _ctx: &StepContext, _upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
-        let commits: std::collections::BTreeSet<&str> =
-            self.0.iter().map(|claim| claim.commit.as_str()).collect();
-        Ok(commits.into_iter().map(ItemPlan::new).collect())
-    }
-    fn run(
-        &self,
-        _ctx: &StepContext,
-        item: &ItemPlan,
-        _upstream: &Upstream,
-    ) -> Result<ItemOutput, StepError> {
-        Ok(ItemOutput::records(
-            self.0.iter().filter(|claim| claim.commit == item.id),
-        ))
-    }
-    fn publish(&self, _ctx: &StepContext, _items: &[ItemResult]) -> Result<(), StepError> {
-        Ok(())
-    }
-}
+use super::step::FixedClaims;
 
 /// The test environment, except for parents with a `tests/conftest.py`, whose environment
 /// "will not build" (as a pinned requirement with no release would not).

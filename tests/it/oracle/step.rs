@@ -15,7 +15,7 @@ use super::procedure::{claims, render};
 use super::python::environment;
 
 /// Stands in for `mine-claims`: one item per commit, emitting claims fixed by the test.
-struct FixedClaims(Vec<ClaimRecord>);
+pub struct FixedClaims(pub Vec<ClaimRecord>);
 
 impl StepKind for FixedClaims {
     fn name(&self) -> &'static str {
