@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use super::install::build;
 use super::interpreters::{Interpreter, interpreter_for};
 use super::metadata::ProjectMetadata;
-use super::pytest_era::pytest_for;
+use super::pytest_era::pytest_for_project;
 use super::requirements::{Requirement, declared_pytest, discover_requirements, requirement_name};
 use super::version::PythonVersion;
 use crate::cache::Digest;
@@ -194,8 +194,10 @@ impl EnvironmentRequest {
         date: Option<i64>,
     ) -> Self {
         let metadata = ProjectMetadata::read(worktree);
-        let mut pytest = declared_pytest(worktree, &metadata)
-            .unwrap_or_else(|| pytest_for(interpreter.version, date).to_string());
+        let project = metadata.name.as_deref().and_then(requirement_name);
+        let mut pytest = declared_pytest(worktree, &metadata).unwrap_or_else(|| {
+            pytest_for_project(interpreter.version, date, project.as_deref()).to_string()
+        });
         let mut requirements = Vec::new();
         for spec in pinned {
             if requirement_name(spec).as_deref() == Some("pytest") {

@@ -5,6 +5,11 @@
 //! series that runs on its interpreter gets the oldest one that does; no series is older than
 //! [`FLOOR`], the oldest pytest the crate's own plugins (`collect_plugin.py`, `result_plugin.py`)
 //! work under.
+//!
+//! The package under test is imported from the worktree, first on the path. When it is one of
+//! pytest's own dependencies (more-itertools, attrs, packaging, …), an old checkout of it shadows the
+//! version pytest needs and pytest fails at import (`cannot import name always_iterable`). So such a
+//! repository avoids the series that depend on it, where the interpreter runs one that does not.
 
 use super::version::PythonVersion;
 
@@ -17,23 +22,70 @@ pub struct PytestSeries {
     pub released: (i32, u32, u32),
     pub oldest_python: (u32, u32),
     pub newest_python: (u32, u32),
+    /// The distributions it imports at run time that a repository under test could be (normalized
+    /// names; `py`, `six` and the backports are left out as no suite runs with its own copy).
+    pub imports: &'static [&'static str],
 }
 
 /// The series claimflow chooses from, oldest first. One per era rather than every minor release:
 /// each entry is a step in what suites were allowed to do, and fewer entries share more
 /// environments. The last entry for each interpreter is what a commit of today gets.
 pub const SERIES: [PytestSeries; 11] = [
-    series("pytest>=3.5,<3.6", (2018, 3, 21), (2, 7), (3, 6)),
-    series("pytest>=3.6,<3.7", (2018, 5, 23), (2, 7), (3, 7)),
-    series("pytest>=3.10,<3.11", (2018, 11, 3), (2, 7), (3, 7)),
-    series("pytest>=4.6,<4.7", (2019, 6, 3), (2, 7), (3, 8)),
-    series("pytest>=5.4,<5.5", (2020, 3, 12), (3, 5), (3, 9)),
-    series("pytest>=6.1,<6.2", (2020, 9, 26), (3, 5), (3, 9)),
-    series("pytest>=6.2,<6.3", (2020, 12, 13), (3, 6), (3, 10)),
-    series("pytest>=7.0,<7.1", (2022, 2, 3), (3, 6), (3, 10)),
-    series("pytest>=7.2,<7.3", (2022, 10, 25), (3, 7), (3, 11)),
-    series("pytest>=7.4,<7.5", (2023, 6, 23), (3, 7), (3, 12)),
-    series("pytest>=8,<9", (2024, 1, 27), (3, 8), (3, 14)),
+    series("pytest>=3.5,<3.6", (2018, 3, 21), (2, 7), (3, 6), OLD),
+    series("pytest>=3.6,<3.7", (2018, 5, 23), (2, 7), (3, 7), OLD),
+    series("pytest>=3.10,<3.11", (2018, 11, 3), (2, 7), (3, 7), OLD),
+    series(
+        "pytest>=4.6,<4.7",
+        (2019, 6, 3),
+        (2, 7),
+        (3, 8),
+        OLD_PACKAGING,
+    ),
+    series(
+        "pytest>=5.4,<5.5",
+        (2020, 3, 12),
+        (3, 5),
+        (3, 9),
+        OLD_PACKAGING,
+    ),
+    series("pytest>=6.1,<6.2", (2020, 9, 26), (3, 5), (3, 9), ATTRS),
+    series("pytest>=6.2,<6.3", (2020, 12, 13), (3, 6), (3, 10), ATTRS),
+    series("pytest>=7.0,<7.1", (2022, 2, 3), (3, 6), (3, 10), ATTRS),
+    series(
+        "pytest>=7.2,<7.3",
+        (2022, 10, 25),
+        (3, 7),
+        (3, 11),
+        ATTRS_GROUPS,
+    ),
+    series("pytest>=7.4,<7.5", (2023, 6, 23), (3, 7), (3, 12), GROUPS),
+    series("pytest>=8,<9", (2024, 1, 27), (3, 8), (3, 14), GROUPS),
+];
+
+const OLD: &[&str] = &["attrs", "more-itertools", "pluggy", "atomicwrites"];
+const OLD_PACKAGING: &[&str] = &[
+    "attrs",
+    "more-itertools",
+    "pluggy",
+    "atomicwrites",
+    "packaging",
+    "wcwidth",
+];
+const ATTRS: &[&str] = &["attrs", "pluggy", "packaging", "iniconfig", "toml", "tomli"];
+const ATTRS_GROUPS: &[&str] = &[
+    "attrs",
+    "pluggy",
+    "packaging",
+    "iniconfig",
+    "tomli",
+    "exceptiongroup",
+];
+const GROUPS: &[&str] = &[
+    "pluggy",
+    "packaging",
+    "iniconfig",
+    "tomli",
+    "exceptiongroup",
 ];
 
 /// The oldest series the crate's plugins are checked against (an integration test mines and
@@ -46,12 +98,14 @@ const fn series(
     released: (i32, u32, u32),
     oldest_python: (u32, u32),
     newest_python: (u32, u32),
+    imports: &'static [&'static str],
 ) -> PytestSeries {
     PytestSeries {
         spec,
         released,
         oldest_python,
         newest_python,
+        imports,
     }
 }
 
@@ -71,10 +125,27 @@ impl PytestSeries {
 /// The pytest spec for an interpreter of `version` running a commit whose parent is dated `date`
 /// (seconds since the epoch); without a date, the newest series that runs on the interpreter.
 pub fn pytest_for(version: PythonVersion, date: Option<i64>) -> &'static str {
-    let running: Vec<&PytestSeries> = SERIES
+    pytest_for_project(version, date, None)
+}
+
+/// [`pytest_for`] for a repository whose distribution is `project` (a normalized name): when the
+/// interpreter runs a series that does not import the project, only those are chosen from.
+pub fn pytest_for_project(
+    version: PythonVersion,
+    date: Option<i64>,
+    project: Option<&str>,
+) -> &'static str {
+    let mut running: Vec<&PytestSeries> = SERIES
         .iter()
         .filter(|series| series.runs_on(version))
         .collect();
+    if let Some(project) = project
+        && running
+            .iter()
+            .any(|series| !series.imports.contains(&project))
+    {
+        running.retain(|series| !series.imports.contains(&project));
+    }
     let Some(newest) = running.last() else {
         // An interpreter newer than the table: the newest series is the best guess.
         return SERIES[SERIES.len() - 1].spec;
@@ -97,12 +168,13 @@ pub fn series_fingerprint() -> String {
         .map(|series| {
             let (year, month, day) = series.released;
             format!(
-                "{}@{year:04}-{month:02}-{day:02}:{}.{}-{}.{}",
+                "{}@{year:04}-{month:02}-{day:02}:{}.{}-{}.{}:{}",
                 series.spec,
                 series.oldest_python.0,
                 series.oldest_python.1,
                 series.newest_python.0,
-                series.newest_python.1
+                series.newest_python.1,
+                series.imports.join(",")
             )
         })
         .collect::<Vec<_>>()
@@ -172,10 +244,40 @@ mod tests {
     }
 
     #[test]
+    fn a_project_pytest_imports_avoids_the_series_that_import_it() {
+        let pytest = |version: &str, date, project| {
+            pytest_for_project(version.parse().unwrap(), date, Some(project))
+        };
+        // more-itertools of 2016 would shadow the more_itertools pytest 3.x to 5.x import.
+        assert_eq!(
+            pytest("3.7.16", at(2016, 5, 1), "more-itertools"),
+            "pytest>=6.1,<6.2"
+        );
+        assert_eq!(
+            pytest("3.7.16", at(2024, 5, 1), "more-itertools"),
+            "pytest>=7.4,<7.5"
+        );
+        // Every series that runs on 2.7 imports it: the choice by date stands.
+        assert_eq!(pytest("2.7.18", at(2016, 5, 1), "more-itertools"), FLOOR);
+        // A project pytest does not import changes nothing.
+        assert_eq!(
+            pytest("3.7.16", at(2016, 5, 1), "cachetools"),
+            "pytest>=3.6,<3.7"
+        );
+        assert_eq!(
+            pytest("3.11.7", at(2023, 1, 1), "packaging"),
+            pytest("3.11.7", at(2023, 1, 1), "cachetools"),
+            "every series on 3.11 imports packaging"
+        );
+    }
+
+    #[test]
     fn the_table_is_in_release_order() {
         for pair in SERIES.windows(2) {
             assert!(pair[0].released < pair[1].released, "{pair:?}");
         }
-        assert!(series_fingerprint().starts_with("pytest>=3.5,<3.6@2018-03-21:2.7-3.6;"));
+        assert!(series_fingerprint().starts_with(
+            "pytest>=3.5,<3.6@2018-03-21:2.7-3.6:attrs,more-itertools,pluggy,atomicwrites;"
+        ));
     }
 }
