@@ -250,18 +250,25 @@ impl StepKind for CommandStep {
             context: format!("open {}", log_path.display()),
             source,
         })?;
-        let status = Command::new("sh")
-            .arg("-c")
-            .arg(run)
-            .current_dir(ctx.root)
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(log_err)
-            .status()
-            .map_err(|source| StepError::Io {
-                context: format!("step `{step}`: start `sh -c {run}`"),
-                source,
-            })?;
+        // The command leads a process group of its own: a stopped run (Ctrl-C) takes it down with
+        // everything it started, and whatever it leaves running when it ends is ended with it.
+        let (mut child, _group) = crate::process_groups::spawn(
+            Command::new("sh")
+                .arg("-c")
+                .arg(run)
+                .current_dir(ctx.root)
+                .stdin(Stdio::null())
+                .stdout(log)
+                .stderr(log_err),
+        )
+        .map_err(|source| StepError::Io {
+            context: format!("step `{step}`: start `sh -c {run}`"),
+            source,
+        })?;
+        let status = child.wait().map_err(|source| StepError::Io {
+            context: format!("step `{step}`: wait for `sh -c {run}`"),
+            source,
+        })?;
         if !status.success() {
             let tail = fs::read_to_string(&log_path).unwrap_or_default();
             let tail: Vec<&str> = tail

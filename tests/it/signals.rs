@@ -106,3 +106,40 @@ fn sigterm_while_an_environment_builds_leaves_no_process_behind() {
     let (code, stderr) = stop_while_building(libc::SIGTERM);
     assert_eq!(code, 143, "{stderr}");
 }
+
+/// A user's `command` step is stopped with the run, its own children included.
+#[test]
+fn ctrl_c_stops_a_command_step_and_what_it_started() {
+    let project = Project::new();
+    project.file(
+        "pipeline.yaml",
+        "version: 1\nname: stop\nsteps:\n  slow:\n    uses: command\n    with:\n      \
+         run: sleep 300 & echo $! > grandchild; echo $$ > child; wait\n",
+    );
+    let mut claimflow = project
+        .command(&["run", "pipeline.yaml"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let read = |name: &str| {
+        std::fs::read_to_string(project.path(name))
+            .ok()
+            .filter(|text| text.ends_with('\n'))
+    };
+    wait_for("the command to start", || {
+        read("child").is_some() && read("grandchild").is_some()
+    });
+    let child = read("child").unwrap().trim().to_string();
+    let grandchild = read("grandchild").unwrap().trim().to_string();
+    // SAFETY: signals the claimflow process this test started.
+    unsafe {
+        libc::kill(claimflow.id() as libc::pid_t, libc::SIGINT);
+    }
+    let status = claimflow.wait().unwrap();
+    let stderr = std::io::read_to_string(claimflow.stderr.take().unwrap()).unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    wait_for("the command and its child to die", || {
+        !alive(&child) && !alive(&grandchild)
+    });
+}
