@@ -371,7 +371,6 @@ impl<'a> Engine<'a> {
                             break;
                         };
                         let (plan, record, key) = &keyed[index];
-                        let _slot = pools.acquire(&plan.pool);
                         let item_started = Instant::now();
                         match self.compute(
                             kind.as_ref(),
@@ -380,7 +379,7 @@ impl<'a> Engine<'a> {
                             plan,
                             (record, key),
                             upstream,
-                            (item_started, force),
+                            (pools, force),
                         ) {
                             Ok(result) => {
                                 self.reporter.event(&Event::ItemFinished {
@@ -483,8 +482,12 @@ impl<'a> Engine<'a> {
         plan: &ItemPlan,
         (record, key): (&KeyRecord, &Digest),
         upstream: &Upstream,
-        (started, force): (Instant, bool),
+        (pools, force): (&Pools, bool),
     ) -> Result<ItemResult, StepError> {
+        // The key's lock comes before the pool's slot: an item another step or run is computing
+        // is waited for without holding a slot (two rankings share commits, and the oracle's
+        // slots are pytest processes), and the order is the same everywhere, so no two workers
+        // each hold what the other waits for.
         let _lock = self.store.lock_key(key)?;
         // Another run may have computed the item while this one waited for its lock; a forced
         // step computes it regardless.
@@ -496,6 +499,8 @@ impl<'a> Engine<'a> {
                 cached: true,
             });
         }
+        let _slot = pools.acquire(&plan.pool);
+        let started = Instant::now();
         let output = kind.run(ctx, plan, upstream)?;
         for (name, blob) in &output.blobs {
             if !self.store.has(blob) {
