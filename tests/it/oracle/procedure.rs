@@ -8,7 +8,9 @@ use claimflow::oracle::invariants::check_judgements;
 use claimflow::oracle::{
     CommitUnderTest, ImportErrorPolicy, Judgement, Settings, Slot, Worktree, judge_commit,
 };
+use claimflow::python::Environment;
 use claimflow::records::{ClaimRecord, Outcome, claim_id};
+use git2::Repository;
 
 use super::library::{Case, Library};
 use super::python::environment;
@@ -38,6 +40,27 @@ fn judge(
     runs: u32,
     policy: ImportErrorPolicy,
 ) -> Vec<Judgement> {
+    judge_in(
+        &library.repo.repository,
+        &environment(),
+        workdir,
+        case,
+        nodes,
+        runs,
+        policy,
+    )
+}
+
+/// Judges `case` of `repository` in one slot under `workdir`, and checks the oracle's invariants.
+pub fn judge_in(
+    repository: &Repository,
+    environment: &Environment,
+    workdir: &Path,
+    case: Case,
+    nodes: &[&str],
+    runs: u32,
+    policy: ImportErrorPolicy,
+) -> Vec<Judgement> {
     let claims = claims(case, nodes);
     let settings = Settings {
         runs,
@@ -53,10 +76,10 @@ fn judge(
     let commit = case.commit.to_string();
     let judgements = judge_commit(
         &settings,
-        &environment(),
+        environment,
         &mut slot,
         &CommitUnderTest {
-            repository: &library.repo.repository,
+            repository,
             parent: &parent,
             commit: &commit,
             test_files: &[],

@@ -5,18 +5,13 @@
 //! sub-test fails in some runs only.
 
 use std::path::Path;
-use std::time::Duration;
 
-use claimflow::mining::TestFileRules;
-use claimflow::oracle::invariants::check_judgements;
-use claimflow::oracle::{
-    CommitUnderTest, ImportErrorPolicy, Judgement, Settings, Slot, Worktree, judge_commit,
-};
+use claimflow::oracle::{ImportErrorPolicy, Judgement};
 use claimflow::python::Environment;
 
 use super::fixture::{Change, FixtureRepo};
 use super::library::Case;
-use super::procedure::{claims, render};
+use super::procedure::{judge_in, render};
 use super::python::{environment, environment_with_subtests};
 
 const VALUES: &str = r#"import os
@@ -123,36 +118,15 @@ fn judge(
     environment: &Environment,
 ) -> Vec<Judgement> {
     let runs = 4;
-    let claims = claims(case, nodes);
-    let settings = Settings {
-        runs,
-        timeout: Duration::from_secs(120),
-        import_errors: ImportErrorPolicy::Discard,
-        test_files: TestFileRules::default(),
-    };
-    let mut slot = Slot {
-        worktree: Worktree::new(workdir.join("worktrees/oracle-0")),
-        runs: workdir.join("oracle/slot-0"),
-    };
-    let parent = case.parent.to_string();
-    let commit = case.commit.to_string();
-    let judgements = judge_commit(
-        &settings,
+    judge_in(
+        &repo.repository,
         environment,
-        &mut slot,
-        &CommitUnderTest {
-            repository: &repo.repository,
-            parent: &parent,
-            commit: &commit,
-            test_files: &[],
-            claims: &claims,
-        },
+        workdir,
+        case,
+        nodes,
+        runs,
+        ImportErrorPolicy::Discard,
     )
-    .expect("judge the commit");
-    let ids: Vec<String> = claims.iter().map(|claim| claim.id.clone()).collect();
-    let problems = check_judgements(&ids, &judgements, runs, ImportErrorPolicy::Discard);
-    assert!(problems.is_empty(), "{problems:?}");
-    judgements
 }
 
 /// Plain pytest 8 knows nothing of sub-tests: the first failing one ends the test, and the result
