@@ -176,6 +176,11 @@ pub struct MinedClaim {
     /// `source_file` where it is defined).
     #[serde(default)]
     pub origin: ClaimOrigin,
+    /// The test files the commit touched (as in its `rank-commits` record: paths at the child,
+    /// added files included; deleted files at the parent): the oracle runs the child's own
+    /// versions of them, whatever else its step needs.
+    #[serde(default)]
+    pub test_files: Vec<String>,
     /// The interpreter the claim was collected under (`3.11.7`) and its pytest (`8.3.4`).
     pub interpreter: String,
     pub pytest: String,

@@ -9,6 +9,7 @@
 pub mod classify;
 pub mod command;
 pub mod invariants;
+pub mod lineage;
 pub mod probe;
 pub mod procedure;
 pub mod runner;

@@ -1,11 +1,16 @@
 //! The oracle's procedure for one commit: which of its claims the commit flipped.
 //!
 //! 1. At the parent, run the claims N times; keep those that passed N of N.
-//! 2. At the child, run the child's *own* tests once: every test in the claims' files and in the
-//!    test modules the commit touched, including tests the commit added or rewrote. A test that
-//!    fails (or a file that no longer collects) is a new failure — the child is broken and excluded,
-//!    because its "flips" would be artefacts — unless the same node already failed at the parent:
-//!    such failures come from the environment and were dropped in step 1.
+//! 2. At the child, run the child's *own* tests: every test in the claims' files and in the test
+//!    modules the commit touched (by its diff, so added files are run whatever the pipeline passes
+//!    in), including tests the commit added or rewrote. A test that fails runs again, up to N - 1
+//!    more times: one that passes on any run is flaky, named in a discard reason but not held
+//!    against the child. A test that fails every time (or a file that no longer collects) is
+//!    looked up at the parent, whose version of those files runs once: the failure is the child's
+//!    only when that test passed at the parent or did not exist there (a file git renamed, and a
+//!    test function whose body moved under a new name, are followed; see [`super::lineage`]). The
+//!    child's own failures mean the child is broken and excluded, because its "flips" would be
+//!    artefacts; a failure already there comes from the environment or the suite.
 //! 3. Restore the parent's version of every touched test file (modified and deleted files come back,
 //!    added files go; helpers and `conftest.py` included) and run the kept claims N times: N fails →
 //!    flipped, N passes → held, a mix → flaky, any unknown → discarded.
@@ -28,6 +33,7 @@ use serde::{Deserialize, Serialize};
 
 use super::classify::{BatchVerdicts, CollectionError, UnknownReason, Verdict, classify};
 use super::command::RunFiles;
+use super::lineage::Lineage;
 use super::runner::{RunRequest, RunnerError, run_pytest};
 use super::worktree::{Worktree, WorktreeError, touched_test_files};
 use crate::mining::TestFileRules;
@@ -154,11 +160,9 @@ pub fn judge_commit(
         .collect();
 
     // 1. The parent.
-    slot.worktree
-        .checkout(repository, parent)
-        .map_err(worktree_error)?;
+    check_out(slot, repository, parent).map_err(worktree_error)?;
     let at_parent = Stage::new(settings, environment, slot)
-        .run(&nodes, runs, settled_at_parent)
+        .run(&nodes, 0..runs, settled_at_parent)
         .map_err(runner_error)?;
     let kept: Vec<String> = nodes
         .iter()
@@ -208,15 +212,16 @@ pub fn judge_commit(
     }
 
     // 2. The child's own tests.
-    slot.worktree
-        .checkout(repository, commit)
+    let touched = touched_test_files(repository, parent, commit, &settings.test_files)
         .map_err(worktree_error)?;
+    check_out(slot, repository, commit).map_err(worktree_error)?;
     let mut own_files: BTreeSet<String> =
         nodes.iter().map(|node| file_of(node).to_string()).collect();
     own_files.extend(
         under_test
             .test_files
             .iter()
+            .chain(&touched)
             .filter(|file| is_test_module(file))
             .cloned(),
     );
@@ -225,53 +230,19 @@ pub fn judge_commit(
         .into_iter()
         .filter(|file| !at_parent.broken_files.contains_key(file))
         .collect();
-    let own = Stage::new(settings, environment, slot)
-        .run_files_once(&own_files)
-        .map_err(runner_error)?;
-    let mut new_failures: Vec<String> = own
-        .broken_files
-        .iter()
-        .map(|(file, error)| format!("{file} fails to collect ({})", error.message))
-        .collect();
-    let mut own_unknown = Vec::new();
-    for (node, verdicts) in &own.verdicts {
-        // A claim that did not pass at the parent fails, or gives no verdict, for reasons older
-        // than the commit.
-        let not_passing_before = nodes.contains(node) && !kept.contains(node);
-        match verdicts.first() {
-            Some(Verdict::Failed(_) | Verdict::Unknown(_)) if not_passing_before => {}
-            Some(Verdict::Failed(kind)) => new_failures.push(format!("{node} fails ({kind})")),
-            // A test the child removed or renamed is not a failure (when the child renamed every
-            // claim, pytest collects nothing: exit code 5), and a test that skips itself (a
-            // platform, a version, an optional dependency) chose not to run: neither says
-            // anything about whether the child is broken.
-            Some(Verdict::Unknown(
-                UnknownReason::MissingRecord | UnknownReason::ExitCode(5) | UnknownReason::Skipped,
-            ))
-            | Some(Verdict::Passed) => {}
-            Some(Verdict::Unknown(reason)) => own_unknown.push(format!("{node}: {reason}")),
-            None => {}
-        }
-    }
-    if !new_failures.is_empty() || !own_unknown.is_empty() {
-        let (cause, reason) = if new_failures.is_empty() {
-            own_unknown.dedup();
-            (
-                Cause::UnknownAtChild,
-                format!(
-                    "the child's own tests gave no verdict: {}",
-                    own_unknown.join("; ")
-                ),
-            )
-        } else {
-            (
-                Cause::BrokenChild,
-                format!(
-                    "the child is broken: its own version of {}",
-                    new_failures.join("; ")
-                ),
-            )
-        };
+    let gate = ChildGate {
+        settings,
+        environment,
+        repository,
+        parent,
+        commit,
+        claims: &nodes,
+        kept: &kept,
+    };
+    if let Some((cause, reason)) = gate.judge(slot, &own_files).map_err(|error| match error {
+        GateError::Worktree(source) => worktree_error(source),
+        GateError::Runner(source) => runner_error(source),
+    })? {
         for claim in under_test.claims {
             if kept.contains(&claim.node) {
                 let parent_runs = at_parent.records(&claim.node);
@@ -286,16 +257,13 @@ pub fn judge_commit(
 
     // 3. The parent's tests at the child.
     let mut restored: BTreeSet<String> = under_test.test_files.iter().cloned().collect();
-    restored.extend(
-        touched_test_files(repository, parent, commit, &settings.test_files)
-            .map_err(worktree_error)?,
-    );
+    restored.extend(touched);
     let restored: Vec<String> = restored.into_iter().collect();
     slot.worktree
         .restore(repository, parent, &restored)
         .map_err(worktree_error)?;
     let at_child = Stage::new(settings, environment, slot)
-        .run(&kept, runs, settled_at_child)
+        .run(&kept, 0..runs, settled_at_child)
         .map_err(runner_error)?;
     for claim in under_test.claims {
         if !kept.contains(&claim.node) {
@@ -310,6 +278,200 @@ pub fn judge_commit(
         judgements.insert(claim.id.clone(), judgement);
     }
     Ok(ordered(under_test.claims, judgements))
+}
+
+/// Failures of the child gate's machinery (never test outcomes).
+enum GateError {
+    Worktree(WorktreeError),
+    Runner(RunnerError),
+}
+
+impl From<WorktreeError> for GateError {
+    fn from(source: WorktreeError) -> Self {
+        GateError::Worktree(source)
+    }
+}
+
+impl From<RunnerError> for GateError {
+    fn from(source: RunnerError) -> Self {
+        GateError::Runner(source)
+    }
+}
+
+/// Step 2: whether the child fails its own tests, and which failures are its own.
+struct ChildGate<'a> {
+    settings: &'a Settings,
+    environment: &'a Environment,
+    repository: &'a Repository,
+    parent: Oid,
+    commit: Oid,
+    /// Every claim's node id.
+    claims: &'a [String],
+    /// The claims that passed N of N at the parent.
+    kept: &'a [String],
+}
+
+impl ChildGate<'_> {
+    /// Runs the child's own `files` (the slot holds the child) and says why the commit is
+    /// discarded, if it is. A test failing at run 0 runs again up to N - 1 times, and is the
+    /// child's failure only when it fails every time; the others are flaky and only named. A
+    /// failure left is looked up at the parent (the slot is checked out there and back): it is
+    /// the child's only when the same test — followed through renames — passed there, or did
+    /// not exist there. A file that does not collect at the child is the child's unless it did
+    /// not collect at the parent either.
+    fn judge(
+        &self,
+        slot: &mut Slot,
+        files: &[String],
+    ) -> Result<Option<(Cause, String)>, GateError> {
+        let runs = self.settings.runs;
+        let own = Stage::new(self.settings, self.environment, slot).run_files_once(files)?;
+        let mut failing: BTreeMap<String, String> = BTreeMap::new();
+        let mut unknown = Vec::new();
+        for (node, verdicts) in &own.verdicts {
+            // A claim that did not pass at the parent fails, or gives no verdict, for reasons
+            // older than the commit.
+            let not_passing_before = self.claims.contains(node) && !self.kept.contains(node);
+            match verdicts.first() {
+                Some(Verdict::Failed(_) | Verdict::Unknown(_)) if not_passing_before => {}
+                Some(Verdict::Failed(kind)) => {
+                    failing.insert(node.clone(), kind.to_string());
+                }
+                // A test the child removed or renamed is not a failure (when the child renamed
+                // every claim, pytest collects nothing: exit code 5), and a test that skips itself
+                // (a platform, a version, an optional dependency) chose not to run: neither says
+                // anything about whether the child is broken.
+                Some(Verdict::Unknown(
+                    UnknownReason::MissingRecord
+                    | UnknownReason::ExitCode(5)
+                    | UnknownReason::Skipped,
+                ))
+                | Some(Verdict::Passed) => {}
+                Some(Verdict::Unknown(reason)) => unknown.push(format!("{node}: {reason}")),
+                None => {}
+            }
+        }
+
+        // Flaky tests: a failure that passes on some later run is not the child's.
+        let mut flaky = Vec::new();
+        if runs > 1 && !failing.is_empty() {
+            let nodes: Vec<String> = failing.keys().cloned().collect();
+            let again = Stage::new(self.settings, self.environment, slot).run(
+                &nodes,
+                1..runs,
+                passed_once,
+            )?;
+            for node in &nodes {
+                let verdicts = again.verdicts.get(node).map(Vec::as_slice).unwrap_or(&[]);
+                if verdicts.contains(&Verdict::Passed) {
+                    let failed = 1 + verdicts
+                        .iter()
+                        .filter(|verdict| matches!(verdict, Verdict::Failed(_)))
+                        .count();
+                    flaky.push(format!(
+                        "{node} (failed {failed} of {} runs)",
+                        verdicts.len() + 1
+                    ));
+                    failing.remove(node);
+                }
+            }
+        }
+
+        // A kept claim passed N of N at the parent: its failure is the child's.
+        let mut new_failures: Vec<String> = failing
+            .iter()
+            .filter(|(node, _)| self.kept.contains(*node))
+            .map(|(node, kind)| format!("{node} fails ({kind})"))
+            .collect();
+        failing.retain(|node, _| !self.kept.contains(node));
+        // The other failures may have been there already.
+        if !failing.is_empty() || !own.broken_files.is_empty() {
+            let child_files: Vec<String> = failing
+                .keys()
+                .map(|node| file_of(node).to_string())
+                .chain(own.broken_files.keys().cloned())
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            let lineage =
+                Lineage::of_commit(self.repository, self.parent, self.commit, &child_files)?;
+            let parent_files: Vec<String> = child_files
+                .iter()
+                .map(|file| lineage.parent_file(file).to_string())
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            check_out(slot, self.repository, self.parent)?;
+            let before =
+                Stage::new(self.settings, self.environment, slot).run_files_once(&parent_files);
+            check_out(slot, self.repository, self.commit)?;
+            let before = before?;
+            for (file, error) in &own.broken_files {
+                if !before.broken_files.contains_key(lineage.parent_file(file)) {
+                    new_failures.push(format!("{file} fails to collect ({})", error.message));
+                }
+            }
+            for (node, kind) in &failing {
+                let at_parent = lineage.parent_node(node);
+                if before.broken_files.contains_key(file_of(&at_parent)) {
+                    continue;
+                }
+                match before
+                    .verdicts
+                    .get(&at_parent)
+                    .and_then(|verdicts| verdicts.first())
+                {
+                    // It passed at the parent, or it is new: the failure is the child's.
+                    Some(Verdict::Passed) | None => {
+                        new_failures.push(format!("{node} fails ({kind})"));
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+
+        let flaky_note = if flaky.is_empty() {
+            String::new()
+        } else {
+            format!("; flaky at the child, not counted: {}", flaky.join(", "))
+        };
+        if !new_failures.is_empty() {
+            return Ok(Some((
+                Cause::BrokenChild,
+                format!(
+                    "the child is broken: its own version of {}{flaky_note}",
+                    new_failures.join("; ")
+                ),
+            )));
+        }
+        if !unknown.is_empty() {
+            unknown.dedup();
+            return Ok(Some((
+                Cause::UnknownAtChild,
+                format!(
+                    "the child's own tests gave no verdict: {}{flaky_note}",
+                    unknown.join("; ")
+                ),
+            )));
+        }
+        Ok(None)
+    }
+}
+
+/// Checks `commit` out into the slot, the project registered as a distribution (see
+/// [`crate::python::register_project`]).
+pub fn check_out(
+    slot: &mut Slot,
+    repository: &Repository,
+    commit: Oid,
+) -> Result<(), WorktreeError> {
+    slot.worktree.checkout(repository, commit)?;
+    let dir = slot.worktree.dir();
+    crate::python::register_project(dir).map_err(|source| WorktreeError::Io {
+        action: "register the project in",
+        path: dir.to_path_buf(),
+        source,
+    })
 }
 
 /// The label of a kept claim from its N runs at the child.
@@ -499,7 +661,7 @@ impl<'a> Stage<'a> {
         }
     }
 
-    /// Runs `nodes` up to `runs` times. A node is dropped from later runs once `settled` says its
+    /// Runs `nodes` once per run index of `runs` (the index seeds the hash). A node is dropped from later runs once `settled` says its
     /// runs so far already decide it cannot get a label (it failed at the parent, it has no verdict,
     /// it both passed and failed), so a hanging test costs one timeout, not N. When the first run
     /// is aborted by collection errors that all lie in files of the batch, those files are dropped
@@ -507,7 +669,7 @@ impl<'a> Stage<'a> {
     fn run(
         &self,
         nodes: &[String],
-        runs: u32,
+        runs: std::ops::Range<u32>,
         settled: fn(&[Verdict]) -> bool,
     ) -> Result<StageResult, RunnerError> {
         let worktree = self.slot.worktree.dir();
@@ -515,8 +677,8 @@ impl<'a> Stage<'a> {
             verdicts: BTreeMap::new(),
             broken_files: BTreeMap::new(),
         };
-        let mut run = 0;
-        while run < runs {
+        let mut run = runs.start;
+        while run < runs.end {
             let selected: Vec<String> = nodes
                 .iter()
                 .filter(|node| !result.broken_files.contains_key(file_of(node)))
@@ -569,7 +731,7 @@ impl<'a> Stage<'a> {
                 batch
             };
             let in_batch = |error: &CollectionError| files.contains(&error.node);
-            if run == 0
+            if run == runs.start
                 && batch.aborted
                 && !batch.collection_errors.is_empty()
                 && batch.collection_errors.iter().all(in_batch)
@@ -684,6 +846,11 @@ fn is_test_module(path: &str) -> bool {
 /// At the parent a claim is out once it did not pass.
 fn settled_at_parent(verdicts: &[Verdict]) -> bool {
     verdicts.iter().any(|verdict| *verdict != Verdict::Passed)
+}
+
+/// A re-run of the child gate's failures is done with a test once it passed: it is flaky.
+fn passed_once(verdicts: &[Verdict]) -> bool {
+    verdicts.contains(&Verdict::Passed)
 }
 
 /// At the child a claim is out once it has no verdict or has both passed and failed.

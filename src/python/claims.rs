@@ -135,6 +135,7 @@ pub fn claims_from_collection(
             owner: test.owner.clone(),
             source_file: test.source_file.clone(),
             origin,
+            test_files: commit.test_files.clone(),
             interpreter: collection.python.clone(),
             pytest: collection.pytest.clone(),
         });

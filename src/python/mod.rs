@@ -63,4 +63,4 @@ pub use requirements::{
 };
 pub use specifier::{SpecifierParseError, SpecifierSet};
 pub use version::{PythonVersion, VersionParseError};
-pub use worktree::{CheckoutError, checkout_commit, clear as clear_directory};
+pub use worktree::{CheckoutError, checkout_commit, clear as clear_directory, register_project};

@@ -114,6 +114,41 @@ fn write_entry(path: &Path, content: &[u8], mode: i32) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Makes the checked-out project an installed distribution as `importlib.metadata` (and
+/// `pkg_resources`) see one, without installing anything: a `<name>-0.0.0.dist-info` directory at
+/// the root of the checkout, which is first on `PYTHONPATH`. A package that reads its own version
+/// at import (`importlib.metadata.version("name")`) otherwise fails with `PackageNotFoundError`
+/// under the oracle, which imports it from the checkout. The environments are shared between
+/// commits and slots, so an editable install into them would point at one slot's checkout; this is
+/// the part of an editable install the tests can see. Nothing is written when the project declares
+/// no name, or when the checkout already holds that distribution's metadata.
+pub fn register_project(worktree: &Path) -> std::io::Result<()> {
+    let metadata = super::ProjectMetadata::read(worktree);
+    let Some(name) = metadata.name.as_deref().and_then(super::requirement_name) else {
+        return Ok(());
+    };
+    let stem = name.replace('-', "_");
+    let exists = std::fs::read_dir(worktree)?.flatten().any(|entry| {
+        let file = entry
+            .file_name()
+            .to_string_lossy()
+            .to_ascii_lowercase()
+            .replace('-', "_");
+        (file.ends_with(".dist_info") || file.ends_with(".egg_info"))
+            && (file.starts_with(&format!("{stem}_")) || file.starts_with(&format!("{stem}.")))
+    });
+    if exists {
+        return Ok(());
+    }
+    let directory = worktree.join(format!("{stem}-0.0.0.dist-info"));
+    std::fs::create_dir_all(&directory)?;
+    std::fs::write(
+        directory.join("METADATA"),
+        format!("Metadata-Version: 2.1\nName: {name}\nVersion: 0.0.0\n"),
+    )?;
+    std::fs::write(directory.join("INSTALLER"), "claimflow\n")
+}
+
 #[cfg(test)]
 mod tests {
     use git2::Signature;

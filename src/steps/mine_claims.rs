@@ -168,7 +168,9 @@ impl StepKind for MineClaims {
         // 4: untouched test modules that import a touched file are collected too, and the tests
         // they inherit from it become claims (with `origin`).
         // 5: such an importer that fails to collect is left out instead of excluding the commit.
-        5
+        // 6: claims carry the commit's touched test files, and the checkout is registered as the
+        // project's distribution (a package that reads its own version at import collects).
+        6
     }
 
     fn about(&self) -> &'static str {
@@ -280,6 +282,13 @@ impl StepKind for MineClaims {
         let scratch = ctx.scratch(&slot)?;
         python::checkout_commit(&git, &record.parent, &worktree)
             .map_err(|error| step_message(ctx, &item.id, error))?;
+        python::register_project(&worktree).map_err(|error| {
+            step_message(
+                ctx,
+                &item.id,
+                format!("register the project in {}: {error}", worktree.display()),
+            )
+        })?;
         let date = git2::Oid::from_str(&record.parent)
             .and_then(|parent| git.find_commit(parent))
             .map(|parent| parent.time().seconds())

@@ -300,6 +300,20 @@ struct Claim {
 }
 
 impl Claim {
+    /// The test files the commit touched, as the miner carried them (none from older miners).
+    fn test_files(&self) -> Vec<String> {
+        self.line
+            .get("test_files")
+            .and_then(serde_json::Value::as_array)
+            .map(|files| {
+                files
+                    .iter()
+                    .filter_map(|file| file.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// The interpreter version the miner collected the claim under (`3.11.7`), if it says.
     fn interpreter(&self) -> Option<&str> {
         self.line
@@ -401,7 +415,11 @@ impl StepKind for OracleStep {
         // unknown.
         // 4: the child's own check ignores tests that skip themselves and claims that did not
         // pass at the parent, instead of discarding the commit as without a verdict.
-        4
+        // 5: the child's own check runs the files of the commit's diff, re-runs its failures
+        // (a test that passes once is flaky, not the child's), and counts a failure only when the
+        // same test (followed through renames) passed at the parent or is new; the checkout is
+        // registered as the project's distribution.
+        5
     }
 
     fn about(&self) -> &'static str {
@@ -525,14 +543,23 @@ impl StepKind for OracleStep {
             .iter()
             .find_map(Claim::interpreter)
             .map(str::to_string);
+        // The touched test files: carried by the claims, and by the ranking when the step needs
+        // it too; the procedure adds the diff's own, so the wiring changes nothing.
+        let mut test_files: std::collections::BTreeSet<String> = upstream_claims
+            .iter()
+            .flat_map(Claim::test_files)
+            .collect();
+        test_files.extend(
+            commits_of(upstream)?
+                .remove(&(target.repo.clone(), target.commit.clone()))
+                .map(|record| record.test_files)
+                .unwrap_or_default(),
+        );
+        let test_files: Vec<String> = test_files.into_iter().collect();
         let claims: Vec<ClaimRecord> = upstream_claims
             .into_iter()
             .map(|claim| claim.record)
             .collect();
-        let test_files = commits_of(upstream)?
-            .remove(&(target.repo.clone(), target.commit.clone()))
-            .map(|record| record.test_files)
-            .unwrap_or_default();
         let spec = repo_spec(ctx, &target.repo)?;
         let located = crate::mining::locate(spec, ctx.workdir)
             .map_err(|error| StepError::Message(format!("item {}: {error}", item.id)))?;

@@ -3,6 +3,7 @@
 
 mod environment_failure;
 mod fixture;
+mod gate;
 mod inherited;
 mod library;
 mod pipeline;
@@ -11,4 +12,5 @@ mod python;
 mod runner;
 mod step;
 mod subtests;
+mod wiring;
 mod worktree;

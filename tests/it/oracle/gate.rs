@@ -1,0 +1,232 @@
+//! The child gate: a failure of the child's own tests sinks the commit only when it is the child's.
+//! A test that already failed at the parent (a claim or not: tests without assertions are never
+//! claims), a test the commit renamed (its file, or the function under a new name with the same
+//! body), and a test that fails only on some runs are not the child's; a test the child added that
+//! fails, and a test that passed at the parent and fails every time at the child, are.
+
+use std::path::Path;
+
+use claimflow::oracle::{ImportErrorPolicy, Judgement};
+use git2::Oid;
+
+use super::fixture::{Change, FixtureRepo};
+use super::library::Case;
+use super::procedure::{judge_in, render};
+use super::python::environment;
+
+const CORE: &str = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n";
+
+/// Two claims, and a test without assertions that fails wherever a module is missing (a
+/// type-checking or time-zone test broken by the machine, not by a commit).
+const TEST_CORE: &str = r#"from pkg.core import add, mul
+
+
+def test_add():
+    assert add(1, 2) == 3
+
+
+def test_mul():
+    assert mul(2, 3) == 6
+
+
+def test_environment_check():
+    import not_installed_module
+    not_installed_module.check(add)
+"#;
+
+/// A test file of one failing test without assertions.
+const TEST_CHECKS: &str = r#"from pkg.core import add
+
+
+def test_type_check():
+    add(1)
+"#;
+
+/// Fails at run 0 (`PYTHONHASHSEED=0`), passes at run 1: a test that fails one run in two.
+const FLAKY_TEST: &str = r#"
+
+def test_sometimes():
+    import os
+    assert int(os.environ["PYTHONHASHSEED"]) % 2 == 1
+"#;
+
+struct Gate {
+    repo: FixtureRepo,
+    base: Oid,
+}
+
+impl Gate {
+    fn create(dir: &Path) -> Self {
+        let mut repo = FixtureRepo::init(dir);
+        let base = repo.commit(
+            None,
+            "A library whose suite has two failing tests without assertions",
+            &[
+                Change::Write("pkg/__init__.py", ""),
+                Change::Write("pkg/core.py", CORE),
+                Change::Write("tests/test_core.py", TEST_CORE),
+                Change::Write("tests/test_checks.py", TEST_CHECKS),
+            ],
+        );
+        Gate { repo, base }
+    }
+
+    fn case(&mut self, message: &str, changes: &[Change]) -> Case {
+        let commit = self.repo.commit(Some(self.base), message, changes);
+        Case {
+            parent: self.base,
+            commit,
+        }
+    }
+
+    fn judge(&self, dir: &Path, case: Case) -> Vec<Judgement> {
+        judge_in(
+            &self.repo.repository,
+            &environment(),
+            dir,
+            case,
+            &[
+                "tests/test_core.py::test_add",
+                "tests/test_core.py::test_mul",
+            ],
+            3,
+            ImportErrorPolicy::Discard,
+        )
+    }
+}
+
+fn setup() -> (tempfile::TempDir, Gate) {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let gate = Gate::create(&dir.path().join("repo"));
+    (dir, gate)
+}
+
+#[test]
+fn tests_that_already_failed_at_the_parent_do_not_make_the_child_broken() {
+    let (dir, mut gate) = setup();
+    // The commit touches both test files; both still hold a test that failed at the parent.
+    let case = gate.case(
+        "Document add, comment the checks",
+        &[
+            Change::Write("pkg/core.py", &format!("# Arithmetic.\n{CORE}")),
+            Change::Write("tests/test_core.py", &format!("# Core.\n{TEST_CORE}")),
+            Change::Write("tests/test_checks.py", &format!("# Checks.\n{TEST_CHECKS}")),
+        ],
+    );
+    insta::assert_snapshot!(render(&gate.judge(dir.path(), case)));
+}
+
+#[test]
+fn renamed_tests_that_already_failed_do_not_make_the_child_broken() {
+    let (dir, mut gate) = setup();
+    // git renames the checks' file; the environment check keeps its body under a new name.
+    let case = gate.case(
+        "Rename the checks",
+        &[
+            Change::Write("pkg/core.py", &format!("# Arithmetic.\n{CORE}")),
+            Change::Write(
+                "tests/test_core.py",
+                &TEST_CORE.replace("test_environment_check", "test_environment_is_checked"),
+            ),
+            Change::Remove("tests/test_checks.py"),
+            Change::Write("tests/test_type_checks.py", TEST_CHECKS),
+        ],
+    );
+    insta::assert_snapshot!(render(&gate.judge(dir.path(), case)));
+}
+
+#[test]
+fn a_failing_test_the_child_adds_makes_the_child_broken() {
+    let (dir, mut gate) = setup();
+    // The new file is only in the diff: the claims name no test of it.
+    let case = gate.case(
+        "Document add, with a new test that expects too much",
+        &[
+            Change::Write("pkg/core.py", &format!("# Arithmetic.\n{CORE}")),
+            Change::Write(
+                "tests/test_more.py",
+                "from pkg.core import add\n\n\ndef test_add_negative():\n    assert add(-1, 1) == 1\n",
+            ),
+        ],
+    );
+    insta::assert_snapshot!(render(&gate.judge(dir.path(), case)));
+}
+
+#[test]
+fn a_child_test_that_fails_only_on_some_runs_does_not_make_the_child_broken() {
+    let (dir, mut gate) = setup();
+    let case = gate.case(
+        "add counts from one; a test that depends on the hash seed",
+        &[
+            Change::Write(
+                "pkg/core.py",
+                &CORE.replace("return a + b", "return a + b + 1"),
+            ),
+            Change::Write(
+                "tests/test_core.py",
+                &format!(
+                    "{}{FLAKY_TEST}",
+                    TEST_CORE.replace("add(1, 2) == 3", "add(1, 2) == 4")
+                ),
+            ),
+        ],
+    );
+    insta::assert_snapshot!(render(&gate.judge(dir.path(), case)));
+}
+
+#[test]
+fn a_broken_child_names_its_flaky_tests_apart() {
+    let (dir, mut gate) = setup();
+    let case = gate.case(
+        "Break mul; a test that depends on the hash seed",
+        &[
+            Change::Write(
+                "pkg/core.py",
+                &CORE.replace("return a * b", "return a * b + 1"),
+            ),
+            Change::Write("tests/test_core.py", &format!("{TEST_CORE}{FLAKY_TEST}")),
+        ],
+    );
+    insta::assert_snapshot!(render(&gate.judge(dir.path(), case)));
+}
+
+#[test]
+fn a_package_that_reads_its_own_installed_version_is_not_a_broken_child() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let mut repo = FixtureRepo::init(&dir.path().join("repo"));
+    let base = repo.commit(
+        None,
+        "A packaged library",
+        &[
+            Change::Write(
+                "pyproject.toml",
+                "[project]\nname = \"demo-pkg\"\nrequires-python = \">=3.8\"\n",
+            ),
+            Change::Write("pkg/__init__.py", ""),
+            Change::Write("pkg/core.py", CORE),
+            Change::Write("tests/test_core.py", TEST_CORE),
+        ],
+    );
+    let commit = repo.commit(
+        Some(base),
+        "Tell the version from the installed metadata",
+        &[
+            Change::Write(
+                "pkg/__init__.py",
+                "from importlib.metadata import version\n\n__version__ = version(\"demo-pkg\")\n",
+            ),
+            Change::Write(
+                "tests/test_core.py",
+                &format!(
+                    "import pkg\n{TEST_CORE}\n\ndef test_version():\n    assert pkg.__version__\n"
+                ),
+            ),
+        ],
+    );
+    let gate = Gate { repo, base };
+    let case = Case {
+        parent: base,
+        commit,
+    };
+    insta::assert_snapshot!(render(&gate.judge(dir.path(), case)));
+}
