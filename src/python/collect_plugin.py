@@ -11,7 +11,8 @@ understand. Inputs come from environment variables:
   ``error`` per collection error, and a final ``summary``.
 
 For each test it reports the source text of the function pytest will call, found through the class's
-MRO (tests inherited from mixins in helper modules have no text in their own file), the assertion
+MRO (tests inherited from mixins in helper modules have no text in their own file) and through
+decorators (the test's own function, never a wrapper that a Python 2 decorator left in its place), the assertion
 statements the interpreter's own ``ast`` finds in it (used when claimflow's parser cannot read
 Python 2 source), and the fixtures it uses with the function behind each.
 """
@@ -91,6 +92,93 @@ def _source(function):
         path = inspect.getsourcefile(function) or inspect.getfile(function)
     except TypeError:
         path = None
+    return source, path, start
+
+
+def _code_name(function):
+    code = getattr(function, "__code__", None) or getattr(function, "func_code", None)
+    return getattr(code, "co_name", None)
+
+
+def _own_function(function, name):
+    """The function whose code is the test's own, or None when it cannot be found.
+
+    A decorator that copies the name but sets no ``__wrapped__`` (``functools.wraps`` on Python 2,
+    freezegun's ``freeze_time``) leaves a wrapper whose code has another name; the test is then
+    looked for among the functions the wrapper closes over, recursively."""
+    if _code_name(function) in (None, name):
+        return function
+    seen = set()
+    pending = [function]
+    while pending:
+        current = pending.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if _code_name(current) == name:
+            return current
+        cells = getattr(current, "__closure__", None) or getattr(current, "func_closure", None)
+        for cell in cells or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+            for attribute in ("__func__", "im_func"):
+                value = getattr(value, attribute, value)
+            if _code_name(value) is not None:
+                pending.append(value)
+    return None
+
+
+def _defined_source(item, owner, name):
+    """The source of ``def name`` as the test's module (or its owner class's module) writes it,
+    found by parsing that file: for a test whose decorator hides it."""
+    module = None
+    if owner is not None:
+        module = sys.modules.get(getattr(owner, "__module__", ""))
+    if module is None:
+        module = getattr(item, "module", None)
+    path = getattr(module, "__file__", None)
+    if not path:
+        return None, None, None
+    if path.endswith((".pyc", ".pyo")):
+        path = path[:-1]
+    try:
+        with io.open(path, encoding="utf-8") as handle:
+            text = handle.read()
+        tree = ast.parse(text.encode("utf-8") if sys.version_info[0] == 2 else text, path)
+    except (IOError, OSError, SyntaxError, ValueError):
+        return None, None, None
+    body = tree.body
+    if owner is not None:
+        classes = [node for node in body if isinstance(node, ast.ClassDef) and node.name == owner.__name__]
+        if not classes:
+            return None, None, None
+        body = classes[-1].body
+    definitions = [node for node in body if isinstance(node, ast.FunctionDef) and node.name == name]
+    if not definitions:
+        return None, None, None
+    node = definitions[-1]
+    lines = text.splitlines()
+    start = min([node.lineno] + [decorator.lineno for decorator in node.decorator_list])
+    # Before Python 3.8 a decorated def's own line number is its first decorator's.
+    header = start
+    while header <= len(lines) and not lines[header - 1].lstrip().startswith(("def ", "async def ")):
+        header += 1
+    if header > len(lines):
+        return None, None, None
+    end = getattr(node, "end_lineno", None)
+    if end is None:
+        indentation = _indentation(lines[header - 1])
+        end = header
+        for number in range(header + 1, len(lines) + 1):
+            line = lines[number - 1]
+            if not line.strip():
+                continue
+            if _indentation(line) <= indentation:
+                break
+            end = number
+    source = "\n".join(lines[start - 1:end]) + "\n"
     return source, path, start
 
 
@@ -262,7 +350,13 @@ def pytest_collection_finish(session):
             record["class"] = cls.__name__ if cls is not None else None
             record["function"] = name
             record["owner"] = owner.__name__ if owner is not None else None
-            source, source_file, line = _source(function)
+            own = _own_function(function, name)
+            if own is not None:
+                source, source_file, line = _source(own)
+            else:
+                source, source_file, line = _defined_source(item, owner, name)
+                if source is None:
+                    source, source_file, line = _source(function)
             if source is not None:
                 record["source"] = source
                 record["source_file"] = _relative(source_file, root) if source_file else None

@@ -600,6 +600,102 @@ fn python_2_tests_are_mined_under_python_2() {
     assert_eq!(published.summaries[0].assertions_from_interpreter, 1);
 }
 
+/// A decorator as freezegun's `freeze_time` writes it: on Python 2, `functools.wraps` sets no
+/// `__wrapped__`, so the function pytest holds is the wrapper.
+const PY2_DECORATOR: &str = "\
+import functools
+
+
+def frozen(function):
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        return function(*args, **kwargs)
+    return wrapper
+";
+
+const TEST_PY2_DECORATED: &str = "\
+import unittest
+
+from tests.helpers import frozen
+
+
+@frozen
+def test_frozen():
+    print 'frozen'
+    assert 1 + 1 == 2
+
+
+class TestFrozen(unittest.TestCase):
+    @frozen
+    def test_method(self):
+        self.assertEqual(2 * 2, 4)
+";
+
+/// The claims' source is the tests' own, never the decorator's wrapper (which asserts nothing).
+#[test]
+fn python_2_decorated_tests_are_mined_from_their_own_source() {
+    let mut repo = FixtureRepo::new();
+    repo.commit(
+        "Initial",
+        &[
+            (
+                "setup.py",
+                Some("from setuptools import setup\nsetup(name='old')\n"),
+            ),
+            ("tests/__init__.py", Some("")),
+            ("tests/helpers.py", Some(PY2_DECORATOR)),
+            ("tests/test_frozen.py", Some(TEST_PY2_DECORATED)),
+        ],
+    )
+    .commit(
+        "Touch",
+        &[(
+            "tests/test_frozen.py",
+            Some(&TEST_PY2_DECORATED.replace("1 + 1", "2")),
+        )],
+    );
+    let root = tempfile::tempdir().unwrap();
+    let records = vec![commit_record(&repo, 1, &["tests/test_frozen.py"])];
+    let published = mine(
+        &pipeline(root.path(), repo_spec(repo.path_buf(), &["2.7"])),
+        records,
+    );
+    assert_eq!(published.excluded, []);
+    let mined: Vec<(String, Vec<String>, Option<String>)> = published
+        .claims
+        .iter()
+        .map(|claim| {
+            (
+                claim.node.clone(),
+                claim.assertions.clone(),
+                claim.source_file.clone(),
+            )
+        })
+        .collect();
+    let own = Some("tests/test_frozen.py".to_string());
+    assert_eq!(
+        mined,
+        [
+            (
+                "tests/test_frozen.py::test_frozen".to_string(),
+                vec!["assert 1 + 1 == 2".to_string()],
+                own.clone()
+            ),
+            (
+                "tests/test_frozen.py::TestFrozen::test_method".to_string(),
+                vec!["self.assertEqual(2 * 2, 4)".to_string()],
+                own
+            ),
+        ]
+    );
+    assert!(
+        published.claims[0].source.contains("def test_frozen():"),
+        "{}",
+        published.claims[0].source
+    );
+    assert_eq!(published.claims[0].interpreter, "2.7.18");
+}
+
 #[test]
 fn the_binary_ranks_then_mines_and_a_second_run_computes_nothing() {
     let repo = history();
