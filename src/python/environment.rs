@@ -23,7 +23,9 @@ use super::install::build;
 use super::interpreters::{Interpreter, interpreter_for};
 use super::metadata::ProjectMetadata;
 use super::pytest_era::pytest_for_project;
-use super::requirements::{Requirement, declared_pytest, discover_requirements, requirement_name};
+use super::requirements::{
+    Requirement, declared_pytest, discover_requirements, hold_to_pytest, requirement_name,
+};
 use super::version::PythonVersion;
 use crate::cache::Digest;
 
@@ -218,6 +220,7 @@ impl EnvironmentRequest {
                 .into_iter()
                 .filter(|found| !pinned_names.contains(&requirement_name(&found.spec))),
         );
+        let requirements = hold_to_pytest(requirements, &pytest, interpreter.version);
         EnvironmentRequest {
             interpreter: interpreter.clone(),
             pytest,

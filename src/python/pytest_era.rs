@@ -161,6 +161,183 @@ pub fn pytest_for_project(
         .spec
 }
 
+/// The bounds a series' last release declares on its own dependencies (its wheel's
+/// `Requires-Dist`), by normalized name; the `(2, 7)` entries hold only on Python 2. A repository's
+/// requirement on one of these is held to them, so pip cannot put a newer one beside this pytest
+/// (pluggy 1.x beside pytest 3.5 fails at start: `implprefix`).
+const DEPENDENCY_BOUNDS: &[(&str, &[(&str, &str)])] = &[
+    (
+        "pytest>=3.5,<3.6",
+        &[
+            ("py", ">=1.5.0"),
+            ("six", ">=1.10.0"),
+            ("attrs", ">=17.4.0"),
+            ("more-itertools", ">=4.0.0"),
+            ("pluggy", ">=0.5,<0.7"),
+        ],
+    ),
+    (
+        "pytest>=3.6,<3.7",
+        &[
+            ("py", ">=1.5.0"),
+            ("six", ">=1.10.0"),
+            ("attrs", ">=17.4.0"),
+            ("more-itertools", ">=4.0.0"),
+            ("atomicwrites", ">=1.0"),
+            ("pluggy", ">=0.5,<0.8"),
+        ],
+    ),
+    (
+        "pytest>=3.10,<3.11",
+        &[
+            ("py", ">=1.5.0"),
+            ("six", ">=1.10.0"),
+            ("attrs", ">=17.4.0"),
+            ("more-itertools", ">=4.0.0"),
+            ("atomicwrites", ">=1.0"),
+            ("pluggy", ">=0.7"),
+            ("pathlib2", ">=2.2.0"),
+        ],
+    ),
+    (
+        "pytest>=4.6,<4.7",
+        &[
+            ("py", ">=1.5.0"),
+            ("six", ">=1.10.0"),
+            ("attrs", ">=17.4.0"),
+            ("atomicwrites", ">=1.0"),
+            ("pluggy", ">=0.12,<1.0"),
+            ("funcsigs", ">=1.0"),
+            ("pathlib2", ">=2.2.0"),
+            ("importlib-metadata", ">=0.12"),
+            ("more-itertools@2.7", ">=4.0.0,<6.0.0"),
+            ("more-itertools", ">=4.0.0"),
+        ],
+    ),
+    (
+        "pytest>=5.4,<5.5",
+        &[
+            ("py", ">=1.5.0"),
+            ("attrs", ">=17.4.0"),
+            ("more-itertools", ">=4.0.0"),
+            ("pluggy", ">=0.12,<1.0"),
+            ("pathlib2", ">=2.2.0"),
+            ("importlib-metadata", ">=0.12"),
+        ],
+    ),
+    (
+        "pytest>=6.1,<6.2",
+        &[
+            ("attrs", ">=17.4.0"),
+            ("pluggy", ">=0.12,<1.0"),
+            ("py", ">=1.8.2"),
+            ("importlib-metadata", ">=0.12"),
+        ],
+    ),
+    (
+        "pytest>=6.2,<6.3",
+        &[
+            ("attrs", ">=19.2.0"),
+            ("pluggy", ">=0.12,<2.0"),
+            ("py", ">=1.8.2"),
+            ("importlib-metadata", ">=0.12"),
+        ],
+    ),
+    (
+        "pytest>=7.0,<7.1",
+        &[
+            ("attrs", ">=19.2.0"),
+            ("pluggy", ">=0.12,<2.0"),
+            ("py", ">=1.8.2"),
+            ("tomli", ">=1.0.0"),
+            ("importlib-metadata", ">=0.12"),
+        ],
+    ),
+    (
+        "pytest>=7.2,<7.3",
+        &[
+            ("attrs", ">=19.2.0"),
+            ("pluggy", ">=0.12,<2.0"),
+            ("exceptiongroup", ">=1.0.0rc8"),
+            ("tomli", ">=1.0.0"),
+            ("importlib-metadata", ">=0.12"),
+        ],
+    ),
+    (
+        "pytest>=7.4,<7.5",
+        &[
+            ("pluggy", ">=0.12,<2.0"),
+            ("exceptiongroup", ">=1.0.0rc8"),
+            ("tomli", ">=1.0.0"),
+            ("importlib-metadata", ">=0.12"),
+        ],
+    ),
+    (
+        "pytest>=8,<9",
+        &[
+            ("pluggy", ">=1.5,<2"),
+            ("packaging", ">=20"),
+            ("iniconfig", ">=1"),
+            ("exceptiongroup", ">=1"),
+            ("tomli", ">=1"),
+            ("colorama", ">=0.4"),
+        ],
+    ),
+];
+
+/// The specifier the pytest series `spec` declares for its dependency `name` (normalized) under
+/// an interpreter of `version`, if it declares one (see [`DEPENDENCY_BOUNDS`]).
+pub fn dependency_bounds(spec: &str, name: &str, version: PythonVersion) -> Option<&'static str> {
+    let (_, bounds) = DEPENDENCY_BOUNDS
+        .iter()
+        .find(|(series, _)| *series == spec)?;
+    let python_2 = format!("{name}@2.7");
+    bounds
+        .iter()
+        .find(|(dependency, _)| version.major == 2 && *dependency == python_2)
+        .or_else(|| bounds.iter().find(|(dependency, _)| *dependency == name))
+        .map(|(_, specifier)| *specifier)
+}
+
+/// The series a pytest spec belongs to: itself when it is one, else the first whose releases
+/// (`X.Y.0` to `X.Y.15`) it allows (a commit's own pin, `pytest==3.6.4`).
+pub fn series_of(spec: &str) -> Option<&'static str> {
+    if let Some(series) = SERIES.iter().find(|series| series.spec == spec) {
+        return Some(series.spec);
+    }
+    let specifier = spec
+        .split(';')
+        .next()
+        .unwrap_or(spec)
+        .trim()
+        .trim_start_matches(|c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    let set = super::specifier::SpecifierSet::parse(specifier.trim()).ok()?;
+    SERIES
+        .iter()
+        .find(|series| {
+            let lower = series
+                .spec
+                .trim_start_matches("pytest>=")
+                .split(',')
+                .next()
+                .unwrap_or("0");
+            let mut parts = lower
+                .split('.')
+                .map(|part| part.parse::<u32>().unwrap_or(0));
+            let major = parts.next().unwrap_or(0);
+            let minors = match parts.next() {
+                Some(minor) => minor..=minor,
+                None => 0..=15,
+            };
+            minors
+                .flat_map(|minor| {
+                    (0..=15).map(move |patch| PythonVersion::new(major, minor, patch))
+                })
+                .any(|release| set.allows(release))
+        })
+        .map(|series| series.spec)
+}
+
 /// The table as text, for keys: a change to it changes which pytest a commit gets.
 pub fn series_fingerprint() -> String {
     SERIES
@@ -177,6 +354,13 @@ pub fn series_fingerprint() -> String {
                 series.imports.join(",")
             )
         })
+        .chain(DEPENDENCY_BOUNDS.iter().map(|(series, bounds)| {
+            let bounds: Vec<String> = bounds
+                .iter()
+                .map(|(name, specifier)| format!("{name}{specifier}"))
+                .collect();
+            format!("{series}:{}", bounds.join(","))
+        }))
         .collect::<Vec<_>>()
         .join(";")
 }
@@ -269,6 +453,31 @@ mod tests {
             pytest("3.11.7", at(2023, 1, 1), "cachetools"),
             "every series on 3.11 imports packaging"
         );
+    }
+
+    #[test]
+    fn every_series_has_its_dependency_bounds() {
+        for series in SERIES {
+            assert!(
+                dependency_bounds(series.spec, "pluggy", PythonVersion::new(3, 8, 0)).is_some(),
+                "{}",
+                series.spec
+            );
+        }
+        let python_2 = PythonVersion::new(2, 7, 18);
+        let python_3 = PythonVersion::new(3, 7, 0);
+        assert_eq!(
+            dependency_bounds("pytest>=4.6,<4.7", "more-itertools", python_2),
+            Some(">=4.0.0,<6.0.0")
+        );
+        assert_eq!(
+            dependency_bounds("pytest>=4.6,<4.7", "more-itertools", python_3),
+            Some(">=4.0.0")
+        );
+        assert_eq!(dependency_bounds("pytest>=8,<9", "six", python_3), None);
+        assert_eq!(series_of("pytest==3.6.4"), Some("pytest>=3.6,<3.7"));
+        assert_eq!(series_of("pytest>=8,<9"), Some("pytest>=8,<9"));
+        assert_eq!(series_of("pytest==2.3.5"), None);
     }
 
     #[test]

@@ -233,6 +233,54 @@ pub fn simplify(requirements: Vec<Requirement>, own_name: Option<&str>) -> Vec<R
     kept
 }
 
+/// Holds each declared requirement on one of pytest's own dependencies to the bounds the pytest
+/// series `pytest` declares for it under an interpreter of `version`, keeping the declaration's own
+/// lower bounds and marker (a pin or cap was already dropped by [`simplify`]): left bare, pip would
+/// put the newest release beside an old pytest. The repository's pins (`dependencies:`) stay.
+pub fn hold_to_pytest(
+    requirements: Vec<Requirement>,
+    pytest: &str,
+    version: PythonVersion,
+) -> Vec<Requirement> {
+    let Some(series) = pytest_era::series_of(pytest) else {
+        return requirements;
+    };
+    requirements
+        .into_iter()
+        .map(|requirement| {
+            let Some(name) = requirement_name(&requirement.spec) else {
+                return requirement;
+            };
+            let bounds = pytest_era::dependency_bounds(series, &name, version);
+            let Some(bounds) = bounds.filter(|_| requirement.source != "repository") else {
+                return requirement;
+            };
+            let (declared, marker) = match requirement.spec.split_once(';') {
+                Some((declared, marker)) => (declared.trim(), Some(marker.trim())),
+                None => (requirement.spec.trim(), None),
+            };
+            let own = declared
+                .trim_start_matches(|c: char| {
+                    c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')
+                })
+                .trim();
+            let mut spec = format!("{name}{bounds}");
+            if !own.is_empty() && !own.starts_with('[') {
+                spec.push(',');
+                spec.push_str(own);
+            }
+            if let Some(marker) = marker {
+                spec.push_str("; ");
+                spec.push_str(marker);
+            }
+            Requirement {
+                spec,
+                source: requirement.source,
+            }
+        })
+        .collect()
+}
+
 /// Whether a spec pins or caps its version (`==`, `<`, `~=`); a lower bound alone never fights pytest.
 fn caps_version(spec: &str) -> bool {
     let requirement = spec.split(';').next().unwrap_or(spec);

@@ -599,3 +599,111 @@ fn a_failed_build_is_not_stored_and_not_tried_twice() {
     assert_eq!(second.requirement(), Some("claimflow-no-such-distribution"));
     assert_eq!(second.failure(), BuildFailure::NoSuchRequirement);
 }
+
+/// The environment request for the last commit of `files` (one commit) under python `version`,
+/// for a parent dated `date`, read from a checkout of a git fixture.
+fn request_for(files: &[(&str, Option<&str>)], version: &str, date: i64) -> EnvironmentRequest {
+    let mut repo = crate::common::git::FixtureRepo::new();
+    repo.commit("The project", files);
+    let checkout = tempfile::tempdir().unwrap();
+    let worktree = checkout.path().join("worktree");
+    claimflow::python::checkout_commit(repo.repository(), &repo.head().to_string(), &worktree)
+        .unwrap();
+    let interpreter = claimflow::python::interpreter_for(version)
+        .unwrap_or_else(|| panic!("python {version} is installed"));
+    EnvironmentRequest::for_commit_at(&interpreter, &worktree, &[], Some(date))
+}
+
+/// Regression: pytest 3.5 on Python 3.6 failed to start (`implprefix` TypeError) beside the
+/// pluggy 1.x pip chose for a repository's bare or uncapped `pluggy`: the requirement now carries
+/// the bounds that pytest release declares for it.
+#[test]
+fn a_declared_pytest_dependency_is_held_to_what_the_chosen_pytest_supports() {
+    // 2018-04-01: pytest 3.5 for Python 3.6.
+    let request = request_for(
+        &[
+            ("requirements-test.txt", Some("pluggy>=0.3\nsix==1.4.1\n")),
+            ("tests/test_demo.py", Some(TEST)),
+        ],
+        "3.6",
+        1_522_540_800,
+    );
+    assert_eq!(request.pytest, "pytest>=3.5,<3.6");
+    let spec = |name: &str| {
+        let spec = request
+            .requirements
+            .iter()
+            .find(|requirement| {
+                claimflow::python::requirement_name(&requirement.spec).as_deref() == Some(name)
+            })
+            .unwrap_or_else(|| panic!("{name} in {:?}", request.requirements))
+            .spec
+            .clone();
+        claimflow::python::SpecifierSet::parse(spec.trim_start_matches(name)).unwrap()
+    };
+    let version = |text: &str| text.parse().unwrap();
+    let pluggy = spec("pluggy");
+    assert!(pluggy.allows(version("0.6.0")), "{pluggy:?}");
+    assert!(!pluggy.allows(version("1.0.0")), "{pluggy:?}");
+    assert!(!pluggy.allows(version("0.4.0")), "{pluggy:?}");
+    // The repository's pin of six predates pytest: pytest's lower bound decides.
+    let six = spec("six");
+    assert!(
+        six.allows(version("1.16.0")) && !six.allows(version("1.4.1")),
+        "{six:?}"
+    );
+}
+
+/// Regression: a pbr project declares its runtime dependencies only in `requirements.txt`; no
+/// environment had them, and every interpreter failed to collect.
+#[test]
+fn a_project_that_installs_from_requirements_txt_gets_its_requirements() {
+    let specs = |request: EnvironmentRequest| -> Vec<(String, String)> {
+        request
+            .requirements
+            .into_iter()
+            .map(|requirement| (requirement.spec, requirement.source))
+            .collect()
+    };
+    let pbr = request_for(
+        &[
+            (
+                "setup.cfg",
+                Some("[metadata]\nname = pbrdemo\n\n[files]\npackages = pbrdemo\n"),
+            ),
+            (
+                "setup.py",
+                Some("import setuptools\n\nsetuptools.setup(setup_requires=['pbr'], pbr=True)\n"),
+            ),
+            ("requirements.txt", Some("pbr>=1.6\nsix>=1.9.0 # MIT\n")),
+            ("tests/test_demo.py", Some(TEST)),
+        ],
+        "3.11",
+        1_700_000_000,
+    );
+    let pbr = specs(pbr);
+    assert!(
+        pbr.contains(&("six>=1.9.0".to_string(), "requirements.txt".to_string())),
+        "{pbr:?}"
+    );
+    let reading = request_for(
+        &[
+            (
+                "setup.py",
+                Some(
+                    "from setuptools import setup\n\nwith open('requirements.txt') as f:\n    \
+                     requires = f.read().splitlines()\n\nsetup(name='reader', install_requires=requires)\n",
+                ),
+            ),
+            ("requirements.txt", Some("attrs>=19.1\n")),
+            ("tests/test_demo.py", Some(TEST)),
+        ],
+        "3.11",
+        1_700_000_000,
+    );
+    let reading = specs(reading);
+    assert!(
+        reading.contains(&("attrs>=19.1".to_string(), "requirements.txt".to_string())),
+        "{reading:?}"
+    );
+}
