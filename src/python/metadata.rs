@@ -34,6 +34,9 @@ pub struct ProjectMetadata {
     pub test_extras: Vec<String>,
     /// `deps` of tox's `[testenv]`.
     pub tox_deps: Vec<String>,
+    /// The project installs its runtime requirements from `requirements.txt`: a pbr project
+    /// (`[pbr]` in `setup.cfg`, `pbr=True` in `setup.py`), or a packaging file that names it.
+    pub installs_from_requirements_txt: bool,
     /// Source that does not parse as Python 3 (`setup.py`, or test modules the caller checked):
     /// a sign of the Python 2 era when nothing else says which Python the project wants.
     pub python_2_source: bool,
@@ -44,14 +47,15 @@ impl ProjectMetadata {
     pub fn read(worktree: &Path) -> Self {
         let mut metadata = ProjectMetadata::default();
         let read = |name: &str| std::fs::read_to_string(worktree.join(name)).ok();
-        if let Some(text) = read("pyproject.toml") {
-            metadata.add_pyproject(&text);
-        }
-        if let Some(text) = read("setup.cfg") {
-            metadata.add_setup_cfg(&text);
-        }
-        if let Some(text) = read("setup.py") {
-            metadata.add_setup_py(&text);
+        for name in ["pyproject.toml", "setup.cfg", "setup.py"] {
+            if let Some(text) = read(name) {
+                metadata.installs_from_requirements_txt |= installs_from_requirements_txt(&text);
+                match name {
+                    "pyproject.toml" => metadata.add_pyproject(&text),
+                    "setup.cfg" => metadata.add_setup_cfg(&text),
+                    _ => metadata.add_setup_py(&text),
+                }
+            }
         }
         if let Some(text) = read("tox.ini") {
             metadata.add_tox_ini(&text);
@@ -205,6 +209,21 @@ fn tox_substitution(line: &str, sections: &super::config_files::IniSections) -> 
             .unwrap_or_default(),
         None => vec![line.to_string()],
     }
+}
+
+/// True when a packaging file says the runtime requirements come from `requirements.txt`: it
+/// uses pbr (which reads that file), or it names the file (a setup script that reads it, a
+/// pyproject's dynamic `dependencies = {file = ["requirements.txt"]}`).
+fn installs_from_requirements_txt(text: &str) -> bool {
+    text.contains("requirements.txt")
+        || text.lines().any(|line| {
+            let line = line.trim();
+            let compact: String = line.chars().filter(|c| !c.is_whitespace()).collect();
+            line == "[pbr]"
+                || compact.contains("pbr=True")
+                || compact.contains("'pbr'")
+                || compact.contains("\"pbr\"")
+        })
 }
 
 /// True when `source` parses as Python 3.

@@ -178,7 +178,8 @@ pub fn requirement_name(spec: &str) -> Option<String> {
 }
 
 /// The test requirements a commit declares, first mention of a name winning, in the order:
-/// requirement files for tests, test extras, tox deps, runtime dependencies (minus the package).
+/// requirement files for tests, test extras, tox deps, runtime dependencies (minus the package),
+/// and `requirements.txt` when the project installs from it (pbr).
 pub fn discover_requirements(worktree: &Path, metadata: &ProjectMetadata) -> Vec<Requirement> {
     let mut found: Vec<Requirement> = Vec::new();
     for file in requirement_files(worktree) {
@@ -197,6 +198,10 @@ pub fn discover_requirements(worktree: &Path, metadata: &ProjectMetadata) -> Vec
                 source: source.to_string(),
             });
         }
+    }
+    if metadata.installs_from_requirements_txt {
+        let mut visited = BTreeSet::new();
+        read_requirement_file(worktree, "requirements.txt", &mut visited, &mut found, 0);
     }
     let own_name = metadata.name.as_deref().and_then(requirement_name);
     simplify(found, own_name.as_deref())
