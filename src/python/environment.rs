@@ -229,6 +229,35 @@ impl EnvironmentRequest {
         }
     }
 
+    /// The request with the child commit's `declared` requirements added where the parent
+    /// declares nothing of that name (a test dependency the commit adds, as `six` to
+    /// `dev-requirements.txt`): one environment satisfies both the parent's declarations and the
+    /// child's additions. A requirement both declare keeps the parent's spec, so the claims run
+    /// under what the parent asked for. Additions may be dropped like any declared requirement
+    /// when they will not install.
+    pub fn with_additions(mut self, declared: Vec<Requirement>) -> Self {
+        let mut names: Vec<Option<String>> = self
+            .requirements
+            .iter()
+            .map(|requirement| requirement_name(&requirement.spec))
+            .collect();
+        names.push(Some("pytest".to_string()));
+        let added: Vec<Requirement> = declared
+            .into_iter()
+            .filter(|requirement| !names.contains(&requirement_name(&requirement.spec)))
+            .map(|requirement| Requirement {
+                spec: requirement.spec,
+                source: format!("the child's {}", requirement.source),
+            })
+            .collect();
+        self.requirements.extend(hold_to_pytest(
+            added,
+            &self.pytest,
+            self.interpreter.version,
+        ));
+        self
+    }
+
     /// The sorted specs pip is asked for, pytest included.
     pub fn specs(&self) -> Vec<String> {
         let mut specs: Vec<String> = self.requirements.iter().map(|r| r.spec.clone()).collect();
@@ -268,6 +297,11 @@ impl EnvironmentRequest {
         };
         Digest::of(&serde_json::to_vec(&key).expect("keys serialize"))
     }
+}
+
+/// The requirements the commit checked out at `worktree` declares (see [`discover_requirements`]).
+pub fn declared_requirements(worktree: &Path) -> Vec<Requirement> {
+    discover_requirements(worktree, &ProjectMetadata::read(worktree))
 }
 
 /// A requirement left out of an environment because it would not install.

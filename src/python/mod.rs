@@ -45,7 +45,8 @@ pub use collect::{
 pub use command::{PytestLaunch, pytest_config_file};
 pub use environment::{
     BuildFailure, DroppedRequirement, Environment, EnvironmentRequest, Installer, PythonError,
-    cache_dir, ensure_environment, ensure_environment_in, environment_for_interpreter,
+    cache_dir, declared_requirements, ensure_environment, ensure_environment_in,
+    environment_for_interpreter,
 };
 pub use importers::files_reaching;
 pub use interpreters::{

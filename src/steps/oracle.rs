@@ -32,7 +32,7 @@ use crate::oracle::{
     judge_commit,
 };
 use crate::pipeline::RepoSpec;
-use crate::python::{self, BuildFailure, Environment, EnvironmentRequest, Installer};
+use crate::python::{self, BuildFailure, Environment, EnvironmentRequest, Installer, Requirement};
 use crate::records::{ClaimRecord, CommitRecord, Label, TruthRecord};
 
 const PARAMS: &[ParamSpec] = &[
@@ -107,14 +107,16 @@ pub trait Environments: Send + Sync {
 
     /// The environment for a commit of `repo` whose parent, dated `date` (seconds since the
     /// epoch), is checked out at `worktree`, under the interpreter the claims were mined with when
-    /// known (`3.11.7`). The parent's environment serves the child too, so a difference in outcome
-    /// comes from the code.
+    /// known (`3.11.7`); `child` is what the child commit declares. One environment serves the
+    /// parent and the child, so a difference in outcome comes from the code: the parent's
+    /// requirements plus those the child adds (a test dependency its own new tests import).
     fn environment(
         &self,
         repo: &RepoSpec,
         worktree: &Path,
         interpreter: Option<&str>,
         date: Option<i64>,
+        child: &[Requirement],
     ) -> Result<Environment, EnvironmentFailure>;
 }
 
@@ -132,6 +134,7 @@ impl Environments for FixedEnvironment {
         _worktree: &Path,
         _interpreter: Option<&str>,
         _date: Option<i64>,
+        _child: &[Requirement],
     ) -> Result<Environment, EnvironmentFailure> {
         Ok(self.0.clone())
     }
@@ -178,6 +181,15 @@ impl Environments for PythonEnvironments {
             ("installer".to_string(), installer.to_string()),
             ("declared".to_string(), repo.python.join(",")),
             ("pinned".to_string(), pinned_dependencies(repo).join(",")),
+            // Which commits' declarations the environment is built from.
+            (
+                "requirements".to_string(),
+                "parent, plus the child's additions".to_string(),
+            ),
+            (
+                "pytest_eras".to_string(),
+                python::pytest_series_fingerprint(),
+            ),
         ]))
     }
 
@@ -187,6 +199,7 @@ impl Environments for PythonEnvironments {
         worktree: &Path,
         interpreter: Option<&str>,
         date: Option<i64>,
+        child: &[Requirement],
     ) -> Result<Environment, EnvironmentFailure> {
         let metadata = python::ProjectMetadata::read(worktree);
         let mut interpreters =
@@ -200,7 +213,8 @@ impl Environments for PythonEnvironments {
         let pinned = pinned_dependencies(repo);
         let mut failures = Vec::new();
         for interpreter in interpreters.iter().take(python::DEFAULT_INTERPRETERS) {
-            let request = EnvironmentRequest::for_commit_at(interpreter, worktree, &pinned, date);
+            let request = EnvironmentRequest::for_commit_at(interpreter, worktree, &pinned, date)
+                .with_additions(child.to_vec());
             match python::ensure_environment(&request) {
                 Ok(environment) => return Ok(environment),
                 Err(error) => {
@@ -418,7 +432,8 @@ impl StepKind for OracleStep {
         // 5: the child's own check runs the files of the commit's diff, re-runs its failures
         // (a test that passes once is flaky, not the child's), and counts a failure only when the
         // same test (followed through renames) passed at the parent or is new; the checkout is
-        // registered as the project's distribution.
+        // registered as the project's distribution; the environment adds the child's declared
+        // requirements the parent does not declare.
         5
     }
 
@@ -545,10 +560,8 @@ impl StepKind for OracleStep {
             .map(str::to_string);
         // The touched test files: carried by the claims, and by the ranking when the step needs
         // it too; the procedure adds the diff's own, so the wiring changes nothing.
-        let mut test_files: std::collections::BTreeSet<String> = upstream_claims
-            .iter()
-            .flat_map(Claim::test_files)
-            .collect();
+        let mut test_files: std::collections::BTreeSet<String> =
+            upstream_claims.iter().flat_map(Claim::test_files).collect();
         test_files.extend(
             commits_of(upstream)?
                 .remove(&(target.repo.clone(), target.commit.clone()))
@@ -578,8 +591,17 @@ impl StepKind for OracleStep {
         let pool = self.pool(ctx.workdir, slots);
         let mut slot = pool.acquire();
         let judged = (|| {
-            let parent = git2::Oid::from_str(&target.parent)
+            let oid = |id: &str| {
+                git2::Oid::from_str(id)
+                    .map_err(|error| StepError::Message(format!("item {}: {error}", item.id)))
+            };
+            let parent = oid(&target.parent)?;
+            // What the child declares, read from its checkout before the parent's.
+            slot.1
+                .worktree
+                .checkout(&repository, oid(&target.commit)?)
                 .map_err(|error| StepError::Message(format!("item {}: {error}", item.id)))?;
+            let child = python::declared_requirements(slot.1.worktree.dir());
             slot.1
                 .worktree
                 .checkout(&repository, parent)
@@ -593,6 +615,7 @@ impl StepKind for OracleStep {
                 slot.1.worktree.dir(),
                 interpreter.as_deref(),
                 date,
+                &child,
             ) {
                 Ok(environment) => environment,
                 Err(EnvironmentFailure::Retry(reason)) => {

@@ -32,6 +32,7 @@ impl Environments for NoEnvironmentWithConftest {
         worktree: &Path,
         _interpreter: Option<&str>,
         _date: Option<i64>,
+        _child: &[claimflow::python::Requirement],
     ) -> Result<Environment, EnvironmentFailure> {
         if worktree.join("tests/conftest.py").is_file() {
             return Err(EnvironmentFailure::Unbuildable(
