@@ -240,10 +240,11 @@ pub fn provision(models: &Path, progress: &dyn Fn(&str)) -> Result<Provisioned, 
     let _lock = lock(models, progress)?;
     let server_missing = !part_is_whole::<ServerPart>(&server_part(models), SERVER_BINARY)?;
     let model_missing = !part_is_whole::<ModelPart>(&model_part(models), MODEL_FILE)?;
-    if !server_missing && !model_missing {
-        if let Some(ready) = Provisioned::load(models)? {
-            return Ok(ready);
-        }
+    if !server_missing
+        && !model_missing
+        && let Some(ready) = Provisioned::load(models)?
+    {
+        return Ok(ready);
     }
     progress(&format!(
         "provisioning the local model into {} (once per machine)",
