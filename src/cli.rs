@@ -91,6 +91,29 @@ pub enum Verb {
         #[command(subcommand)]
         action: CacheAction,
     },
+    /// Manage the local model that model arms run on when no API key is set.
+    Models {
+        #[command(subcommand)]
+        action: ModelsAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ModelsAction {
+    /// Build llama-server and fetch the SmolLM2-135M model into the cache ($CLAIMFLOW_CACHE_DIR/models,
+    /// else ~/.cache/claimflow/models), once per machine: minutes the first time, instant after.
+    /// Prints where they are and their fingerprints.
+    Provision,
+    /// Start the local model's server (provisioning it first if needed), print its OpenAI-compatible
+    /// base URL, and serve until Ctrl-C.
+    Serve {
+        /// Requests decoded at once (llama-server's slots).
+        #[arg(long, value_name = "N", default_value_t = crate::local_model::ServerOptions::default().parallel)]
+        parallel: usize,
+        /// Tokens each slot holds, prompt and answer together.
+        #[arg(long, value_name = "TOKENS", default_value_t = crate::local_model::TRAINED_CONTEXT)]
+        context_per_slot: usize,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -257,7 +280,65 @@ pub fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Verb::Cache { action } => cache(action, &root, &registry),
+        Verb::Models {
+            action: ModelsAction::Provision,
+        } => {
+            let provisioned = provision_local_model(verbosity)?;
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "server: {}", provisioned.server.display())?;
+            writeln!(out, "model:  {}", provisioned.model.display())?;
+            for (name, value) in provisioned.fingerprint() {
+                writeln!(out, "{name}: {value}")?;
+            }
+            Ok(())
+        }
+        Verb::Models {
+            action:
+                ModelsAction::Serve {
+                    parallel,
+                    context_per_slot,
+                },
+        } => {
+            let provisioned = provision_local_model(verbosity)?;
+            let options = crate::local_model::ServerOptions {
+                parallel,
+                context_per_slot,
+                ..Default::default()
+            };
+            let mut server = crate::local_model::LocalServer::start(&provisioned, &options)?;
+            {
+                let mut out = std::io::stdout().lock();
+                writeln!(out, "{}", server.base_url())?;
+                out.flush()?;
+            }
+            if verbosity == Verbosity::Normal {
+                eprintln!(
+                    "serving {} with {parallel} slots of {context_per_slot} tokens; Ctrl-C stops it (log: {})",
+                    server.model_id(),
+                    server.log().display()
+                );
+            }
+            // Ctrl-C and SIGTERM end the process and the server's group (see `process_groups`).
+            while server.is_running() {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            Err(Failed(format!(
+                "llama-server stopped on its own; its log is {}",
+                server.log().display()
+            ))
+            .into())
+        }
     }
+}
+
+/// The local model, provisioned if missing, the stages printed on stderr.
+fn provision_local_model(verbosity: Verbosity) -> Result<crate::local_model::Provisioned> {
+    let models = crate::local_model::models_dir();
+    Ok(crate::local_model::provision(&models, &|line| {
+        if verbosity == Verbosity::Normal {
+            eprintln!("{line}");
+        }
+    })?)
 }
 
 fn cache(action: CacheAction, root: &Path, registry: &Registry) -> Result<()> {

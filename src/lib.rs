@@ -14,6 +14,7 @@ pub mod cache;
 pub mod cli;
 pub mod corpus;
 pub mod engine;
+pub mod local_model;
 pub mod mining;
 pub mod notes;
 pub mod oracle;

@@ -9,6 +9,7 @@ mod dsl;
 mod engine;
 mod environments;
 mod foreach_keys;
+mod local_model;
 mod mining;
 mod oracle;
 mod signals;
