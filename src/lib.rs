@@ -15,6 +15,7 @@ pub mod cli;
 pub mod corpus;
 pub mod engine;
 pub mod mining;
+pub mod models;
 pub mod notes;
 pub mod oracle;
 pub mod pipeline;

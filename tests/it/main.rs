@@ -10,6 +10,7 @@ mod engine;
 mod environments;
 mod foreach_keys;
 mod mining;
+mod models;
 mod oracle;
 mod signals;
 mod stats;
