@@ -86,10 +86,11 @@ impl Question {
         matches!(self, Question::A5 | Question::A5c)
     }
 
-    /// The user message: the diff alone, or the claim and the diff.
+    /// The user message: the diff alone, or the claim and the diff. The claim's trailing newlines
+    /// are dropped so that one blank line separates it from `DIFF:`, as the paper writes it.
     pub fn user_message(self, claim: &str, diff: &str) -> String {
         if self.sees_claim() {
-            format!("CLAIM:\n{claim}\n\nDIFF:\n{diff}")
+            format!("CLAIM:\n{}\n\nDIFF:\n{diff}", claim.trim_end())
         } else {
             diff.to_string()
         }
@@ -126,7 +127,7 @@ mod tests {
         assert_eq!(Question::A5.user_message("def test_x(): ...", "D"), "D");
         for question in [Question::A5c, Question::A6Base, Question::A6Risk] {
             assert_eq!(
-                question.user_message("def test_x():\n    assert f()", "diff --git a/x b/x\n"),
+                question.user_message("def test_x():\n    assert f()\n", "diff --git a/x b/x\n"),
                 "CLAIM:\ndef test_x():\n    assert f()\n\nDIFF:\ndiff --git a/x b/x\n"
             );
         }

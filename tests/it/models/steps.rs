@@ -73,7 +73,7 @@ fn model(_: usize, request: &Recorded) -> Reply {
     let body = request.json();
     let system = body["messages"][0]["content"].as_str().unwrap_or_default();
     let user = body["messages"][1]["content"].as_str().unwrap_or_default();
-    let text = if system.contains("prose note") {
+    let text = if system.contains("prose") {
         if user.contains("test_empty") {
             "   ".to_string()
         } else {
