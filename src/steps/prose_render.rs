@@ -51,11 +51,14 @@ pub struct RenderRecord {
     pub call: CallRecord,
 }
 
+/// A step's prompt and its claims' sources, by claim id.
+type Plan = (String, BTreeMap<String, String>);
+
 /// The `prose-render` step kind.
 #[derive(Default)]
 pub struct ProseRender {
-    /// Each step's prompt and claim sources, from `items` to `run` within a run.
-    plans: Mutex<BTreeMap<String, Arc<(String, BTreeMap<String, String>)>>>,
+    /// Each step's plan, from `items` to `run` within a run.
+    plans: Mutex<BTreeMap<String, Arc<Plan>>>,
 }
 
 impl StepKind for ProseRender {
