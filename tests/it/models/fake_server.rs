@@ -205,6 +205,9 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) {
     state.most_in_flight.fetch_max(now, Ordering::SeqCst);
     let reply = (state.script)(index, &recorded);
     tokio::time::sleep(reply.delay).await;
+    // Out of flight before the first byte leaves: a client that has its answer may send the next
+    // request at once, and must not find this one still counted.
+    state.in_flight.fetch_sub(1, Ordering::SeqCst);
     if !reply.drop_connection {
         let mut head = format!("HTTP/1.1 {} Scripted\r\n", reply.status);
         for (name, value) in &reply.headers {
@@ -218,7 +221,6 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) {
         let _ = stream.write_all(reply.body.as_bytes()).await;
         let _ = stream.flush().await;
     }
-    state.in_flight.fetch_sub(1, Ordering::SeqCst);
     let _ = stream.shutdown().await;
 }
 
