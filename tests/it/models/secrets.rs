@@ -78,3 +78,34 @@ fn a_named_key_variable_that_is_unset_fails_before_any_request() {
     assert!(matches!(error, ModelError::MissingKey { .. }));
     insta::assert_snapshot!(error.to_string(), @"model `judge`: the variable `CLAIMFLOW_TEST_KEY_THAT_IS_NEVER_SET` named by `api_key_env` is not set; export the key in it");
 }
+
+#[test]
+fn a_command_step_never_sees_a_models_key_variable() {
+    let project = crate::common::project::Project::new();
+    project.file(
+        "pipeline.yaml",
+        r#"version: 1
+name: keys
+models:
+  judge: {provider: openai, model: m, api_key_env: CLAIMFLOW_IT_COMMAND_KEY}
+steps:
+  env:
+    uses: command
+    with:
+      run: echo "key=${CLAIMFLOW_IT_COMMAND_KEY:-unset} other=${CLAIMFLOW_IT_OTHER:-unset}" > env.txt
+      outputs: [env.txt]
+"#,
+    );
+    let ran = project
+        .command(&["run", "pipeline.yaml"])
+        .env("CLAIMFLOW_IT_COMMAND_KEY", KEY)
+        .env("CLAIMFLOW_IT_OTHER", "kept")
+        .output()
+        .expect("claimflow runs");
+    assert!(
+        ran.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    assert_eq!(project.read("env.txt"), "key=unset other=kept\n");
+}
