@@ -16,6 +16,7 @@ pub mod corpus;
 pub mod engine;
 pub mod local_model;
 pub mod mining;
+pub mod models;
 pub mod notes;
 pub mod oracle;
 pub mod pipeline;

@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::models::Provider;
+
 /// A loaded and validated pipeline.
 #[derive(Debug, Clone, Serialize)]
 pub struct Pipeline {
@@ -70,16 +72,71 @@ pub enum RepoSource {
     Corpus(PathBuf),
 }
 
-/// A `models:` entry.
+/// A `models:` entry: where requests go, how they are sampled, and what they may cost.
+///
+/// Only `provider`, `model`, `base_url`, `temperature`, `max_output_tokens` and `structured_output`
+/// can change an answer, so only they enter a call's key; slots, rates, timeouts and retries never do.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ModelSpec {
-    pub provider: String,
+    pub provider: Provider,
+    /// The provider's model id.
     pub model: String,
+    /// The API's address; `None` means the provider's default (or, for `llama-server`, the
+    /// server claimflow starts).
     pub base_url: Option<String>,
     /// The name of the environment variable holding the key; the key itself never enters a pipeline.
     pub api_key_env: Option<String>,
+    /// Sampling temperature; 0 unless the entry says otherwise.
+    pub temperature: f64,
+    /// The most tokens one answer may have.
+    pub max_output_tokens: u32,
+    /// Ask for a JSON-schema-constrained answer where the API has it (`response_format`, a forced
+    /// tool, `responseSchema`); `false` for servers that reject it.
+    pub structured_output: bool,
     pub price_per_mtok: Option<Price>,
+    /// Requests in flight at once.
     pub concurrency: usize,
+    /// Requests started per minute at most.
+    pub requests_per_minute: Option<u32>,
+    /// Tokens (prompt and answer, estimated before sending) per minute at most.
+    pub tokens_per_minute: Option<u64>,
+    /// Seconds one request may take before it is abandoned (and retried).
+    pub timeout: f64,
+    /// Transport retries of one request (429, 5xx, timeouts, dropped connections).
+    pub retries: u32,
+    /// The model's training cutoff (`YYYY-MM-DD`); the post-cutoff split reads it.
+    pub cutoff: Option<String>,
+}
+
+impl ModelSpec {
+    /// Request slots when the pipeline does not say.
+    pub const DEFAULT_CONCURRENCY: usize = 4;
+    /// Answer tokens when the pipeline does not say: a verdict needs a few, a prose note a few dozen.
+    pub const DEFAULT_MAX_OUTPUT_TOKENS: u32 = 512;
+    /// Seconds per request when the pipeline does not say.
+    pub const DEFAULT_TIMEOUT: f64 = 120.0;
+    /// Transport retries when the pipeline does not say.
+    pub const DEFAULT_RETRIES: u32 = 6;
+
+    /// An entry with every optional setting at its default.
+    pub fn new(provider: Provider, model: impl Into<String>) -> Self {
+        ModelSpec {
+            provider,
+            model: model.into(),
+            base_url: None,
+            api_key_env: None,
+            temperature: 0.0,
+            max_output_tokens: Self::DEFAULT_MAX_OUTPUT_TOKENS,
+            structured_output: true,
+            price_per_mtok: None,
+            concurrency: Self::DEFAULT_CONCURRENCY,
+            requests_per_minute: None,
+            tokens_per_minute: None,
+            timeout: Self::DEFAULT_TIMEOUT,
+            retries: Self::DEFAULT_RETRIES,
+            cutoff: None,
+        }
+    }
 }
 
 /// Dollars per million tokens.

@@ -252,19 +252,28 @@ impl StepKind for CommandStep {
         })?;
         // The command leads a process group of its own: a stopped run (Ctrl-C) takes it down with
         // everything it started, and whatever it leaves running when it ends is ended with it.
-        let (mut child, _group) = crate::process_groups::spawn(
-            Command::new("sh")
-                .arg("-c")
-                .arg(run)
-                .current_dir(ctx.root)
-                .stdin(Stdio::null())
-                .stdout(log)
-                .stderr(log_err),
-        )
-        .map_err(|source| StepError::Io {
-            context: format!("step `{step}`: start `sh -c {run}`"),
-            source,
-        })?;
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg(run)
+            .current_dir(ctx.root)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log_err);
+        // A model's key stays with claimflow: the variables `api_key_env` names are not passed on.
+        for variable in ctx
+            .pipeline
+            .models
+            .values()
+            .filter_map(|model| model.api_key_env.as_deref())
+        {
+            command.env_remove(variable);
+        }
+        let (mut child, _group) =
+            crate::process_groups::spawn(&mut command).map_err(|source| StepError::Io {
+                context: format!("step `{step}`: start `sh -c {run}`"),
+                source,
+            })?;
         let status = child.wait().map_err(|source| StepError::Io {
             context: format!("step `{step}`: wait for `sh -c {run}`"),
             source,

@@ -6,17 +6,22 @@ use std::sync::Arc;
 
 mod command;
 mod label_sources;
+mod llm_arm;
 mod mine_claims;
+mod model_calls;
 mod oracle;
+mod prose_render;
 mod rank_commits;
 mod report;
 mod stats;
 
 pub use command::CommandStep;
+pub use llm_arm::LlmArm;
 pub use mine_claims::MineClaims;
 pub use oracle::{
     EnvironmentFailure, Environments, FixedEnvironment, OracleStep, PythonEnvironments,
 };
+pub use prose_render::{ProseRender, RenderRecord};
 pub use rank_commits::RankCommits;
 pub use report::ReportStep;
 pub use stats::StatsStep;
@@ -40,6 +45,8 @@ impl Registry {
         kinds.push(Arc::new(MineClaims));
         kinds.push(Arc::new(OracleStep::new(Arc::new(PythonEnvironments))));
         kinds.push(Arc::new(arm::Arm));
+        kinds.push(Arc::new(LlmArm::default()));
+        kinds.push(Arc::new(ProseRender::default()));
         Registry { kinds }
     }
 

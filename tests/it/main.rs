@@ -11,6 +11,7 @@ mod environments;
 mod foreach_keys;
 mod local_model;
 mod mining;
+mod models;
 mod oracle;
 mod signals;
 mod stats;

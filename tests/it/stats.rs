@@ -10,6 +10,7 @@ use claimflow::cache::{Digest, Store};
 use claimflow::engine::{
     ItemOutput, ItemResult, StepContext, StepError, StepKind, StepOutput, Upstream,
 };
+use claimflow::models::Provider;
 use claimflow::pipeline::{ModelSpec, Pipeline, Price, RepoSource, RepoSpec, StepSpec};
 use claimflow::records::{
     ClaimRecord, CommitRecord, Label, PredictionRecord, TruthRecord, Verdict, claim_id,
@@ -309,12 +310,9 @@ fn arm_with(step: &str) -> serde_json::Value {
 
 fn pipeline(root: &Path, arms: &[&str], stats_with: serde_json::Value) -> Pipeline {
     let model = |model: &str, input: f64, output: f64| ModelSpec {
-        provider: "openai".into(),
-        model: model.into(),
-        base_url: None,
-        api_key_env: None,
         price_per_mtok: Some(Price { input, output }),
         concurrency: 1,
+        ..ModelSpec::new(Provider::Openai, model)
     };
     let mut steps = vec![
         step("claims", "mine-claims", &[], json!({})),

@@ -1,9 +1,11 @@
-//! The `models:` section: the language models arms call, their prices and request slots.
+//! The `models:` section: the language models arms call, how they are sampled, their prices,
+//! request slots, rate limits and timeouts, each checked at its line and column.
 //!
 //! A key must never enter a pipeline file, so `api_key_env` holds the *name* of a variable; a value
 //! that looks like a key is rejected without echoing it (messages end up in logs).
 
 use super::checker::{Checker, Fields};
+use crate::models::Provider;
 use crate::pipeline::suggest;
 use crate::pipeline::yaml::{Mark, Node, Value};
 use crate::pipeline::{ModelSpec, Price};
@@ -14,15 +16,17 @@ const KEYS: &[&str] = &[
     "model",
     "base_url",
     "api_key_env",
+    "temperature",
+    "max_output_tokens",
+    "structured_output",
     "price_per_mtok",
     "concurrency",
+    "requests_per_minute",
+    "tokens_per_minute",
+    "timeout",
+    "retries",
+    "cutoff",
 ];
-
-/// The APIs claimflow can talk to.
-const PROVIDERS: &[&str] = &["openai", "anthropic", "gemini", "llama-server"];
-
-/// Request slots per model when the pipeline does not say.
-const DEFAULT_CONCURRENCY: usize = 4;
 
 /// What the section yielded.
 #[derive(Debug, Default)]
@@ -54,27 +58,25 @@ pub fn check(checker: &mut Checker, node: &Node) -> Checked {
 
 fn model(checker: &mut Checker, fields: &Fields, owner: &str, at: Mark) -> Option<ModelSpec> {
     checker.unknown_keys(fields, KEYS, owner);
+    let names = Provider::names();
     let provider = checker
         .required(
             fields,
             "provider",
             owner,
             at,
-            &format!(
-                "add `provider:`, one of {}",
-                suggest::quoted_list(PROVIDERS)
-            ),
+            &format!("add `provider:`, one of {}", suggest::quoted_list(&names)),
         )
         .and_then(|node| {
             let provider = checker.string(node, &format!("`provider` of {owner}"))?;
-            if PROVIDERS.contains(&provider.as_str()) {
+            if let Some(provider) = Provider::parse(&provider) {
                 return Some(provider);
             }
-            let hint = match suggest::nearest(&provider, PROVIDERS.iter().copied()) {
+            let hint = match suggest::nearest(&provider, names.iter().copied()) {
                 Some(near) => format!("did you mean `{near}`?"),
                 None => format!(
                     "known providers: {} (`openai` speaks to any OpenAI-compatible server)",
-                    suggest::quoted_list(PROVIDERS)
+                    suggest::quoted_list(&names)
                 ),
             };
             checker.error(
@@ -96,7 +98,7 @@ fn model(checker: &mut Checker, fields: &Fields, owner: &str, at: Mark) -> Optio
     let base_url = optional(fields.get("base_url").map(|node| {
         let url = checker.string(node, &format!("`base_url` of {owner}"))?;
         if url.starts_with("http://") || url.starts_with("https://") {
-            return Some(url);
+            return Some(url.trim_end_matches('/').to_string());
         }
         checker.error(
             node.mark,
@@ -110,33 +112,181 @@ fn model(checker: &mut Checker, fields: &Fields, owner: &str, at: Mark) -> Optio
             .get("api_key_env")
             .map(|node| api_key_env(checker, node, owner)),
     );
+    let temperature = optional(fields.get("temperature").map(|node| {
+        let value = checker.number(node, &format!("`temperature` of {owner}"))?;
+        in_range(
+            checker,
+            node,
+            &format!("`temperature` of {owner}"),
+            value,
+            0.0..=2.0,
+            "0 answers the same prompt the same way; the paper samples at 0",
+        )
+    }));
+    let max_output_tokens = optional(fields.get("max_output_tokens").map(|node| {
+        count(
+            checker,
+            node,
+            &format!("`max_output_tokens` of {owner}"),
+            1..=1_000_000,
+            "the most tokens one answer may have, e.g. `512`",
+        )
+    }));
+    let structured_output = optional(fields.get("structured_output").map(|node| {
+        if let Value::Bool(value) = node.value {
+            return Some(value);
+        }
+        checker.wrong_type(
+            node,
+            &format!("`structured_output` of {owner}"),
+            "`true` or `false`",
+        );
+        None
+    }));
     let price = optional(
         fields
             .get("price_per_mtok")
             .map(|node| price(checker, node, owner)),
     );
     let concurrency = optional(fields.get("concurrency").map(|node| {
-        let value = checker.integer(node, &format!("`concurrency` of {owner}"))?;
-        match usize::try_from(value) {
-            Ok(slots) if slots >= 1 => Some(slots),
-            _ => {
-                checker.error(
-                    node.mark,
-                    format!("`concurrency` of {owner} must be at least 1, found {value}"),
-                    Some("it is the number of requests sent to this model at once".to_string()),
-                );
-                None
-            }
-        }
+        count(
+            checker,
+            node,
+            &format!("`concurrency` of {owner}"),
+            1..=4096,
+            "it is the number of requests sent to this model at once",
+        )
     }));
+    let requests_per_minute = optional(fields.get("requests_per_minute").map(|node| {
+        count(
+            checker,
+            node,
+            &format!("`requests_per_minute` of {owner}"),
+            1..=10_000_000,
+            "the provider's request limit per minute, e.g. `500`; leave it out for no limit",
+        )
+    }));
+    let tokens_per_minute = optional(fields.get("tokens_per_minute").map(|node| {
+        count(
+            checker,
+            node,
+            &format!("`tokens_per_minute` of {owner}"),
+            1..=u64::MAX / 2,
+            "the provider's token limit per minute, e.g. `200000`; leave it out for no limit",
+        )
+    }));
+    let timeout = optional(fields.get("timeout").map(|node| {
+        let label = format!("`timeout` of {owner}");
+        let value = checker.number(node, &label)?;
+        in_range(
+            checker,
+            node,
+            &label,
+            value,
+            0.001..=86_400.0,
+            "seconds one request may take, e.g. `120`",
+        )
+    }));
+    let retries = optional(fields.get("retries").map(|node| {
+        count(
+            checker,
+            node,
+            &format!("`retries` of {owner}"),
+            0..=20,
+            "transport retries of one request (429, 5xx, timeouts), e.g. `6`",
+        )
+    }));
+    let cutoff = optional(
+        fields
+            .get("cutoff")
+            .map(|node| cutoff(checker, node, owner)),
+    );
+    let defaults = ModelSpec::new(provider?, model?);
     Some(ModelSpec {
-        provider: provider?,
-        model: model?,
         base_url: base_url?,
         api_key_env: api_key_env?,
+        temperature: temperature?.unwrap_or(defaults.temperature),
+        max_output_tokens: max_output_tokens?.unwrap_or(defaults.max_output_tokens),
+        structured_output: structured_output?.unwrap_or(defaults.structured_output),
         price_per_mtok: price?,
-        concurrency: concurrency?.unwrap_or(DEFAULT_CONCURRENCY),
+        concurrency: concurrency?.unwrap_or(defaults.concurrency),
+        requests_per_minute: requests_per_minute?,
+        tokens_per_minute: tokens_per_minute?,
+        timeout: timeout?.unwrap_or(defaults.timeout),
+        retries: retries?.unwrap_or(defaults.retries),
+        cutoff: cutoff?,
+        ..defaults
     })
+}
+
+/// A whole number in `range`, converted to the type the spec holds.
+fn count<T>(
+    checker: &mut Checker,
+    node: &Node,
+    label: &str,
+    range: std::ops::RangeInclusive<T>,
+    hint: &str,
+) -> Option<T>
+where
+    T: TryFrom<i64> + PartialOrd + std::fmt::Display + Copy,
+{
+    let value = checker.integer(node, label)?;
+    match T::try_from(value) {
+        Ok(converted) if range.contains(&converted) => Some(converted),
+        _ => {
+            checker.error(
+                node.mark,
+                format!(
+                    "{label} must be between {} and {}, found {value}",
+                    range.start(),
+                    range.end()
+                ),
+                Some(hint.to_string()),
+            );
+            None
+        }
+    }
+}
+
+/// A number in `range`.
+fn in_range(
+    checker: &mut Checker,
+    node: &Node,
+    label: &str,
+    value: f64,
+    range: std::ops::RangeInclusive<f64>,
+    hint: &str,
+) -> Option<f64> {
+    if range.contains(&value) {
+        return Some(value);
+    }
+    checker.error(
+        node.mark,
+        format!(
+            "{label} must be between {} and {}, found {value}",
+            range.start(),
+            range.end()
+        ),
+        Some(hint.to_string()),
+    );
+    None
+}
+
+/// A training cutoff written `YYYY-MM-DD`.
+fn cutoff(checker: &mut Checker, node: &Node, owner: &str) -> Option<String> {
+    let label = format!("`cutoff` of {owner}");
+    let text = checker.string(node, &label)?;
+    if is_date(&text) {
+        return Some(text);
+    }
+    checker.error(
+        node.mark,
+        format!("{label} must be a date written YYYY-MM-DD, found `{text}`"),
+        Some(
+            "write the model's training cutoff as published, e.g. `cutoff: 2024-06-01`".to_string(),
+        ),
+    );
+    None
 }
 
 /// An optional value: absent is fine (`Some(None)`), present but invalid is not (`None`).
@@ -235,8 +385,51 @@ fn price(checker: &mut Checker, node: &Node, owner: &str) -> Option<Price> {
     })
 }
 
+/// True for a real calendar date written `YYYY-MM-DD`.
+fn is_date(text: &str) -> bool {
+    let parts: Vec<&str> = text.split('-').collect();
+    let [year, month, day] = parts.as_slice() else {
+        return false;
+    };
+    let digits = |part: &str, width: usize| {
+        part.len() == width && part.bytes().all(|byte| byte.is_ascii_digit())
+    };
+    if !(digits(year, 4) && digits(month, 2) && digits(day, 2)) {
+        return false;
+    }
+    let (year, month, day): (u32, u32, u32) = match (year.parse(), month.parse(), day.parse()) {
+        (Ok(year), Ok(month), Ok(day)) => (year, month, day),
+        _ => return false,
+    };
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    (1..=days).contains(&day)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn dates_are_calendar_dates() {
+        for good in ["2024-06-01", "2024-02-29", "1999-12-31"] {
+            assert!(is_date(good), "{good}");
+        }
+        for bad in [
+            "2023-02-29",
+            "2024-13-01",
+            "2024-6-1",
+            "June 2024",
+            "2024-06-01T00",
+        ] {
+            assert!(!is_date(bad), "{bad}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -1,0 +1,498 @@
+//! The `llm-arm` step kind: a model asked the question of one of the paper's arms (A5, A5C,
+//! A6 base, A6 risk) about the claims of a `mine-claims` step, written to
+//! `predictions/<step>.jsonl`; with `notes:`, the prose arm (the note of a `prose-render` step in
+//! place of the test source).
+//!
+//! ```yaml
+//! a6_risk: {uses: llm-arm, needs: [claims], with: {question: a6_risk, prompt: prompts/a6_risk.txt, model: local}}
+//! prose:   {uses: llm-arm, needs: [claims, prose_render],
+//!           with: {question: a6_risk, prompt: prompts/a6_risk.txt, model: local, notes: prose_render}}
+//! ```
+//! Each call is an item: one per claim, or one per commit for A5 (its verdict serves every claim
+//! of the commit). An item's key holds the question, the model's settings that shape an answer
+//! (see [`model_calls::call_params`]), the prompt file's content, the digests of the claim text
+//! and of the source-only diff, and the sample index; so editing one prompt file re-asks exactly
+//! the calls that use it. The guard reads every message just before it is sent.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use serde::Deserialize;
+use serde_json::json;
+
+use super::model_calls::{self, CallRecord, call_params, model_spec, prompt_file};
+use super::prose_render::RenderRecord;
+use crate::cache::Digest;
+use crate::engine::{
+    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, Pool, StepContext, StepError, StepKind,
+    Upstream,
+};
+use crate::mining::{DEFAULT_DIFF_LIMIT, SourceDiff, TestFileRules, source_diff};
+use crate::models::guard::Forbidden;
+use crate::models::{Question, Totals, question_request, read};
+use crate::records::{ClaimRecord, PredictionRecord, Verdict};
+
+/// The step kinds whose records are claims.
+pub(super) const CLAIM_KINDS: &[&str] = &["mine-claims"];
+
+const QUESTIONS: &[&str] = &["a5", "a5c", "a6_base", "a6_risk"];
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec::required(
+        "question",
+        ParamType::Enum(QUESTIONS),
+        "the arm's question: a5 (does the diff preserve behaviour?), a5c (the same, shown the \
+         claim), a6_base or a6_risk (does the claim still hold?)",
+    ),
+    ParamSpec::required(
+        "prompt",
+        ParamType::File,
+        "the system prompt file (prompts/<question>.txt); its content enters every call's key",
+    ),
+    ParamSpec::required("model", ParamType::Model, "the `models:` entry asked"),
+    ParamSpec::optional(
+        "notes",
+        ParamType::Step,
+        "a prose-render step: its notes replace the test source (the prose arm)",
+    ),
+    ParamSpec::optional(
+        "diff_limit",
+        ParamType::Integer,
+        "characters of the source-only diff shown (default 12000)",
+    ),
+];
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Params {
+    question: Question,
+    prompt: String,
+    model: String,
+    #[serde(default)]
+    notes: Option<String>,
+    #[serde(default)]
+    diff_limit: Option<usize>,
+}
+
+/// What a planned call needs to be sent.
+struct Prepared {
+    prompt: Arc<str>,
+    /// The claim's text (its source, or its note); empty for A5.
+    text: String,
+    diff: Arc<SourceDiff>,
+    rules: Arc<TestFileRules>,
+    /// Every assertion of the commit's claims: none may show in the diff.
+    assertions: Arc<Vec<String>>,
+}
+
+/// Where one claim's prediction comes from.
+enum Slot {
+    /// From call `item`; `first` is the claim the call's usage is charged to.
+    Call {
+        claim: String,
+        item: String,
+        first: bool,
+    },
+    /// No call: the claim has no note to ask about.
+    Unjudged { claim: String, problem: String },
+}
+
+#[derive(Default)]
+struct StepPlan {
+    calls: BTreeMap<String, Prepared>,
+    slots: Vec<Slot>,
+}
+
+/// The `llm-arm` step kind.
+#[derive(Default)]
+pub struct LlmArm {
+    /// Each step's plan, from `items` to `run` and `publish` within a run.
+    plans: Mutex<BTreeMap<String, Arc<StepPlan>>>,
+}
+
+impl LlmArm {
+    fn plan(&self, ctx: &StepContext) -> Result<Arc<StepPlan>, StepError> {
+        self.plans
+            .lock()
+            .expect("plans lock")
+            .get(&ctx.step.name)
+            .cloned()
+            .ok_or_else(|| {
+                StepError::Invariant(format!(
+                    "step `{}` ran before it was planned",
+                    ctx.step.name
+                ))
+            })
+    }
+}
+
+/// Claims of the needed claim steps, grouped by commit in first-seen order.
+pub(super) fn claims_by_commit(
+    ctx: &StepContext,
+    upstream: &Upstream,
+) -> Result<Vec<Vec<ClaimRecord>>, StepError> {
+    let mut groups: Vec<Vec<ClaimRecord>> = Vec::new();
+    let mut index: BTreeMap<(String, String, String), usize> = BTreeMap::new();
+    let mut found = false;
+    for output in upstream.all() {
+        if !CLAIM_KINDS.contains(&output.kind.as_str()) {
+            continue;
+        }
+        found = true;
+        for claim in output.decode_all::<ClaimRecord>()? {
+            let commit = (
+                claim.repo.clone(),
+                claim.parent.clone(),
+                claim.commit.clone(),
+            );
+            let slot = *index.entry(commit).or_insert_with(|| {
+                groups.push(Vec::new());
+                groups.len() - 1
+            });
+            groups[slot].push(claim);
+        }
+    }
+    if !found {
+        return Err(StepError::Input(format!(
+            "step `{}`: needs a step of kind {}",
+            ctx.step.name,
+            CLAIM_KINDS.join(" or ")
+        )));
+    }
+    Ok(groups)
+}
+
+/// The source-only diff of a commit and the repository's test-file rules.
+fn diff_of(
+    ctx: &StepContext,
+    claim: &ClaimRecord,
+    limit: usize,
+) -> Result<(SourceDiff, TestFileRules), StepError> {
+    let failed = |error: &dyn std::fmt::Display| {
+        StepError::Message(format!(
+            "step `{}`: diff of {}@{}: {error}",
+            ctx.step.name, claim.repo, claim.commit
+        ))
+    };
+    let spec = ctx.pipeline.repo(&claim.repo).ok_or_else(|| {
+        StepError::Invariant(format!(
+            "step `{}`: claim {} names repository `{}`, which the pipeline does not declare",
+            ctx.step.name, claim.id, claim.repo
+        ))
+    })?;
+    let patterns: Vec<String> = match spec.extra.get("test_patterns") {
+        None => Vec::new(),
+        Some(value) => serde_json::from_value(value.clone()).map_err(|_| {
+            StepError::Input(format!(
+                "step `{}`: repository `{}`: `test_patterns` must be a list of strings",
+                ctx.step.name, claim.repo
+            ))
+        })?,
+    };
+    let rules = TestFileRules::new(&patterns).map_err(|error| failed(&error))?;
+    let repository = crate::mining::repository::locate(spec, ctx.workdir)
+        .and_then(|prepared| prepared.open())
+        .map_err(|error| failed(&error))?;
+    let oid = |text: &str| git2::Oid::from_str(text).map_err(|error| failed(&error));
+    let diff = source_diff(
+        &repository,
+        oid(&claim.parent)?,
+        oid(&claim.commit)?,
+        &rules,
+        limit,
+    )
+    .map_err(|error| failed(&error))?;
+    Ok((diff, rules))
+}
+
+/// The notes of the prose-render step `step`, by claim: the note or why there is none.
+fn notes_of(
+    ctx: &StepContext,
+    upstream: &Upstream,
+    step: &str,
+) -> Result<BTreeMap<String, Result<String, String>>, StepError> {
+    let output = upstream.steps.get(step).ok_or_else(|| {
+        StepError::Input(format!(
+            "step `{}`: `notes: {step}` must name a step in `needs`",
+            ctx.step.name
+        ))
+    })?;
+    Ok(output
+        .decode_all::<RenderRecord>()?
+        .into_iter()
+        .map(|record| {
+            let note = record
+                .note
+                .ok_or_else(|| record.problem.unwrap_or_else(|| "no note".to_string()));
+            (record.claim, note)
+        })
+        .collect())
+}
+
+impl StepKind for LlmArm {
+    fn name(&self) -> &'static str {
+        "llm-arm"
+    }
+
+    fn version(&self) -> u32 {
+        1
+    }
+
+    fn about(&self) -> &'static str {
+        "a model arm: A5, A5C, A6 base or A6 risk over the claims, or the prose arm with `notes:`"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
+
+    fn key_params(&self, with: &serde_json::Value) -> serde_json::Value {
+        // The model entry's name, the prompt's path and the notes step's name change nothing a
+        // call sees: the entry's settings, the prompt's content and the notes enter each item.
+        json!({"question": with.get("question"), "diff_limit": with.get("diff_limit")})
+    }
+
+    fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
+        let params: Params = ctx.params()?;
+        let spec = model_spec(ctx, &params.model)?;
+        let (prompt, prompt_digest) = prompt_file(ctx, &params.prompt)?;
+        let prompt: Arc<str> = Arc::from(prompt);
+        let notes = params
+            .notes
+            .as_deref()
+            .map(|step| notes_of(ctx, upstream, step))
+            .transpose()?;
+        let question = params.question;
+        let limit = params.diff_limit.unwrap_or(DEFAULT_DIFF_LIMIT);
+        let mut plan = StepPlan::default();
+        let mut items = Vec::new();
+        for group in claims_by_commit(ctx, upstream)? {
+            let first = &group[0];
+            let (diff, rules) = diff_of(ctx, first, limit)?;
+            let diff_digest = Digest::of(diff.text.as_bytes());
+            let (diff, rules) = (Arc::new(diff), Arc::new(rules));
+            let assertions = Arc::new(
+                group
+                    .iter()
+                    .flat_map(|claim| claim.assertions.iter().cloned())
+                    .collect::<Vec<_>>(),
+            );
+            let item = |id: &str, text: String| {
+                let mut planned = ItemPlan::new(id)
+                    .params(json!({
+                        "question": question,
+                        "call": call_params(spec),
+                        "repo": first.repo,
+                        "parent": first.parent,
+                        "commit": first.commit,
+                        "sample": 0,
+                    }))
+                    .read("diff", diff_digest)
+                    .file("prompt", prompt_digest)
+                    .pool(Pool::Model(params.model.clone()));
+                if question.sees_claim() {
+                    planned = planned.read("claim", Digest::of(text.as_bytes()));
+                }
+                let prepared = Prepared {
+                    prompt: Arc::clone(&prompt),
+                    text,
+                    diff: Arc::clone(&diff),
+                    rules: Arc::clone(&rules),
+                    assertions: Arc::clone(&assertions),
+                };
+                (planned, prepared)
+            };
+            if question.per_commit() {
+                let id = format!("{}@{}", first.repo, first.commit);
+                let (planned, prepared) = item(&id, String::new());
+                for (index, claim) in group.iter().enumerate() {
+                    plan.slots.push(Slot::Call {
+                        claim: claim.id.clone(),
+                        item: id.clone(),
+                        first: index == 0,
+                    });
+                }
+                plan.calls.insert(id, prepared);
+                items.push(planned);
+                continue;
+            }
+            for claim in &group {
+                let text = match &notes {
+                    None => claim.source.clone(),
+                    Some(notes) => match notes.get(&claim.id) {
+                        Some(Ok(note)) => note.clone(),
+                        Some(Err(problem)) => {
+                            plan.slots.push(Slot::Unjudged {
+                                claim: claim.id.clone(),
+                                problem: format!("no prose note: {problem}"),
+                            });
+                            continue;
+                        }
+                        None => {
+                            plan.slots.push(Slot::Unjudged {
+                                claim: claim.id.clone(),
+                                problem: "no prose note: the claim was not rendered".to_string(),
+                            });
+                            continue;
+                        }
+                    },
+                };
+                let (planned, prepared) = item(&claim.id, text);
+                plan.slots.push(Slot::Call {
+                    claim: claim.id.clone(),
+                    item: claim.id.clone(),
+                    first: true,
+                });
+                plan.calls.insert(claim.id.clone(), prepared);
+                items.push(planned);
+            }
+        }
+        self.plans
+            .lock()
+            .expect("plans lock")
+            .insert(ctx.step.name.clone(), Arc::new(plan));
+        Ok(items)
+    }
+
+    fn run(
+        &self,
+        ctx: &StepContext,
+        item: &ItemPlan,
+        _upstream: &Upstream,
+    ) -> Result<ItemOutput, StepError> {
+        let params: Params = ctx.params()?;
+        let plan = self.plan(ctx)?;
+        let prepared = plan.calls.get(&item.id).ok_or_else(|| {
+            StepError::Invariant(format!(
+                "step `{}`: item {} was not planned",
+                ctx.step.name, item.id
+            ))
+        })?;
+        let forbidden = Forbidden {
+            rules: Some(&prepared.rules),
+            test_paths: &prepared.diff.excluded,
+            assertions: &prepared.assertions,
+        };
+        let request = question_request(
+            params.question,
+            &prepared.prompt,
+            &prepared.text,
+            &prepared.diff.text,
+            &forbidden,
+        )
+        .map_err(|problem| {
+            StepError::Invariant(format!(
+                "step `{}` item {}: refused to send a message showing a test file: {problem}",
+                ctx.step.name, item.id
+            ))
+        })?;
+        let completion = model_calls::complete(ctx, &params.model, &item.id, &request)?;
+        let spec = model_spec(ctx, &params.model)?;
+        let reading = read(params.question, &completion.text);
+        Ok(ItemOutput::records([CallRecord {
+            provider: spec.provider.name().to_string(),
+            model: spec.model.clone(),
+            completion,
+            reading: Some(reading),
+        }]))
+    }
+
+    fn publish(&self, ctx: &StepContext, items: &[ItemResult]) -> Result<(), StepError> {
+        let params: Params = ctx.params()?;
+        let price = model_spec(ctx, &params.model)?.price_per_mtok;
+        let plan = self.plan(ctx)?;
+        let mut calls: BTreeMap<&str, CallRecord> = BTreeMap::new();
+        let mut totals = Totals::default();
+        let mut cached = 0;
+        for item in items {
+            let record = item
+                .output
+                .decode::<CallRecord>()?
+                .into_iter()
+                .next()
+                .ok_or_else(|| {
+                    StepError::Invariant(format!(
+                        "step `{}`: call {} recorded no answer",
+                        ctx.step.name, item.plan.id
+                    ))
+                })?;
+            totals.add(&record.completion.usage, price);
+            cached += usize::from(item.cached);
+            calls.insert(item.plan.id.as_str(), record);
+        }
+        let mut predictions = Vec::new();
+        for slot in &plan.slots {
+            predictions.push(match slot {
+                Slot::Unjudged { claim, problem } => PredictionRecord {
+                    claim: claim.clone(),
+                    verdict: Verdict::None,
+                    evidence: json!({"question": params.question, "problem": problem}),
+                    tokens_in: None,
+                    tokens_out: None,
+                    cost: None,
+                },
+                Slot::Call { claim, item, first } => {
+                    let record = calls.get(item.as_str()).ok_or_else(|| {
+                        StepError::Invariant(format!(
+                            "step `{}`: no answer for call {item}",
+                            ctx.step.name
+                        ))
+                    })?;
+                    let reading = record.reading.clone().ok_or_else(|| {
+                        StepError::Invariant(format!(
+                            "step `{}`: call {item} has no verdict reading",
+                            ctx.step.name
+                        ))
+                    })?;
+                    let usage = &record.completion.usage;
+                    // A shared call's usage is charged once, to the commit's first claim.
+                    let (tokens_in, tokens_out, cost) = if *first {
+                        (usage.tokens_in, usage.tokens_out, usage.cost(price))
+                    } else {
+                        (0, 0, 0.0)
+                    };
+                    PredictionRecord {
+                        claim: claim.clone(),
+                        verdict: reading.verdict,
+                        evidence: json!({
+                            "question": params.question,
+                            "provider": record.provider,
+                            "model": record.model,
+                            "call": item,
+                            "shared_call": !*first || params.question.per_commit(),
+                            "answer": record.completion.text,
+                            "problem": reading.problem,
+                            "stop": record.completion.stop,
+                            "latency_ms": usage.latency_ms,
+                        }),
+                        tokens_in: Some(tokens_in),
+                        tokens_out: Some(tokens_out),
+                        cost: Some(cost),
+                    }
+                }
+            });
+        }
+        ctx.write_jsonl(
+            &format!("predictions/{}.jsonl", ctx.step.name),
+            &predictions,
+        )?;
+        let summary = json!({
+            "step": ctx.step.name,
+            "question": params.question,
+            "model": params.model,
+            "calls": totals.calls,
+            "cached": cached,
+            "tokens_in": totals.tokens_in,
+            "tokens_out": totals.tokens_out,
+            "cost": totals.cost,
+            "claims": predictions.len(),
+            "no_verdict": predictions.iter().filter(|p| p.verdict == Verdict::None).count(),
+        });
+        ctx.write_result(
+            &format!("calls/{}.json", ctx.step.name),
+            serde_json::to_string_pretty(&summary)
+                .expect("a summary serializes")
+                .as_bytes(),
+        )
+    }
+}

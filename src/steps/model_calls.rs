@@ -1,0 +1,137 @@
+//! What the model step kinds (`llm-arm`, `prose-render`) share: one async runtime and one client
+//! per model entry (so an entry's limits hold across steps), the part of a model entry that enters
+//! a call's key, prompt files, and the record a call leaves in the cache.
+//!
+//! A call's item key holds the provider, model id, the entry's `base_url` as written, the sampling
+//! settings, the prompt file's content, the user message's digests and the sample index; never the
+//! key, the entry's name, its concurrency, rates, timeout or retries.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, LazyLock, Mutex};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::cache::Digest;
+use crate::engine::{StepContext, StepError};
+use crate::models::{ChatRequest, Completion, ErrorClass, ModelClient, ModelError, Reading};
+use crate::pipeline::ModelSpec;
+
+/// The runtime model calls run on; engine workers block on it, one call each.
+static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("claimflow-models")
+        .enable_all()
+        .build()
+        .expect("a runtime for model calls")
+});
+
+/// Clients by entry name and settings, shared by every step of the process.
+static CLIENTS: LazyLock<Mutex<BTreeMap<String, Arc<ModelClient>>>> =
+    LazyLock::new(|| Mutex::new(BTreeMap::new()));
+
+/// The model entry a step's `model:` names.
+pub fn model_spec<'a>(ctx: &'a StepContext, name: &str) -> Result<&'a ModelSpec, StepError> {
+    ctx.pipeline.models.get(name).ok_or_else(|| {
+        StepError::Input(format!(
+            "step `{}`: no model `{name}` under `models:`",
+            ctx.step.name
+        ))
+    })
+}
+
+/// What of a model entry enters a call's key.
+pub fn call_params(spec: &ModelSpec) -> Value {
+    json!({
+        "provider": spec.provider,
+        "model": spec.model,
+        "base_url": spec.base_url,
+        "temperature": spec.temperature,
+        "max_output_tokens": spec.max_output_tokens,
+        "structured_output": spec.structured_output,
+    })
+}
+
+/// A prompt file's text and its content digest.
+pub fn prompt_file(ctx: &StepContext, path: &str) -> Result<(String, Digest), StepError> {
+    let full = ctx.root.join(path);
+    let bytes = std::fs::read(&full).map_err(|source| StepError::Io {
+        context: format!("step `{}`: read prompt {}", ctx.step.name, full.display()),
+        source,
+    })?;
+    let text = String::from_utf8(bytes.clone()).map_err(|_| {
+        StepError::Input(format!(
+            "step `{}`: prompt {path} is not UTF-8 text",
+            ctx.step.name
+        ))
+    })?;
+    Ok((text, Digest::of(&bytes)))
+}
+
+/// Sends `request` to the entry `name` and waits for the answer. Under `--offline` nothing is
+/// sent: the item was not in the cache, and that is the error.
+pub fn complete(
+    ctx: &StepContext,
+    name: &str,
+    item: &str,
+    request: &ChatRequest,
+) -> Result<Completion, StepError> {
+    if crate::engine::offline() {
+        return Err(StepError::Input(format!(
+            "step `{}` item {item}: --offline and no cached answer of model `{name}`; run \
+             without --offline, or import a cache that has it (`claimflow cache import`)",
+            ctx.step.name
+        )));
+    }
+    let client = client(ctx, name)?;
+    RUNTIME
+        .block_on(client.complete(request))
+        .map_err(|error| model_error(ctx, item, error))
+}
+
+/// The shared client of entry `name`.
+fn client(ctx: &StepContext, name: &str) -> Result<Arc<ModelClient>, StepError> {
+    let spec = model_spec(ctx, name)?;
+    let identity = format!(
+        "{name}\n{}",
+        serde_json::to_string(spec).expect("a spec serializes")
+    );
+    let mut clients = CLIENTS.lock().expect("clients lock");
+    if let Some(client) = clients.get(&identity) {
+        return Ok(Arc::clone(client));
+    }
+    if spec.base_url.is_none() && spec.provider.default_base_url().is_none() {
+        return Err(StepError::Input(format!(
+            "step `{}`: model `{name}` (provider {}) has no `base_url`; give the address of a \
+             running llama-server, e.g. `base_url: http://127.0.0.1:8080/v1`",
+            ctx.step.name, spec.provider
+        )));
+    }
+    let client = Arc::new(
+        ModelClient::from_spec(name, spec, None).map_err(|error| model_error(ctx, name, error))?,
+    );
+    clients.insert(identity, Arc::clone(&client));
+    Ok(client)
+}
+
+/// A model error as a step error of the same class.
+pub fn model_error(ctx: &StepContext, item: &str, error: ModelError) -> StepError {
+    let message = format!("step `{}` item {item}: {error}", ctx.step.name);
+    match error.class() {
+        ErrorClass::Input => StepError::Input(message),
+        ErrorClass::Leak => StepError::Invariant(message),
+        ErrorClass::Transient | ErrorClass::Failure => StepError::Message(message),
+    }
+}
+
+/// What one call leaves in the cache: the answer verbatim, its usage, and how it was read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallRecord {
+    pub provider: String,
+    pub model: String,
+    pub completion: Completion,
+    /// The verdict read from the answer (arms), or `None` (the prose renderer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reading: Option<Reading>,
+}

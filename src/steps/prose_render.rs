@@ -1,0 +1,193 @@
+//! The `prose-render` step kind: each claim rewritten by a model as a short prose note, from the
+//! parent's test source alone (no diff, no child, no label), for the prose arm.
+//!
+//! ```yaml
+//! prose_render: {uses: prose-render, needs: [claims], with: {prompt: prompts/prose_render.txt, model: local}}
+//! ```
+//! One call per claim, keyed like an arm's call (the prompt file's content, the source's digest,
+//! the model's settings). A claim whose note comes back empty is kept with the reason in
+//! `notes/<step>.jsonl`; the prose arm gives it no verdict and says why.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::llm_arm::claims_by_commit;
+use super::model_calls::{self, CallRecord, call_params, model_spec, prompt_file};
+use crate::cache::Digest;
+use crate::engine::{
+    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, Pool, StepContext, StepError, StepKind,
+    Upstream,
+};
+use crate::models::ask::note;
+use crate::models::{Totals, render_request};
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec::required(
+        "prompt",
+        ParamType::File,
+        "the renderer's system prompt (prompts/prose_render.txt); its content enters every key",
+    ),
+    ParamSpec::required("model", ParamType::Model, "the `models:` entry asked"),
+];
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Params {
+    prompt: String,
+    model: String,
+}
+
+/// One claim's rendering: the note, or why there is none.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RenderRecord {
+    pub claim: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+    pub call: CallRecord,
+}
+
+/// A step's prompt and its claims' sources, by claim id.
+type Plan = (String, BTreeMap<String, String>);
+
+/// The `prose-render` step kind.
+#[derive(Default)]
+pub struct ProseRender {
+    /// Each step's plan, from `items` to `run` within a run.
+    plans: Mutex<BTreeMap<String, Arc<Plan>>>,
+}
+
+impl StepKind for ProseRender {
+    fn name(&self) -> &'static str {
+        "prose-render"
+    }
+
+    fn version(&self) -> u32 {
+        1
+    }
+
+    fn about(&self) -> &'static str {
+        "each claim rewritten by a model as a short prose note from its test source alone"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
+
+    fn key_params(&self, _with: &serde_json::Value) -> serde_json::Value {
+        // The prompt's content and the model's settings enter each item; names change nothing.
+        serde_json::Value::Null
+    }
+
+    fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
+        let params: Params = ctx.params()?;
+        let spec = model_spec(ctx, &params.model)?;
+        let (prompt, prompt_digest) = prompt_file(ctx, &params.prompt)?;
+        let mut sources = BTreeMap::new();
+        let mut items = Vec::new();
+        for claim in claims_by_commit(ctx, upstream)?.into_iter().flatten() {
+            items.push(
+                ItemPlan::new(&claim.id)
+                    .params(json!({"call": call_params(spec), "sample": 0}))
+                    .read("claim", Digest::of(claim.source.as_bytes()))
+                    .file("prompt", prompt_digest)
+                    .pool(Pool::Model(params.model.clone())),
+            );
+            sources.insert(claim.id, claim.source);
+        }
+        self.plans
+            .lock()
+            .expect("plans lock")
+            .insert(ctx.step.name.clone(), Arc::new((prompt, sources)));
+        Ok(items)
+    }
+
+    fn run(
+        &self,
+        ctx: &StepContext,
+        item: &ItemPlan,
+        _upstream: &Upstream,
+    ) -> Result<ItemOutput, StepError> {
+        let params: Params = ctx.params()?;
+        let plan = self
+            .plans
+            .lock()
+            .expect("plans lock")
+            .get(&ctx.step.name)
+            .cloned();
+        let source = plan
+            .as_ref()
+            .and_then(|plan| plan.1.get(&item.id))
+            .ok_or_else(|| {
+                StepError::Invariant(format!(
+                    "step `{}`: item {} was not planned",
+                    ctx.step.name, item.id
+                ))
+            })?;
+        let prompt = &plan.as_ref().expect("checked above").0;
+        let request = render_request(prompt, source);
+        let completion = model_calls::complete(ctx, &params.model, &item.id, &request)?;
+        let spec = model_spec(ctx, &params.model)?;
+        let (note, problem) = match note(&completion.text) {
+            Ok(note) => (Some(note), None),
+            Err(problem) => (None, Some(problem)),
+        };
+        Ok(ItemOutput::records([RenderRecord {
+            claim: item.id.clone(),
+            note,
+            problem,
+            call: CallRecord {
+                provider: spec.provider.name().to_string(),
+                model: spec.model.clone(),
+                completion,
+                reading: None,
+            },
+        }]))
+    }
+
+    fn publish(&self, ctx: &StepContext, items: &[ItemResult]) -> Result<(), StepError> {
+        let params: Params = ctx.params()?;
+        let price = model_spec(ctx, &params.model)?.price_per_mtok;
+        let mut totals = Totals::default();
+        let mut lines = Vec::new();
+        let mut failed = 0;
+        for item in items {
+            for record in item.output.decode::<RenderRecord>()? {
+                let usage = &record.call.completion.usage;
+                totals.add(usage, price);
+                failed += usize::from(record.note.is_none());
+                lines.push(json!({
+                    "claim": record.claim,
+                    "note": record.note,
+                    "problem": record.problem,
+                    "answer": record.call.completion.text,
+                    "tokens_in": usage.tokens_in,
+                    "tokens_out": usage.tokens_out,
+                    "cost": usage.cost(price),
+                }));
+            }
+        }
+        ctx.write_jsonl(&format!("notes/{}.jsonl", ctx.step.name), &lines)?;
+        let summary = json!({
+            "step": ctx.step.name,
+            "model": params.model,
+            "claims": lines.len(),
+            "rendered": lines.len() - failed,
+            "failed": failed,
+            "calls": totals.calls,
+            "tokens_in": totals.tokens_in,
+            "tokens_out": totals.tokens_out,
+            "cost": totals.cost,
+        });
+        ctx.write_result(
+            &format!("calls/{}.json", ctx.step.name),
+            serde_json::to_string_pretty(&summary)
+                .expect("a summary serializes")
+                .as_bytes(),
+        )
+    }
+}

@@ -1,0 +1,387 @@
+//! The model step kinds end to end on the engine, against a fake OpenAI-compatible server: every
+//! arm writes predictions, A5 asks once per commit, a failed prose rendering is reported, and
+//! editing one prompt file re-asks exactly the calls that use it.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use claimflow::cache::Digest;
+use claimflow::engine::{
+    Engine, ItemOutput, ItemPlan, ItemResult, ParamSpec, Recording, RunOptions, StepContext,
+    StepError, StepKind, Upstream,
+};
+use claimflow::pipeline::{Pipeline, load_str};
+use claimflow::records::{ClaimRecord, PredictionRecord, Verdict};
+use claimflow::steps::{LlmArm, ProseRender, Registry};
+use serde_json::json;
+
+use super::fake_server::{FakeServer, Recorded, Reply};
+use super::{KEY, answer};
+use crate::common::git::FixtureRepo;
+use claimflow::models::Provider;
+
+/// The variable the test pipeline names for its key.
+const KEY_VARIABLE: &str = "CLAIMFLOW_IT_MODELS_KEY";
+
+/// `--offline` is process-wide: tests that set it run one at a time.
+static OFFLINE: Mutex<()> = Mutex::new(());
+
+/// A stand-in for `mine-claims`: the claims written in the project's `claims.json`.
+struct ClaimsFromFile;
+
+impl StepKind for ClaimsFromFile {
+    fn name(&self) -> &'static str {
+        "mine-claims"
+    }
+    fn version(&self) -> u32 {
+        1
+    }
+    fn about(&self) -> &'static str {
+        "claims read from claims.json, for tests"
+    }
+    fn params(&self) -> &'static [ParamSpec] {
+        &[]
+    }
+    fn items(&self, ctx: &StepContext, _: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
+        let bytes = std::fs::read(ctx.root.join("claims.json")).expect("claims.json");
+        Ok(vec![
+            ItemPlan::new("all").file("claims.json", Digest::of(&bytes)),
+        ])
+    }
+    fn run(&self, ctx: &StepContext, _: &ItemPlan, _: &Upstream) -> Result<ItemOutput, StepError> {
+        let bytes = std::fs::read(ctx.root.join("claims.json")).expect("claims.json");
+        let claims: Vec<ClaimRecord> = serde_json::from_slice(&bytes).expect("claims");
+        Ok(ItemOutput::records(claims))
+    }
+    fn publish(&self, _: &StepContext, _: &[ItemResult]) -> Result<(), StepError> {
+        Ok(())
+    }
+}
+
+fn registry() -> Registry {
+    Registry::with(vec![
+        Arc::new(ClaimsFromFile) as Arc<dyn StepKind>,
+        Arc::new(LlmArm::default()),
+        Arc::new(ProseRender::default()),
+    ])
+}
+
+/// Answers as a model would, by the prompt: a prose note (empty for `test_empty`), a behaviour
+/// verdict, or a claim verdict.
+fn model(_: usize, request: &Recorded) -> Reply {
+    let body = request.json();
+    let system = body["messages"][0]["content"].as_str().unwrap_or_default();
+    let user = body["messages"][1]["content"].as_str().unwrap_or_default();
+    let text = if system.contains("prose") {
+        if user.contains("test_empty") {
+            "   ".to_string()
+        } else {
+            format!("A note about {}.", user.lines().next().unwrap_or_default())
+        }
+    } else if system.contains("semantics_preserving") {
+        r#"{"semantics_preserving": false}"#.to_string()
+    } else {
+        r#"{"verdict": "flipped"}"#.to_string()
+    };
+    Reply::json(answer(Provider::Openai, &text))
+}
+
+struct Setup {
+    project: tempfile::TempDir,
+    _repository: FixtureRepo,
+    server: FakeServer,
+}
+
+impl Setup {
+    fn new() -> Self {
+        let mut repository = FixtureRepo::new();
+        repository
+            .commit(
+                "base",
+                &[
+                    ("pkg/a.py", Some("def f():\n    return 1\n")),
+                    (
+                        "tests/test_a.py",
+                        Some("from pkg.a import f\n\ndef test_f():\n    assert f() == 1\n"),
+                    ),
+                ],
+            )
+            .commit(
+                "f returns 2",
+                &[
+                    ("pkg/a.py", Some("def f():\n    return 2\n")),
+                    (
+                        "tests/test_a.py",
+                        Some("from pkg.a import f\n\ndef test_f():\n    assert f() == 2\n"),
+                    ),
+                ],
+            )
+            .commit(
+                "g",
+                &[(
+                    "pkg/a.py",
+                    Some("def f():\n    return 2\n\ndef g():\n    return 3\n"),
+                )],
+            );
+        let commits: Vec<String> = repository
+            .commits()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        let claim = |parent: &str, commit: &str, test: &str| {
+            let source = format!("def {test}():\n    assert f() == 1 and {test:?}\n");
+            json!({
+                "id": format!("lib@{parent}::tests/test_a.py::{test}"),
+                "repo": "lib", "parent": parent, "commit": commit,
+                "node": format!("tests/test_a.py::{test}"),
+                "source": source,
+                "assertions": [format!("assert f() == 1 and {test:?}")],
+                "fixtures": [],
+            })
+        };
+        let claims = json!([
+            claim(&commits[0], &commits[1], "test_f"),
+            claim(&commits[0], &commits[1], "test_empty"),
+            claim(&commits[0], &commits[1], "test_h"),
+            claim(&commits[1], &commits[2], "test_f"),
+            claim(&commits[1], &commits[2], "test_k"),
+        ]);
+        let project = tempfile::tempdir().expect("a project dir");
+        let root = project.path();
+        std::fs::write(root.join("claims.json"), claims.to_string()).unwrap();
+        std::fs::create_dir(root.join("prompts")).unwrap();
+        for name in ["a5", "a5c", "a6_base", "a6_risk", "prose_render"] {
+            let text = super::prompt(&format!("{name}.txt"));
+            std::fs::write(root.join(format!("prompts/{name}.txt")), text).unwrap();
+        }
+        let server = FakeServer::start(model);
+        let pipeline = format!(
+            r#"version: 1
+name: arms
+repos:
+  - {{name: lib, path: "{repo}", branch: main}}
+models:
+  judge:
+    provider: openai
+    model: test-model
+    base_url: "{url}"
+    api_key_env: {KEY_VARIABLE}
+    price_per_mtok: {{input: 0.25, output: 1.0}}
+    concurrency: 4
+steps:
+  claims: {{uses: mine-claims}}
+  a5: {{uses: llm-arm, needs: [claims], with: {{question: a5, prompt: prompts/a5.txt, model: judge}}}}
+  a5c: {{uses: llm-arm, needs: [claims], with: {{question: a5c, prompt: prompts/a5c.txt, model: judge}}}}
+  a6_base: {{uses: llm-arm, needs: [claims], with: {{question: a6_base, prompt: prompts/a6_base.txt, model: judge}}}}
+  a6_risk: {{uses: llm-arm, needs: [claims], with: {{question: a6_risk, prompt: prompts/a6_risk.txt, model: judge}}}}
+  prose_render: {{uses: prose-render, needs: [claims], with: {{prompt: prompts/prose_render.txt, model: judge}}}}
+  prose:
+    uses: llm-arm
+    needs: [claims, prose_render]
+    with: {{question: a6_risk, prompt: prompts/a6_risk.txt, model: judge, notes: prose_render}}
+"#,
+            repo = repository.path().display(),
+            url = server.url("/v1"),
+        );
+        std::fs::write(root.join("pipeline.yaml"), pipeline).unwrap();
+        // SAFETY: the variable is read by this test's model clients alone, and every test that
+        // sets it sets the same value.
+        unsafe { std::env::set_var(KEY_VARIABLE, KEY) };
+        Setup {
+            project,
+            _repository: repository,
+            server,
+        }
+    }
+
+    fn root(&self) -> &Path {
+        self.project.path()
+    }
+
+    fn pipeline(&self) -> Pipeline {
+        let text = std::fs::read_to_string(self.root().join("pipeline.yaml")).unwrap();
+        load_str(&text, Path::new("pipeline.yaml"), self.root(), &registry())
+            .unwrap_or_else(|problems| panic!("{problems}"))
+    }
+
+    /// Items to run per step, as `plan` shows them.
+    fn to_run(&self) -> BTreeMap<String, usize> {
+        let pipeline = self.pipeline();
+        let registry = registry();
+        let recording = Recording::default();
+        let engine = Engine::new(&pipeline, &registry, &recording).unwrap();
+        engine
+            .plan(&[], None)
+            .unwrap()
+            .steps
+            .into_iter()
+            .map(|step| (step.name, step.items_to_run.expect("every step plans")))
+            .collect()
+    }
+
+    fn run(&self) -> Result<(), String> {
+        let pipeline = self.pipeline();
+        let registry = registry();
+        let recording = Recording::default();
+        let engine = Engine::new(&pipeline, &registry, &recording).unwrap();
+        engine
+            .run(&RunOptions::default())
+            .map(|_| ())
+            .map_err(|error| format!("{error}: {:?}", recording.events()))
+    }
+
+    fn predictions(&self, step: &str) -> Vec<PredictionRecord> {
+        let path = self
+            .root()
+            .join(format!("results/arms/predictions/{step}.jsonl"));
+        std::fs::read_to_string(&path)
+            .unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    }
+}
+
+fn counts(pairs: &[(&str, usize)]) -> BTreeMap<String, usize> {
+    pairs
+        .iter()
+        .map(|(name, count)| (name.to_string(), *count))
+        .collect()
+}
+
+#[test]
+fn every_model_arm_predicts_and_a_prompt_edit_costs_exactly_its_calls() {
+    let _offline = OFFLINE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let setup = Setup::new();
+    setup.run().unwrap();
+    // A5 asks once per commit (2); every other arm once per claim (5); the prose arm skips the
+    // claim whose note came back empty.
+    assert_eq!(setup.server.count(), 2 + 5 + 5 + 5 + 5 + 4);
+    let a5 = setup.predictions("a5");
+    assert_eq!(a5.len(), 5);
+    assert!(a5.iter().all(|p| p.verdict == Verdict::Flipped));
+    let charged: Vec<_> = a5.iter().map(|p| p.tokens_in).collect();
+    assert_eq!(charged, [Some(1000), Some(0), Some(0), Some(1000), Some(0)]);
+    for step in ["a5c", "a6_base", "a6_risk"] {
+        let predictions = setup.predictions(step);
+        assert_eq!(predictions.len(), 5, "{step}");
+        assert!(
+            predictions.iter().all(|p| p.verdict == Verdict::Flipped),
+            "{step}"
+        );
+        assert!(
+            predictions.iter().all(|p| p.cost == Some(0.00026)),
+            "{step}"
+        );
+    }
+    let prose = setup.predictions("prose");
+    assert_eq!(
+        prose.len(),
+        5,
+        "a claim without a note is reported, not dropped"
+    );
+    let unjudged: Vec<_> = prose
+        .iter()
+        .filter(|p| p.verdict == Verdict::None)
+        .collect();
+    assert_eq!(unjudged.len(), 1);
+    assert!(unjudged[0].claim.ends_with("test_empty"));
+    assert_eq!(
+        unjudged[0].evidence["problem"],
+        "no prose note: the renderer gave an empty note"
+    );
+    let notes = std::fs::read_to_string(setup.root().join("results/arms/notes/prose_render.jsonl"))
+        .unwrap();
+    assert_eq!(notes.lines().count(), 5);
+    // The prose arm's user message holds the note, not the test source.
+    let prose_requests: Vec<_> = setup
+        .server
+        .requests()
+        .into_iter()
+        .filter(|request| request.body.contains("CLAIM:\\nA note about"))
+        .collect();
+    assert_eq!(prose_requests.len(), 4);
+
+    // Nothing changed: nothing to run, no request.
+    let nothing = counts(&[
+        ("claims", 0),
+        ("a5", 0),
+        ("a5c", 0),
+        ("a6_base", 0),
+        ("a6_risk", 0),
+        ("prose_render", 0),
+        ("prose", 0),
+    ]);
+    assert_eq!(setup.to_run(), nothing);
+    let before = setup.server.count();
+    setup.run().unwrap();
+    assert_eq!(setup.server.count(), before);
+
+    // One sentence appended to the A6 risk prompt: the two steps that use it, one call per claim
+    // they judge, and nothing else.
+    let prompt = setup.root().join("prompts/a6_risk.txt");
+    let original = std::fs::read_to_string(&prompt).unwrap();
+    std::fs::write(&prompt, format!("{original}Be brief.\n")).unwrap();
+    let edited = counts(&[
+        ("claims", 0),
+        ("a5", 0),
+        ("a5c", 0),
+        ("a6_base", 0),
+        ("a6_risk", 5),
+        ("prose_render", 0),
+        ("prose", 4),
+    ]);
+    assert_eq!(setup.to_run(), edited);
+
+    // Offline, a miss fails clearly and sends nothing.
+    claimflow::engine::set_offline(true);
+    let offline = setup.run();
+    claimflow::engine::set_offline(false);
+    let error = offline.unwrap_err();
+    assert!(
+        error.contains("--offline and no cached answer of model `judge`"),
+        "{error}"
+    );
+    assert_eq!(setup.server.count(), before);
+
+    setup.run().unwrap();
+    assert_eq!(setup.server.count(), before + 9);
+    let all = setup.server.requests();
+    let edited_requests = &all[before..];
+    assert!(
+        edited_requests
+            .iter()
+            .all(|request| request.body.contains("Be brief."))
+    );
+
+    // Reverting makes everything cached again.
+    std::fs::write(&prompt, original).unwrap();
+    assert_eq!(setup.to_run(), nothing);
+    setup.run().unwrap();
+    assert_eq!(setup.server.count(), before + 9);
+
+    // The key is nowhere under the project: workdir, cache, results.
+    let mut files = vec![setup.root().to_path_buf()];
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            files.extend(
+                std::fs::read_dir(&path)
+                    .unwrap()
+                    .map(|entry| entry.unwrap().path()),
+            );
+        } else {
+            let bytes = std::fs::read(&path).unwrap();
+            let text = String::from_utf8_lossy(&bytes);
+            assert!(!text.contains(KEY), "the key is in {}", path.display());
+        }
+    }
+    let recorded = setup.server.requests();
+    assert!(
+        recorded
+            .iter()
+            .all(|request| request.header("authorization") == Some(&format!("Bearer {KEY}")))
+    );
+}
