@@ -188,6 +188,98 @@ pub fn referenced<'a>(
         .collect())
 }
 
+/// Below this many rename-class flips a recall is not reported: one or two claims say nothing.
+pub const MIN_EVALUABLE: u64 = 5;
+
+/// One claim whose test references a symbol its commit renamed purely (`rename_class.jsonl`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RenameClaim {
+    pub claim: String,
+    pub renames: Vec<Rename>,
+}
+
+/// The rename class of one split and each arm's recall on it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RenameSplit {
+    /// The split (`dev`, `heldout`), or `all` for repositories without one.
+    pub split: String,
+    /// Flipped claims in the class.
+    pub flipped: Vec<String>,
+    /// Held claims that reference a renamed symbol too (the rename did not reach them).
+    pub held: u64,
+    /// Per arm, how many of the flipped claims it fired on.
+    pub detected: BTreeMap<String, u64>,
+    /// Per arm, recall on the class; absent when fewer than [`MIN_EVALUABLE`] claims flipped.
+    pub recall: BTreeMap<String, Option<f64>>,
+    pub evaluable: bool,
+}
+
+/// The rename class per split (`stats.json` `rename_class`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RenameClassStats {
+    pub min_evaluable: u64,
+    pub splits: Vec<RenameSplit>,
+}
+
+/// The rename class per split: `members` are the claims referencing a renamed symbol, `labels`
+/// the oracle's (flipped or not) per labelled claim, `split_of` a claim's split, `fired` per arm
+/// the claims it fired on.
+pub fn rename_class(
+    members: &[RenameClaim],
+    labels: &BTreeMap<String, bool>,
+    split_of: impl Fn(&str) -> String,
+    fired: &BTreeMap<String, std::collections::BTreeSet<String>>,
+) -> RenameClassStats {
+    let mut by_split: BTreeMap<String, (Vec<String>, u64)> = BTreeMap::new();
+    for member in members {
+        let Some(&flipped) = labels.get(&member.claim) else {
+            continue;
+        };
+        let entry = by_split.entry(split_of(&member.claim)).or_default();
+        if flipped {
+            entry.0.push(member.claim.clone());
+        } else {
+            entry.1 += 1;
+        }
+    }
+    let splits = by_split
+        .into_iter()
+        .map(|(split, (flipped, held))| {
+            let n = flipped.len() as u64;
+            let evaluable = n >= MIN_EVALUABLE;
+            let detected: BTreeMap<String, u64> = fired
+                .iter()
+                .map(|(arm, claims)| {
+                    let hits = flipped
+                        .iter()
+                        .filter(|claim| claims.contains(*claim))
+                        .count();
+                    (arm.clone(), hits as u64)
+                })
+                .collect();
+            let recall = detected
+                .iter()
+                .map(|(arm, hits)| {
+                    let rate = (evaluable && n > 0).then(|| *hits as f64 / n as f64);
+                    (arm.clone(), rate)
+                })
+                .collect();
+            RenameSplit {
+                split,
+                flipped,
+                held,
+                detected,
+                recall,
+                evaluable,
+            }
+        })
+        .collect();
+    RenameClassStats {
+        min_evaluable: MIN_EVALUABLE,
+        splits,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -289,5 +381,89 @@ def helper(x):
             with_placeholder("is_low(x) + is_lower", "is_low"),
             "\u{0}renamed\u{0}(x) + is_lower"
         );
+    }
+
+    /// Every commit of the demo corpus, diffed against its parent: the rename of
+    /// `Inventory.is_low` in `04-rename-is-low` is the only pure rename, and of the tests at its
+    /// parent exactly the two that call `is_low` reference it.
+    #[test]
+    fn finds_the_demo_rename_and_nothing_else() {
+        let directory = tempfile::tempdir().unwrap();
+        let demo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/demo");
+        let materialized =
+            crate::corpus::materialize(&demo, &directory.path().join("demo")).unwrap();
+        let repository = git2::Repository::open(&materialized.path).unwrap();
+        let mut found = Vec::new();
+        for pair in materialized.commits.windows(2) {
+            let change = Change::load(&repository, &pair[0].id, &pair[1].id).unwrap();
+            for rename in renames_in(&change).unwrap() {
+                found.push((pair[1].name.clone(), rename));
+            }
+        }
+        let names: Vec<(String, String, String)> = found
+            .iter()
+            .map(|(commit, rename)| (commit.clone(), rename.old.clone(), rename.new.clone()))
+            .collect();
+        assert_eq!(
+            names,
+            vec![(
+                "04-rename-is-low".to_string(),
+                "tally.inventory.Inventory.is_low".to_string(),
+                "tally.inventory.Inventory.needs_restock".to_string(),
+            )]
+        );
+        let (commit, _) = &found[0];
+        let index = materialized
+            .commits
+            .iter()
+            .position(|candidate| &candidate.name == commit)
+            .unwrap();
+        let parent =
+            crate::arms::source::RepoFiles::at(&repository, &materialized.commits[index - 1].id)
+                .unwrap();
+        let tests = parent.read("tests/test_inventory.py").unwrap().unwrap();
+        let module = ParsedModule::parse("tests/test_inventory.py", &tests).unwrap();
+        let renames: Vec<Rename> = found.into_iter().map(|(_, rename)| rename).collect();
+        let mut referencing = Vec::new();
+        for (name, definition) in module.definitions("tests.test_inventory") {
+            if definition.kind == DefinitionKind::Function
+                && name.rsplit('.').next().unwrap().starts_with("test_")
+                && !referenced(&definition.text, &renames).unwrap().is_empty()
+            {
+                referencing.push(name);
+            }
+        }
+        assert_eq!(
+            referencing,
+            vec![
+                "tests.test_inventory.test_pear_is_low".to_string(),
+                "tests.test_inventory.test_threshold_of_its_own".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_tiny_class_reports_counts_and_no_rate() {
+        let members = vec![
+            RenameClaim {
+                claim: "r@p::a".into(),
+                renames: Vec::new(),
+            },
+            RenameClaim {
+                claim: "r@p::b".into(),
+                renames: Vec::new(),
+            },
+        ];
+        let labels = BTreeMap::from([("r@p::a".to_string(), true), ("r@p::b".to_string(), false)]);
+        let fired = BTreeMap::from([(
+            "a4".to_string(),
+            std::collections::BTreeSet::from(["r@p::a".to_string()]),
+        )]);
+        let stats = rename_class(&members, &labels, |_| "dev".into(), &fired);
+        let split = &stats.splits[0];
+        assert_eq!((split.flipped.len(), split.held), (1, 1));
+        assert_eq!(split.detected["a4"], 1);
+        assert_eq!(split.recall["a4"], None);
+        assert!(!split.evaluable);
     }
 }

@@ -5,21 +5,29 @@ pub mod arm;
 use std::sync::Arc;
 
 mod command;
+mod control_stats;
+mod cutoff;
 mod label_sources;
 mod mine_claims;
 mod oracle;
 mod rank_commits;
+mod rename_class;
 mod report;
+pub mod selection;
 mod stats;
+mod stratify;
 
 pub use command::CommandStep;
+pub use cutoff::CutoffStep;
 pub use mine_claims::MineClaims;
 pub use oracle::{
     EnvironmentFailure, Environments, FixedEnvironment, OracleStep, PythonEnvironments,
 };
 pub use rank_commits::RankCommits;
+pub use rename_class::RenameClass;
 pub use report::ReportStep;
 pub use stats::StatsStep;
+pub use stratify::Stratify;
 
 use crate::engine::StepKind;
 
@@ -40,6 +48,9 @@ impl Registry {
         kinds.push(Arc::new(MineClaims));
         kinds.push(Arc::new(OracleStep::new(Arc::new(PythonEnvironments))));
         kinds.push(Arc::new(arm::Arm));
+        kinds.push(Arc::new(Stratify));
+        kinds.push(Arc::new(CutoffStep));
+        kinds.push(Arc::new(RenameClass));
         Registry { kinds }
     }
 
