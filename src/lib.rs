@@ -12,6 +12,7 @@
 pub mod arms;
 pub mod cache;
 pub mod cli;
+pub mod controls;
 pub mod corpus;
 pub mod engine;
 pub mod local_model;

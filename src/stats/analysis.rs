@@ -191,6 +191,8 @@ pub fn analyze(
         repositories,
         by_repository,
         rankings: None,
+        cutoff: None,
+        rename_class: None,
     }
 }
 

@@ -52,6 +52,14 @@ pub struct StatsDocument {
     /// how they differ; absent when the stats step compares no rankings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rankings: Option<RankingComparison>,
+    /// The same arms before and after a training cutoff, over all repositories and per repository
+    /// on both sides (Table IX); present when a `cutoff` step is needed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cutoff: Option<crate::controls::cutoff::CutoffComparison>,
+    /// Flips caused by a pure rename of a symbol the claim references, per split, with each
+    /// arm's recall on them; present when a `rename-class` step is needed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rename_class: Option<crate::controls::rename::RenameClassStats>,
 }
 
 /// The evaluated claims.

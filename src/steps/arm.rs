@@ -8,7 +8,8 @@
 //! item's output digest. The anchoring arms are one item per claim, keyed by the claim record's
 //! digest and the parent and child commit ids, so a new claim or a changed one is all a re-run
 //! computes. The testmon arm is one item per commit (its database is built once per parent), run
-//! in the pytest pool.
+//! in the pytest pool. With a `stratify` or `cutoff` step among its needs, an arm judges only the
+//! claims that step selected.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -146,6 +147,8 @@ impl Arm {
                 CLAIM_KINDS.join(" or ")
             )));
         }
+        // A sample or a cutoff split upstream: only its claims are judged.
+        let selected = super::selection::selected_claims(upstream);
         let mut claims = Vec::new();
         let mut seen = BTreeSet::new();
         for output in steps {
@@ -157,6 +160,12 @@ impl Arm {
                             ctx.step.name, output.step, item.plan.id
                         ))
                     })?;
+                    if selected
+                        .as_ref()
+                        .is_some_and(|selected| !selected.contains(&claim.id))
+                    {
+                        continue;
+                    }
                     if !seen.insert(claim.id.clone()) {
                         return Err(StepError::Invariant(format!(
                             "step `{}`: claim {} appears twice upstream",
@@ -299,7 +308,9 @@ impl StepKind for Arm {
                 Self::claims(ctx, upstream)?;
                 let mut plan = ItemPlan::new("all");
                 for output in upstream.all() {
-                    if CLAIM_KINDS.contains(&output.kind.as_str()) {
+                    if CLAIM_KINDS.contains(&output.kind.as_str())
+                        || super::selection::SELECTION_KINDS.contains(&output.kind.as_str())
+                    {
                         for item in &output.items {
                             plan =
                                 plan.read(format!("{}/{}", output.step, item.plan.id), item.digest);

@@ -5,6 +5,8 @@ pub mod arm;
 use std::sync::Arc;
 
 mod command;
+mod control_stats;
+mod cutoff;
 mod label_sources;
 mod llm_arm;
 mod mine_claims;
@@ -12,19 +14,25 @@ mod model_calls;
 mod oracle;
 mod prose_render;
 mod rank_commits;
+mod rename_class;
 mod report;
+pub mod selection;
 mod stats;
+mod stratify;
 
 pub use command::CommandStep;
 pub use llm_arm::LlmArm;
+pub use cutoff::CutoffStep;
 pub use mine_claims::MineClaims;
 pub use oracle::{
     EnvironmentFailure, Environments, FixedEnvironment, OracleStep, PythonEnvironments,
 };
 pub use prose_render::{ProseRender, RenderRecord};
 pub use rank_commits::RankCommits;
+pub use rename_class::RenameClass;
 pub use report::ReportStep;
 pub use stats::StatsStep;
+pub use stratify::Stratify;
 
 use crate::engine::StepKind;
 
@@ -47,6 +55,9 @@ impl Registry {
         kinds.push(Arc::new(arm::Arm));
         kinds.push(Arc::new(LlmArm::default()));
         kinds.push(Arc::new(ProseRender::default()));
+        kinds.push(Arc::new(Stratify));
+        kinds.push(Arc::new(CutoffStep));
+        kinds.push(Arc::new(RenameClass));
         Registry { kinds }
     }
 

@@ -31,6 +31,8 @@ const NOT_ARMS: &[&str] = &[
     "mine-claims",
     "rank-commits",
     "stratify",
+    "cutoff",
+    "rename-class",
     "stats",
     "report",
 ];
@@ -184,7 +186,10 @@ fn input_error(ctx: &StepContext, message: impl std::fmt::Display) -> StepError 
 
 /// Checks what can be checked before anything runs.
 fn check(ctx: &StepContext, params: &Params, upstream: &Upstream) -> Result<(), StepError> {
-    if upstream.of_kind("oracle").is_none() && upstream.of_kind("stratify").is_none() {
+    if upstream.of_kind("oracle").is_none()
+        && upstream.of_kind("stratify").is_none()
+        && upstream.of_kind("cutoff").is_none()
+    {
         return Err(input_error(
             ctx,
             "needs an `oracle` step (or a `stratify` step) for the labels; add it to `needs:`",
@@ -383,7 +388,10 @@ fn compute(
         .as_deref()
         .and_then(|name| upstream.steps.get(name))
         .map(AsRef::as_ref);
-    let stratify = upstream.of_kind("stratify");
+    // A sample, else a cutoff split, supplies the labels scored.
+    let stratify = upstream
+        .of_kind("stratify")
+        .or_else(|| upstream.of_kind("cutoff"));
     let claims: Option<Vec<ClaimRecord>> =
         feeding(ctx, upstream, "mine-claims", sources.arms.as_deref())
             .map(StepOutput::decode_all)
@@ -442,28 +450,37 @@ fn compute(
             value,
             source: "param".into(),
         }),
-        None => recorded_natural_rate(upstream).or_else(|| {
-            let (step, records) = match oracle {
-                Some(oracle) => (oracle.step.clone(), &population),
-                None => (labels_from.clone(), &labels),
-            };
-            let (mut flipped, mut labelled) = (0u64, 0u64);
-            for record in records {
-                let keep = origins.of(&record.claim).ok().is_some_and(|origin| {
-                    in_split
-                        .as_ref()
-                        .is_none_or(|keep| keep.contains(&origin.repository))
-                });
-                if keep && record.label != Label::Discarded {
-                    labelled += 1;
-                    flipped += u64::from(record.label == Label::Flipped);
-                }
-            }
-            crate::stats::confusion::ratio(flipped, labelled).map(|value| NaturalRate {
-                value,
-                source: format!("computed:{step}"),
+        None => stratify
+            .and_then(|labels| {
+                // The step supplying the labels records the rate of the population it drew from.
+                let mut only = Upstream::default();
+                only.steps
+                    .insert(labels.step.clone(), upstream.steps[&labels.step].clone());
+                recorded_natural_rate(&only)
             })
-        }),
+            .or_else(|| recorded_natural_rate(upstream))
+            .or_else(|| {
+                let (step, records) = match oracle {
+                    Some(oracle) => (oracle.step.clone(), &population),
+                    None => (labels_from.clone(), &labels),
+                };
+                let (mut flipped, mut labelled) = (0u64, 0u64);
+                for record in records {
+                    let keep = origins.of(&record.claim).ok().is_some_and(|origin| {
+                        in_split
+                            .as_ref()
+                            .is_none_or(|keep| keep.contains(&origin.repository))
+                    });
+                    if keep && record.label != Label::Discarded {
+                        labelled += 1;
+                        flipped += u64::from(record.label == Label::Flipped);
+                    }
+                }
+                crate::stats::confusion::ratio(flipped, labelled).map(|value| NaturalRate {
+                    value,
+                    source: format!("computed:{step}"),
+                })
+            }),
     };
 
     let corpus_rows = corpus::corpus(
@@ -486,6 +503,42 @@ fn compute(
         labels_from,
     };
     let mut document = analyze(&evaluation, corpus_rows, repositories, &options);
+    let controls = super::control_stats::ControlInputs {
+        population: &population,
+        origins: &origins,
+        arms: &arms,
+        in_split: in_split.as_ref(),
+        repositories: &document.repositories,
+        resamples: params.bootstrap,
+        seed: params.seed,
+        resample: params.resample,
+        // Arms that judged only a selection have no verdict outside it: not comparable here.
+        judged_a_selection: arms
+            .keys()
+            .filter(|arm| {
+                ctx.pipeline.step(arm).is_some_and(|step| {
+                    step.needs.iter().any(|need| {
+                        ctx.pipeline.step(need).is_some_and(|need| {
+                            super::selection::SELECTION_KINDS.contains(&need.uses.as_str())
+                        })
+                    })
+                })
+            })
+            .cloned()
+            .collect(),
+    };
+    if let Some(split) = upstream.of_kind("cutoff") {
+        document.cutoff = controls
+            .cutoff(split)
+            .map_err(|message| input_error(ctx, message))?;
+    }
+    if let Some(renames) = upstream.of_kind("rename-class") {
+        document.rename_class = Some(
+            controls
+                .rename_class(renames)
+                .map_err(|message| input_error(ctx, message))?,
+        );
+    }
     if !sources.rankings.is_empty() {
         let settings = DensitySettings {
             resamples: options.resamples,

@@ -3,6 +3,7 @@
 mod arms;
 mod claims;
 mod common;
+mod controls;
 mod corpus;
 mod demo;
 mod dsl;

@@ -208,8 +208,12 @@ pub fn build(document: &StatsDocument, config: &ReportConfig) -> Vec<Section> {
     sections.push(practitioner(document, config));
     sections.push(prose(document, config));
     sections.push(ladder(document, config));
-    sections.extend(cutoff(document, config));
+    match super::controls::cutoff(document) {
+        Some(across) => sections.extend(across),
+        None => sections.extend(cutoff(document, config)),
+    }
     sections.push(controls(document));
+    sections.extend(super::controls::rename_class(document));
     sections
 }
 
@@ -788,9 +792,11 @@ fn practitioner(document: &StatsDocument, config: &ReportConfig) -> Section {
     ];
     if let Some(rate) = natural {
         notes.push(format!(
-            "Natural flip rate {:.4} (source: {}): precision reweighted so held claims weigh as \
-             they would at that rate.",
-            rate.value, rate.source
+            "Natural flip rate {:.4} (source: {}) against the evaluated claims' flip rate {}: \
+             precision reweighted so held claims weigh as they would at the natural rate.",
+            rate.value,
+            rate.source,
+            Value::Rate(document.sample.base_rate).display()
         ));
     }
     Section::Table(Table {

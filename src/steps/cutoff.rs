@@ -1,0 +1,239 @@
+//! The `cutoff` step kind: the post-cutoff split, claims whose child commit postdates a date.
+//!
+//! ```yaml
+//! post: {uses: cutoff, needs: [rank, truth], with: {date: 2024-05-01}}
+//! ```
+//! A model cannot have read in training a commit made after its training cutoff, so the claims of
+//! those commits are the split on which an arm's numbers cannot be recall of the repository. The
+//! step reads the commit times of the `rank-commits` step and the labels of the `oracle` step it
+//! needs, and its records are the post-cutoff claims' truth records, so `stats` and `stratify`
+//! steps that need it score or sample that split, and arms that need it judge only those claims.
+//! Its summary record also gives every labelled claim's side, from which `stats` builds the
+//! fixed-repository comparison across the cutoff (Table IX).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::selection;
+use crate::controls::cutoff::{Cutoff, Side};
+use crate::engine::{
+    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, StepContext, StepError, StepKind,
+    Upstream,
+};
+use crate::records::{CommitRecord, Label, TruthRecord};
+use crate::stats::evaluation::parse_claim_id;
+
+/// The `cutoff` step kind.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CutoffStep;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Params {
+    date: String,
+    #[serde(default)]
+    split: Option<String>,
+}
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec::required(
+        "date",
+        ParamType::String,
+        "the training cutoff: `2024-05-01` (that whole day is before it) or an RFC 3339 time",
+    ),
+    ParamSpec::optional(
+        "split",
+        ParamType::String,
+        "keep only repositories with this `split:` (default: every repository)",
+    ),
+];
+
+/// Claims and flips on one side.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SideCount {
+    pub claims: u64,
+    pub flipped: u64,
+}
+
+/// The summary record of a cutoff split (`cutoff.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CutoffSummary {
+    /// Always `cutoff`: tells the summary from the truth records beside it.
+    pub record: String,
+    pub cutoff: Cutoff,
+    pub split: Option<String>,
+    pub labels_from: String,
+    pub before: SideCount,
+    pub after: SideCount,
+    /// The flip rate after the cutoff: the natural rate of the post-cutoff split.
+    pub natural_rate: Option<f64>,
+    /// Every labelled claim's side.
+    pub sides: BTreeMap<String, Side>,
+}
+
+impl StepKind for CutoffStep {
+    fn name(&self) -> &'static str {
+        "cutoff"
+    }
+
+    fn version(&self) -> u32 {
+        1
+    }
+
+    fn about(&self) -> &'static str {
+        "the post-cutoff split: claims whose child commit is dated after a training cutoff"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
+
+    fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
+        let params: Params = ctx.params()?;
+        cutoff_of(ctx, &params)?;
+        let labels = oracle(ctx, upstream)?;
+        let commits = commits(ctx, upstream)?;
+        let mut plan = ItemPlan::new("cutoff");
+        for output in [labels, commits] {
+            for item in &output.items {
+                plan = plan.read(format!("{}/{}", output.step, item.plan.id), item.digest);
+            }
+        }
+        Ok(vec![plan])
+    }
+
+    fn run(
+        &self,
+        ctx: &StepContext,
+        _item: &ItemPlan,
+        upstream: &Upstream,
+    ) -> Result<ItemOutput, StepError> {
+        let params: Params = ctx.params()?;
+        let cutoff = cutoff_of(ctx, &params)?;
+        let labels = oracle(ctx, upstream)?;
+        let times: BTreeMap<(String, String), i64> = commits(ctx, upstream)?
+            .decode_all::<CommitRecord>()?
+            .into_iter()
+            .map(|commit| ((commit.repo, commit.parent), commit.time))
+            .collect();
+        let keep: Option<BTreeSet<String>> = params.split.as_ref().map(|split| {
+            ctx.pipeline
+                .repos
+                .iter()
+                .filter(|repo| repo.split.as_deref() == Some(split))
+                .map(|repo| repo.name.clone())
+                .collect()
+        });
+        let mut summary = CutoffSummary {
+            record: "cutoff".into(),
+            cutoff: cutoff.clone(),
+            split: params.split.clone(),
+            labels_from: labels.step.clone(),
+            before: SideCount::default(),
+            after: SideCount::default(),
+            natural_rate: None,
+            sides: BTreeMap::new(),
+        };
+        let mut after = Vec::new();
+        for record in selection::truth_records(labels) {
+            let origin = parse_claim_id(&record.claim).ok_or_else(|| {
+                StepError::Invariant(format!(
+                    "step `{}`: claim id `{}` names no repository",
+                    ctx.step.name, record.claim
+                ))
+            })?;
+            if keep
+                .as_ref()
+                .is_some_and(|keep| !keep.contains(&origin.repository))
+            {
+                continue;
+            }
+            let time = times
+                .get(&(origin.repository.clone(), origin.parent.clone()))
+                .ok_or_else(|| {
+                    StepError::Input(format!(
+                        "step `{}`: claim `{}` comes from a commit the needed `rank-commits` \
+                         step did not rank; need the rank step its claims were mined from",
+                        ctx.step.name, record.claim
+                    ))
+                })?;
+            let side = cutoff.side(*time);
+            if record.label != Label::Discarded {
+                let count = match side {
+                    Side::Before => &mut summary.before,
+                    Side::After => &mut summary.after,
+                };
+                count.claims += 1;
+                count.flipped += u64::from(record.label == Label::Flipped);
+                summary.sides.insert(record.claim.clone(), side);
+            }
+            if side == Side::After {
+                after.push(record);
+            }
+        }
+        summary.natural_rate =
+            crate::stats::confusion::ratio(summary.after.flipped, summary.after.claims);
+        let mut records = vec![serde_json::to_value(&summary).expect("a summary serializes")];
+        records.extend(
+            after
+                .iter()
+                .map(|record: &TruthRecord| serde_json::to_value(record).expect("serializes")),
+        );
+        Ok(ItemOutput {
+            records,
+            blobs: Default::default(),
+        })
+    }
+
+    fn publish(&self, ctx: &StepContext, items: &[ItemResult]) -> Result<(), StepError> {
+        let mut summary = None;
+        let mut claims = Vec::new();
+        for item in items {
+            for record in &item.output.records {
+                if record.get("record").and_then(|value| value.as_str()) == Some("cutoff") {
+                    summary = Some(record.clone());
+                } else {
+                    claims.push(record.clone());
+                }
+            }
+        }
+        let summary = summary.ok_or_else(|| {
+            StepError::Invariant(format!("step `{}` produced no summary", ctx.step.name))
+        })?;
+        let mut bytes = serde_json::to_vec_pretty(&summary).expect("a summary serializes");
+        bytes.push(b'\n');
+        ctx.write_result(&ctx.own_result("cutoff.json"), &bytes)?;
+        ctx.write_jsonl(&ctx.own_result("cutoff.jsonl"), claims)
+    }
+}
+
+fn cutoff_of(ctx: &StepContext, params: &Params) -> Result<Cutoff, StepError> {
+    Cutoff::parse(&params.date)
+        .map_err(|error| StepError::Input(format!("step `{}`: {error}", ctx.step.name)))
+}
+
+fn oracle<'a>(
+    ctx: &StepContext,
+    upstream: &'a Upstream,
+) -> Result<&'a crate::engine::StepOutput, StepError> {
+    upstream.of_kind("oracle").ok_or_else(|| {
+        StepError::Input(format!(
+            "step `{}`: needs the `oracle` step whose labels it splits; add it to `needs:`",
+            ctx.step.name
+        ))
+    })
+}
+
+fn commits<'a>(
+    ctx: &StepContext,
+    upstream: &'a Upstream,
+) -> Result<&'a crate::engine::StepOutput, StepError> {
+    upstream.of_kind("rank-commits").ok_or_else(|| {
+        StepError::Input(format!(
+            "step `{}`: needs the `rank-commits` step whose commit times it reads; add it to \
+             `needs:`",
+            ctx.step.name
+        ))
+    })
+}

@@ -1,0 +1,171 @@
+//! The `rename-class` step kind: claims whose test references a symbol its commit renamed purely.
+//!
+//! ```yaml
+//! renames: {uses: rename-class, needs: [claims]}
+//! ```
+//! One item per commit, keyed by its claims and the parent and child commit ids: the commit's
+//! touched source files are read at both commits, pure renames found with
+//! [`crate::controls::rename`], and every claim whose test names an old symbol is recorded with
+//! the renames it references (`rename_class.jsonl`). `stats` counts the flipped ones per split
+//! and reports each arm's recall on them, or says the class is too small to rate.
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+
+use crate::arms::{Change, Claim};
+use crate::cache::Digest;
+use crate::controls::rename::{RenameClaim, referenced, renames_in};
+use crate::engine::{
+    ItemOutput, ItemPlan, ItemResult, ParamSpec, StepContext, StepError, StepKind, Upstream,
+};
+use crate::mining::test_files::TestFileRules;
+
+/// The `rename-class` step kind.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RenameClass;
+
+impl RenameClass {
+    fn test_rules(ctx: &StepContext, repo: &str) -> Result<Vec<String>, StepError> {
+        let spec = ctx.pipeline.repo(repo).ok_or_else(|| {
+            StepError::Invariant(format!(
+                "step `{}`: a claim names repository `{repo}`, which the pipeline does not \
+                 declare",
+                ctx.step.name
+            ))
+        })?;
+        let patterns: Vec<String> = match spec.extra.get("test_patterns") {
+            None => Vec::new(),
+            Some(value) => serde_json::from_value(value.clone()).map_err(|_| {
+                StepError::Input(format!(
+                    "step `{}`: repository `{repo}`: `test_patterns` must be a list of strings",
+                    ctx.step.name
+                ))
+            })?,
+        };
+        let rules = TestFileRules::new(&patterns).map_err(|error| {
+            StepError::Input(format!(
+                "step `{}`: repository `{repo}`: {error}",
+                ctx.step.name
+            ))
+        })?;
+        Ok(rules.patterns())
+    }
+}
+
+impl StepKind for RenameClass {
+    fn name(&self) -> &'static str {
+        "rename-class"
+    }
+
+    fn version(&self) -> u32 {
+        1
+    }
+
+    fn about(&self) -> &'static str {
+        "claims whose test references a symbol their commit renamed without changing its body"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        &[]
+    }
+
+    fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
+        let claims = upstream.of_kind("mine-claims").ok_or_else(|| {
+            StepError::Input(format!(
+                "step `{}`: needs a `mine-claims` step; add it to `needs:`",
+                ctx.step.name
+            ))
+        })?;
+        let mut commits: BTreeMap<(String, String, String), Vec<serde_json::Value>> =
+            BTreeMap::new();
+        for item in &claims.items {
+            for record in &item.output.records {
+                let claim = Claim::from_record(record).map_err(|error| {
+                    StepError::Message(format!("step `{}`: {error}", ctx.step.name))
+                })?;
+                commits
+                    .entry((claim.repo, claim.parent, claim.commit))
+                    .or_default()
+                    .push(record.clone());
+            }
+        }
+        let mut patterns = BTreeMap::new();
+        let mut plans = Vec::new();
+        for ((repo, parent, child), records) in commits {
+            if !patterns.contains_key(&repo) {
+                patterns.insert(repo.clone(), Self::test_rules(ctx, &repo)?);
+            }
+            let bytes = serde_json::to_vec(&records).expect("a JSON value serializes");
+            plans.push(
+                ItemPlan::new(format!("{repo}@{parent}..{child}"))
+                    .params(json!({"claims": records, "test_patterns": patterns[&repo]}))
+                    .read("claims", Digest::of(&bytes))
+                    .tool("parent", parent)
+                    .tool("child", child),
+            );
+        }
+        Ok(plans)
+    }
+
+    fn run(
+        &self,
+        ctx: &StepContext,
+        item: &ItemPlan,
+        _upstream: &Upstream,
+    ) -> Result<ItemOutput, StepError> {
+        let failed = |error: &dyn std::fmt::Display| {
+            StepError::Message(format!(
+                "step `{}` item {}: {error}",
+                ctx.step.name, item.id
+            ))
+        };
+        let claims: Vec<Claim> = item.params["claims"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(Claim::from_record)
+            .collect::<Result<_, _>>()
+            .map_err(|error| failed(&error))?;
+        let Some(first) = claims.first() else {
+            return Ok(ItemOutput::default());
+        };
+        let patterns: Vec<String> = serde_json::from_value(item.params["test_patterns"].clone())
+            .map_err(|error| failed(&error))?;
+        let rules = TestFileRules::new(&patterns).map_err(|error| failed(&error))?;
+        let spec = ctx.pipeline.repo(&first.repo).ok_or_else(|| {
+            StepError::Invariant(format!(
+                "step `{}`: claim {} names an undeclared repository",
+                ctx.step.name, first.id
+            ))
+        })?;
+        let repository = crate::mining::repository::locate(spec, ctx.workdir)
+            .and_then(|prepared| prepared.open())
+            .map_err(|error| failed(&error))?;
+        let change = Change::load_with(&repository, &first.parent, &first.commit, &rules)
+            .map_err(|error| failed(&error))?;
+        let renames = renames_in(&change).map_err(|error| failed(&error))?;
+        let mut records = Vec::new();
+        for claim in &claims {
+            // A test the parser cannot read references nothing it can show.
+            let Ok(found) = referenced(&claim.source, &renames) else {
+                continue;
+            };
+            if !found.is_empty() {
+                records.push(RenameClaim {
+                    claim: claim.id.clone(),
+                    renames: found.into_iter().cloned().collect(),
+                });
+            }
+        }
+        Ok(ItemOutput::records(records))
+    }
+
+    fn publish(&self, ctx: &StepContext, items: &[ItemResult]) -> Result<(), StepError> {
+        let mut records = Vec::new();
+        for item in items {
+            records.extend(item.output.records.iter().cloned());
+        }
+        ctx.write_jsonl(&ctx.own_result("rename_class.jsonl"), records)
+    }
+}

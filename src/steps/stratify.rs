@@ -1,0 +1,236 @@
+//! The `stratify` step kind: a split's labelled claims drawn to a target flip rate.
+//!
+//! ```yaml
+//! sample: {uses: stratify, needs: [truth], with: {split: heldout, flip_rate: 0.25, seed: 1}}
+//! ```
+//! It reads the labels of an `oracle` step (or of a `cutoff` step, to sample the post-cutoff
+//! split) and draws with [`crate::controls::sample`]: every flip when flips are scarce, held claims
+//! to match the rate, in a seeded order per claim, so a larger `size` contains a smaller one. Its
+//! records are the sampled claims' truth records and one summary record holding the
+//! `natural_rate` of the population it drew from, which `stats` reweights precision to. An arm
+//! that needs the sample judges only the sampled claims. One item, keyed by every upstream label.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use super::selection;
+use crate::controls::sample::{Candidate, Sample, SampleSettings, stratify};
+use crate::engine::{
+    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, StepContext, StepError, StepKind,
+    Upstream,
+};
+use crate::records::{Label, TruthRecord};
+use crate::stats::evaluation::parse_claim_id;
+
+/// The `stratify` step kind.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Stratify;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Params {
+    #[serde(default)]
+    split: Option<String>,
+    #[serde(default = "default_rate")]
+    flip_rate: f64,
+    #[serde(default)]
+    seed: u64,
+    #[serde(default)]
+    size: Option<u64>,
+}
+
+fn default_rate() -> f64 {
+    0.25
+}
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec::optional(
+        "split",
+        ParamType::String,
+        "draw from the repositories with this `split:` (default: every repository)",
+    ),
+    ParamSpec::optional(
+        "flip_rate",
+        ParamType::Number,
+        "the share of flips in the sample, strictly between 0 and 1 (default 0.25)",
+    ),
+    ParamSpec::optional("seed", ParamType::Integer, "seed of the draw (default 0)"),
+    ParamSpec::optional(
+        "size",
+        ParamType::Integer,
+        "claims wanted; default every flip and the held claims that match the rate",
+    ),
+];
+
+/// The summary record of a sample (`sample.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SampleSummary {
+    /// Always `sample`: tells the summary from the truth records beside it.
+    pub record: String,
+    pub split: Option<String>,
+    pub seed: u64,
+    pub size: Option<u64>,
+    /// The step whose labels were drawn from.
+    pub labels_from: String,
+    /// The population's flip rate, which precision is reweighted to.
+    pub natural_rate: Option<f64>,
+    #[serde(flatten)]
+    pub sample: Sample,
+}
+
+impl StepKind for Stratify {
+    fn name(&self) -> &'static str {
+        "stratify"
+    }
+
+    fn version(&self) -> u32 {
+        1
+    }
+
+    fn about(&self) -> &'static str {
+        "a split's labelled claims drawn to a target flip rate, the natural rate recorded"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
+
+    fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
+        let params: Params = ctx.params()?;
+        check(ctx, &params)?;
+        let labels = selection::label_step(ctx, upstream)?;
+        let mut plan = ItemPlan::new("sample").params(serde_json::json!({
+            "repositories": in_split(ctx, &params),
+        }));
+        for item in &labels.items {
+            plan = plan.read(format!("{}/{}", labels.step, item.plan.id), item.digest);
+        }
+        Ok(vec![plan])
+    }
+
+    fn run(
+        &self,
+        ctx: &StepContext,
+        _item: &ItemPlan,
+        upstream: &Upstream,
+    ) -> Result<ItemOutput, StepError> {
+        let params: Params = ctx.params()?;
+        let labels = selection::label_step(ctx, upstream)?;
+        let truth: Vec<TruthRecord> = selection::truth_records(labels);
+        let keep = in_split(ctx, &params);
+        let mut population = Vec::new();
+        for record in &truth {
+            let flipped = match record.label {
+                Label::Flipped => true,
+                Label::Held => false,
+                Label::Discarded => continue,
+            };
+            let repository = parse_claim_id(&record.claim)
+                .map(|origin| origin.repository)
+                .ok_or_else(|| {
+                    StepError::Invariant(format!(
+                        "step `{}`: claim id `{}` names no repository",
+                        ctx.step.name, record.claim
+                    ))
+                })?;
+            if keep
+                .as_ref()
+                .is_some_and(|keep| !keep.contains(&repository))
+            {
+                continue;
+            }
+            population.push(Candidate {
+                claim: record.claim.clone(),
+                repository,
+                flipped,
+            });
+        }
+        let settings = SampleSettings {
+            flip_rate: params.flip_rate,
+            seed: params.seed,
+            size: params.size.map(|size| size as usize),
+        };
+        let sample = stratify(&population, &settings)
+            .map_err(|error| StepError::Input(format!("step `{}`: {error}", ctx.step.name)))?;
+        let drawn: BTreeSet<&str> = sample.claims.iter().map(String::as_str).collect();
+        let summary = SampleSummary {
+            record: "sample".into(),
+            split: params.split.clone(),
+            seed: params.seed,
+            size: params.size,
+            labels_from: labels.step.clone(),
+            natural_rate: sample.natural_rate,
+            sample: sample.clone(),
+        };
+        let mut records = vec![serde_json::to_value(&summary).expect("a summary serializes")];
+        records.extend(
+            truth
+                .iter()
+                .filter(|record| drawn.contains(record.claim.as_str()))
+                .map(|record| serde_json::to_value(record).expect("a truth record serializes")),
+        );
+        Ok(ItemOutput {
+            records,
+            blobs: Default::default(),
+        })
+    }
+
+    fn publish(&self, ctx: &StepContext, items: &[ItemResult]) -> Result<(), StepError> {
+        let mut summary = None;
+        let mut claims = Vec::new();
+        for item in items {
+            for record in &item.output.records {
+                if record.get("record").and_then(|value| value.as_str()) == Some("sample") {
+                    summary = Some(record.clone());
+                } else {
+                    claims.push(record.clone());
+                }
+            }
+        }
+        let summary = summary.ok_or_else(|| {
+            StepError::Invariant(format!("step `{}` produced no summary", ctx.step.name))
+        })?;
+        let mut bytes = serde_json::to_vec_pretty(&summary).expect("a summary serializes");
+        bytes.push(b'\n');
+        ctx.write_result(&ctx.own_result("sample.json"), &bytes)?;
+        ctx.write_jsonl(&ctx.own_result("sample.jsonl"), claims)
+    }
+}
+
+fn check(ctx: &StepContext, params: &Params) -> Result<(), StepError> {
+    let input = |message: String| StepError::Input(format!("step `{}`: {message}", ctx.step.name));
+    if !(params.flip_rate > 0.0 && params.flip_rate < 1.0) {
+        return Err(input(format!(
+            "`flip_rate` is {}; give a share strictly between 0 and 1, such as 0.25",
+            params.flip_rate
+        )));
+    }
+    if params.size == Some(0) {
+        return Err(input("`size` is 0; ask for at least one claim".into()));
+    }
+    if let Some(split) = &params.split
+        && !ctx
+            .pipeline
+            .repos
+            .iter()
+            .any(|repo| repo.split.as_deref() == Some(split))
+    {
+        return Err(input(format!(
+            "no repository has `split: {split}`; name a split of `repos:`"
+        )));
+    }
+    Ok(())
+}
+
+/// The repositories of the step's split, or `None` for every repository.
+fn in_split(ctx: &StepContext, params: &Params) -> Option<BTreeSet<String>> {
+    params.split.as_ref().map(|split| {
+        ctx.pipeline
+            .repos
+            .iter()
+            .filter(|repo| repo.split.as_deref() == Some(split))
+            .map(|repo| repo.name.clone())
+            .collect()
+    })
+}

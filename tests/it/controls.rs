@@ -1,0 +1,140 @@
+//! The splits and controls on the demo corpus through the binary: a stratified sample at 25%
+//! flips with its natural rate, an arm that judges only the sampled claims, the post-cutoff split
+//! and the fixed-repository comparison across it (Table IX), and the rename class (the demo's one
+//! pure rename, `Inventory.is_low` → `needs_restock`), as `corpus/demo/EXPECTED.md` documents.
+
+use std::collections::BTreeSet;
+
+use claimflow::records::{Label, PredictionRecord, TruthRecord};
+
+use crate::common::project::Project;
+
+const PIPELINE: &str = r#"version: 1
+name: demo
+repos:
+  - {name: demo, corpus: corpus/demo, branch: main, split: dev, python: ["3.11"]}
+steps:
+  rank:    {uses: rank-commits, with: {top: 40, min_score: 0}}
+  claims:  {uses: mine-claims, needs: [rank]}
+  truth:   {uses: oracle, needs: [claims], with: {runs: 10}}
+  sample:  {uses: stratify, needs: [truth], with: {split: dev, flip_rate: 0.25, seed: 1}}
+  post:    {uses: cutoff, needs: [rank, truth], with: {date: 2024-03-10}}
+  renames: {uses: rename-class, needs: [claims]}
+  a3:      {uses: arm, needs: [claims], with: {arm: file-anchoring}}
+  a4:      {uses: arm, needs: [claims], with: {arm: symbol-anchoring}}
+  a4_sampled: {uses: arm, needs: [claims, sample], with: {arm: symbol-anchoring}}
+  stats:
+    uses: stats
+    needs: [truth, sample, post, renames, a3, a4, a4_sampled]
+    with: {bootstrap: 1000, seed: 1}
+  report: {uses: report, needs: [stats]}
+"#;
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// The report's sections whose heading starts with one of `titles`.
+fn sections(report: &str, titles: &[&str]) -> String {
+    report
+        .split("\n## ")
+        .filter(|section| titles.iter().any(|title| section.starts_with(title)))
+        .map(|section| format!("## {}", section.trim_end()))
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+#[test]
+fn the_demo_controls_report_what_expected_md_documents() {
+    let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/demo");
+    let project = Project::new();
+    copy_dir(&corpus, &project.path("corpus/demo"));
+    project.file("pipeline.yaml", PIPELINE);
+    project.ok(&["run", "pipeline.yaml", "-j", "2", "-q"]);
+
+    // The sample: every flip, three held claims per flip, the natural rate recorded.
+    let summary: serde_json::Value =
+        serde_json::from_str(&project.read("results/demo/sample.json")).unwrap();
+    assert_eq!(summary["flipped"], 7, "{summary}");
+    assert_eq!(summary["held"], 21, "{summary}");
+    assert_eq!(summary["achieved_rate"], 0.25, "{summary}");
+    assert_eq!(summary["population_flipped"], 7, "{summary}");
+    assert_eq!(summary["population_held"], 78, "{summary}");
+    let sampled: BTreeSet<String> = project
+        .read("results/demo/sample.jsonl")
+        .lines()
+        .map(|line| serde_json::from_str::<TruthRecord>(line).unwrap().claim)
+        .collect();
+    assert_eq!(sampled.len(), 28);
+
+    // An arm over the sample judges the sampled claims and no other.
+    let judged: BTreeSet<String> = project
+        .read("results/demo/predictions/a4_sampled.jsonl")
+        .lines()
+        .map(|line| {
+            serde_json::from_str::<PredictionRecord>(line)
+                .unwrap()
+                .claim
+        })
+        .collect();
+    assert_eq!(judged, sampled);
+
+    // The post-cutoff split: commits 06 to 14 are after 2024-03-10.
+    let cutoff: serde_json::Value =
+        serde_json::from_str(&project.read("results/demo/cutoff.json")).unwrap();
+    assert_eq!(
+        (&cutoff["before"], &cutoff["after"]),
+        (
+            &serde_json::json!({"claims": 30, "flipped": 4}),
+            &serde_json::json!({"claims": 55, "flipped": 3})
+        ),
+        "{cutoff}"
+    );
+    let after: Vec<TruthRecord> = project
+        .read("results/demo/cutoff.jsonl")
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(
+        after
+            .iter()
+            .filter(|record| record.label != Label::Discarded)
+            .count(),
+        55
+    );
+
+    // The rename class: the two tests that call `is_low`, and nothing else.
+    let members: Vec<String> = project
+        .read("results/demo/rename_class.jsonl")
+        .lines()
+        .map(|line| {
+            let record: serde_json::Value = serde_json::from_str(line).unwrap();
+            record["claim"]
+                .as_str()
+                .unwrap()
+                .split("::")
+                .skip(1)
+                .collect::<Vec<_>>()
+                .join("::")
+        })
+        .collect();
+    assert_eq!(
+        members,
+        vec![
+            "tests/test_inventory.py::test_pear_is_low",
+            "tests/test_inventory.py::test_threshold_of_its_own",
+        ]
+    );
+
+    let report = project.read("results/demo/report.md");
+    insta::assert_snapshot!(sections(&report, &["Table VI", "Table IX", "Rename class"]));
+}
