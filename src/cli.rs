@@ -365,10 +365,28 @@ fn cache(action: CacheAction, root: &Path, registry: &Registry) -> Result<()> {
             )?;
             writeln!(out, "actions:      {}", stats.actions)?;
             writeln!(out, "temp files:   {}", stats.temp_files)?;
+            if stats.torn_log_bytes > 0 {
+                writeln!(
+                    out,
+                    "torn records: {} bytes of actions.log (left by a stopped run; `cache gc` drops them)",
+                    stats.torn_log_bytes
+                )?;
+            }
         }
         CacheAction::Verify(_) => {
             let report = store.verify()?;
-            writeln!(out, "checked {} objects", report.objects_checked)?;
+            writeln!(
+                out,
+                "checked {} objects and {} action records",
+                report.objects_checked, report.actions_checked
+            )?;
+            if report.torn_log_bytes > 0 {
+                writeln!(
+                    out,
+                    "skipped {} bytes of torn action records (left by a stopped run; they read as misses)",
+                    report.torn_log_bytes
+                )?;
+            }
             for path in &report.corrupt_objects {
                 writeln!(out, "corrupt object: {path}")?;
             }
@@ -405,6 +423,7 @@ fn cache(action: CacheAction, root: &Path, registry: &Registry) -> Result<()> {
             )?;
         }
         CacheAction::Import { dir, .. } => {
+            let _lock = store.lock_shared()?;
             let source = Store::open(root.join(&dir))?;
             let (actions, objects, refused) = store.import_from(&source)?;
             writeln!(

@@ -1,8 +1,9 @@
-"""Writes the same DAG three ways: a claimflow pipeline, a DVC project and a Snakemake project.
+"""Writes the same DAG four ways: a claimflow pipeline, a DVC project, a Snakemake project and a
+build.ninja.
 
 The DAG: `gen` fans out over N items, each writing `out/<item>.txt` with one shell command; `all`
 concatenates every `out/*.txt` into `all.txt`. Each tool gets its own directory under the scratch
-root so their metadata (.claimflow, .dvc, .snakemake) never meets.
+root so their metadata (.claimflow, .dvc, .snakemake, .ninja_log) never meets.
 
 Usage: python3 generate.py ROOT N
 """
@@ -101,6 +102,22 @@ rule aggregate:
     )
 
 
+def ninja(root, names):
+    # `all` lists every output as an input, as the other tools' `all` needs every `gen` output.
+    inputs = "".join(f" $\n    out/{name}.txt" for name in names)
+    builds = "".join(f"build out/{name}.txt: gen\n  item = {name}\n" for name in names)
+    write(
+        os.path.join(root, "build.ninja"),
+        f"""rule gen
+  command = echo $item > $out
+rule gather
+  command = cat out/*.txt > $out
+{builds}build all.txt: gather{inputs}
+default all.txt
+""",
+    )
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit("usage: generate.py ROOT N")
@@ -108,7 +125,12 @@ def main():
     if count < 1:
         sys.exit("N must be at least 1")
     names = items(count)
-    for tool, writer in [("claimflow", claimflow), ("dvc", dvc), ("snakemake", snakemake)]:
+    for tool, writer in [
+        ("claimflow", claimflow),
+        ("dvc", dvc),
+        ("snakemake", snakemake),
+        ("ninja", ninja),
+    ]:
         project = os.path.join(root, tool)
         # Every command writes into out/; the directory exists up front so no tool pays for mkdir.
         os.makedirs(os.path.join(project, "out"), exist_ok=True)

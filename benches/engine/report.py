@@ -8,13 +8,18 @@ import os
 import statistics
 import sys
 
-NOOP_TARGET = 10.0  # claimflow's no-op re-run at least this many times faster than each other tool
+NOOP_TARGET = 10.0  # claimflow's no-op re-run at least this many times faster than DVC and Snakemake
 PLAN_TARGET_MS = 200.0
+NINJA_NOOP_TARGET = 2.0  # claimflow's no-op and plan at most this many times ninja's no-op
+NINJA_FIRST_TARGET = 1.1  # claimflow's first run at most this many times ninja's
 
 ROWS = [
     ("claimflow", "first run", "claimflow run -j {jobs}", "claimflow_first"),
     ("claimflow", "no-op re-run", "claimflow run -j {jobs}", "claimflow_noop"),
     ("claimflow", "dry run", "claimflow plan", "claimflow_plan"),
+    ("ninja", "first run", "ninja -j {jobs}", "ninja_first"),
+    ("ninja", "no-op re-run", "ninja -j {jobs}", "ninja_noop"),
+    ("ninja", "dry run", "ninja -n -j {jobs}", "ninja_dry"),
     ("dvc", "first run", "dvc repro", "dvc_first"),
     ("dvc", "no-op re-run", "dvc repro", "dvc_noop"),
     ("dvc", "dry run", "dvc status", "dvc_status"),
@@ -65,20 +70,24 @@ def main():
             command = "seed_dvc.py + dvc repro"
         if name == "snakemake_first" and snakemake_first == "batches":
             command = "seed_snakemake.sh"
+        if name not in wall:
+            continue
         values = wall[name]
         spread = ("", "") if len(values) == 1 else (show(min(values)), show(max(values)))
         print(
             f"{tool:<11}{what:<14}{command:<26}{show(median[name]):>10}"
             f"{spread[0]:>10}{spread[1]:>10}{show(cpu[name]):>10}"
         )
-    print("(first runs: one run each, informational)")
-    if dvc_first == "seed":
+    print("(first runs: one run each)")
+    if "dvc_noop" not in wall:
+        print("(DVC and Snakemake left out at this size: BENCH_SLOW_MAX)")
+    if dvc_first == "seed" and "dvc_first" in wall:
         print(
             "(dvc's first run: seed_dvc.py ran the gen stages' commands and wrote their dvc.lock\n"
             " entries and cache objects; `dvc repro` then checked them and ran `all`. A real first\n"
             " `dvc repro` is O(N^2) in dvc.lock rewrites: BENCH_DVC_FIRST=repro to time it anyway.)"
         )
-    if snakemake_first == "batches":
+    if snakemake_first == "batches" and "snakemake_first" in wall:
         print(
             "(snakemake's first run: seed_snakemake.sh, `snakemake --cores J` over a batch of targets\n"
             " (500 by default) at a time, then once for `all`; one call over every job slows per job\n"
@@ -86,6 +95,26 @@ def main():
         )
     print()
 
+    print("ratios against ninja (claimflow / ninja; wall, and cpu in parentheses):")
+    for what, ours, theirs, target in [
+        ("no-op re-run  claimflow run  / ninja no-op", "claimflow_noop", "ninja_noop", NINJA_NOOP_TARGET),
+        ("dry run       claimflow plan / ninja no-op", "claimflow_plan", "ninja_noop", NINJA_NOOP_TARGET),
+        ("dry run       claimflow plan / ninja -n   ", "claimflow_plan", "ninja_dry", None),
+        ("first run     claimflow run  / ninja      ", "claimflow_first", "ninja_first", NINJA_FIRST_TARGET),
+    ]:
+        ratio = median[ours] / median[theirs]
+        cpu_ratio = cpu[ours] / cpu[theirs] if cpu[theirs] > 0 else float("inf")
+        verdict = ""
+        if target is not None:
+            verdict = f"   target <= {target:g}x: " + ("met" if ratio <= target else "MISSED")
+            verdict += " (cpu: " + ("met" if cpu_ratio <= target else "missed") + ")"
+        print(f"  {what} {ratio:8.2f}x ({cpu_ratio:.2f}x){verdict}")
+    for name in ["claimflow_noop", "claimflow_plan", "ninja_noop"]:
+        print(f"  {name:<16} per item: {median[name] / int(count) * 1e6:.2f} us wall, "
+              f"{cpu[name] / int(count) * 1e6:.2f} us cpu")
+    if "dvc_noop" not in wall:
+        return
+    print()
     print("ratios (other tool / claimflow; wall, and cpu in parentheses):")
     for tool, name in [("dvc repro", "dvc_noop"), (f"snakemake --cores {jobs}", "snakemake_noop")]:
         ratio = median[name] / median["claimflow_noop"]

@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
-# The engine benchmark: the same fan-out DAG under claimflow, DVC and Snakemake, side by side.
+# The engine benchmark: the same fan-out DAG under claimflow, ninja, DVC and Snakemake, side by side.
 #
 # usage: benches/engine/run.sh [N]        N items in the fan-out (default 5000)
 #
-# Each tool runs the DAG once (timed, informational), then its no-op re-run and its dry run are timed
+# Each tool runs the DAG once (timed), then its no-op re-run and its dry run are timed
 # (median of BENCH_RUNS runs, default 3, after BENCH_WARMUP warm-ups, default 1; hyperfine when
 # installed, else timer.py). The script exits
 # non-zero only on an error — a tool failing, a "no-op" that still had work, outputs that differ — never
 # on a missed target: targets are reported.
 #
-# Environment: CLAIMFLOW_CACHE_DIR (default ~/.cache/claimflow) holds the DVC/Snakemake venv under
+# Environment: CLAIMFLOW_CACHE_DIR (default ~/.cache/claimflow) holds the ninja/DVC/Snakemake venv under
 # bench/; BENCH_PYTHON picks the interpreter for that venv (default python3); BENCH_RUNS the timed runs;
 # BENCH_JOBS the parallelism given to claimflow and Snakemake (default 2); BENCH_DVC_FIRST=repro|seed
 # how DVC's first run is done (default: repro up to 300 items, else seed); BENCH_SNAKEMAKE_FIRST=
 # run|batches the same for Snakemake (default: run up to 1,000 items); BENCH_KEEP=1 keeps the
-# scratch directory; CARGO_TARGET_DIR is honoured when finding the release binary.
+# scratch directory; BENCH_SLOW_MAX (default 10000) is the largest N at which DVC and Snakemake run at
+# all (above it they would take hours: only claimflow and ninja are timed, and the report says so);
+# BENCH_CLAIMFLOW times a given claimflow binary instead of building one; CARGO_TARGET_DIR is honoured
+# when finding the release binary.
 set -euo pipefail
 
 count=${1:-5000}
@@ -39,6 +42,8 @@ if [[ $snakemake_first != run && $snakemake_first != batches ]]; then
     exit 2
 fi
 jobs=${BENCH_JOBS:-2}
+slow_max=${BENCH_SLOW_MAX:-10000}
+if ((count <= slow_max)); then slow=1; else slow=0; fi
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 cache=${CLAIMFLOW_CACHE_DIR:-$HOME/.cache/claimflow}/bench
@@ -47,29 +52,34 @@ python=${BENCH_PYTHON:-python3}
 # Pinned so numbers from different days compare; bump deliberately.
 dvc_version=3.67.1
 snakemake_version=9.27.1
+ninja_version=1.13.2
 
 log() { printf '[bench] %s\n' "$*" >&2; }
 
-# --- the DVC and Snakemake venv, installed once --------------------------------------------------
+# --- the ninja, DVC and Snakemake venv, installed once -------------------------------------------
 venv=$cache/venv
-wanted="dvc==$dvc_version snakemake==$snakemake_version"
+wanted="dvc==$dvc_version snakemake==$snakemake_version ninja==$ninja_version"
 if [[ ! -x $venv/bin/python || "$(cat "$venv/.installed" 2>/dev/null)" != "$wanted" ]]; then
     log "installing $wanted into $venv"
-    rm -rf "$venv"
     mkdir -p "$cache"
-    "$python" -m venv "$venv"
+    [[ -x $venv/bin/python ]] || "$python" -m venv "$venv"
     "$venv/bin/pip" install --quiet --disable-pip-version-check $wanted
     echo "$wanted" > "$venv/.installed"
 fi
 dvc=$venv/bin/dvc
 snakemake=$venv/bin/snakemake
+ninja=$venv/bin/ninja
 # DVC would otherwise start a background process to report usage; nothing here may phone home.
 export DVC_NO_ANALYTICS=1
 
-# --- claimflow, release build -------------------------------------------------------------------
-log "building claimflow (release)"
-cargo build --release --quiet --manifest-path "$repo/Cargo.toml"
-built=${CARGO_TARGET_DIR:-$repo/target}/release/claimflow
+# --- claimflow, release build (or BENCH_CLAIMFLOW, a binary built already) -------------------------
+if [[ -n ${BENCH_CLAIMFLOW:-} ]]; then
+    built=$BENCH_CLAIMFLOW
+else
+    log "building claimflow (release)"
+    cargo build --release --quiet --manifest-path "$repo/Cargo.toml"
+    built=${CARGO_TARGET_DIR:-$repo/target}/release/claimflow
+fi
 [[ -x $built ]] || { echo "no binary at $built" >&2; exit 1; }
 
 # --- the scratch projects ------------------------------------------------------------------------
@@ -85,7 +95,11 @@ mkdir -p "$scratch/bin"
 cp "$built" "$claimflow"
 "$python" "$here/generate.py" "$scratch" "$count"
 mkdir -p "$scratch/times" "$scratch/logs"
-(cd "$scratch/dvc" && "$dvc" init --no-scm --quiet && "$dvc" config core.analytics false)
+if ((slow)); then
+    (cd "$scratch/dvc" && "$dvc" init --no-scm --quiet && "$dvc" config core.analytics false)
+else
+    log "$count items > BENCH_SLOW_MAX=$slow_max: DVC and Snakemake are left out"
+fi
 
 if command -v hyperfine > /dev/null; then
     timer=hyperfine
@@ -128,42 +142,52 @@ first() {
 }
 
 cf=$scratch/claimflow
+nj=$scratch/ninja
 dv=$scratch/dvc
 sm=$scratch/snakemake
 
 first claimflow_first "$cf" "$claimflow" run pipeline.yaml -j "$jobs"
-if [[ $dvc_first == repro ]]; then
-    first dvc_first "$dv" "$dvc" repro
-else
-    first dvc_first "$dv" sh -c "$(printf '%q ' "$python" "$here/seed_dvc.py" .) && $(printf '%q' "$dvc") repro"
-    if grep -q "Running stage 'gen@" "$scratch/logs/dvc_first.log"; then
-        echo "dvc re-ran seeded gen stages: seed_dvc.py no longer matches what DVC writes" >&2
-        exit 1
+first ninja_first "$nj" "$ninja" -j "$jobs"
+if ((slow)); then
+    if [[ $dvc_first == repro ]]; then
+        first dvc_first "$dv" "$dvc" repro
+    else
+        first dvc_first "$dv" sh -c "$(printf '%q ' "$python" "$here/seed_dvc.py" .) && $(printf '%q' "$dvc") repro"
+        if grep -q "Running stage 'gen@" "$scratch/logs/dvc_first.log"; then
+            echo "dvc re-ran seeded gen stages: seed_dvc.py no longer matches what DVC writes" >&2
+            exit 1
+        fi
     fi
-fi
-if [[ $snakemake_first == run ]]; then
-    first snakemake_first "$sm" "$snakemake" --cores "$jobs"
+    if [[ $snakemake_first == run ]]; then
+        first snakemake_first "$sm" "$snakemake" --cores "$jobs"
+    else
+        first snakemake_first "$sm" "$here/seed_snakemake.sh" "$snakemake" "$jobs"
+    fi
+    projects=("$cf" "$nj" "$dv" "$sm")
 else
-    first snakemake_first "$sm" "$here/seed_snakemake.sh" "$snakemake" "$jobs"
+    projects=("$cf" "$nj")
 fi
 
-# The three must have built the same thing, or the comparison means nothing.
-for project in "$cf" "$dv" "$sm"; do
+# The tools must have built the same thing, or the comparison means nothing.
+for project in "${projects[@]}"; do
     produced=$(find "$project/out" -name '*.txt' | wc -l)
     if [[ $produced -ne $count ]]; then
         echo "$project produced $produced of $count outputs" >&2
         exit 1
     fi
+    cmp "$cf/all.txt" "$project/all.txt"
 done
-cmp "$cf/all.txt" "$dv/all.txt"
-cmp "$cf/all.txt" "$sm/all.txt"
 
 measure claimflow_noop "$cf" "$claimflow" run pipeline.yaml -j "$jobs"
 measure claimflow_plan "$cf" "$claimflow" plan pipeline.yaml
-measure dvc_noop "$dv" "$dvc" repro
-measure dvc_status "$dv" "$dvc" status
-measure snakemake_noop "$sm" "$snakemake" --cores "$jobs"
-measure snakemake_dry "$sm" "$snakemake" -n
+measure ninja_noop "$nj" "$ninja" -j "$jobs"
+measure ninja_dry "$nj" "$ninja" -n -j "$jobs"
+if ((slow)); then
+    measure dvc_noop "$dv" "$dvc" repro
+    measure dvc_status "$dv" "$dvc" status
+    measure snakemake_noop "$sm" "$snakemake" --cores "$jobs"
+    measure snakemake_dry "$sm" "$snakemake" -n
+fi
 
 # A no-op that did work would be timing something else: check each tool still has nothing to do.
 "$claimflow" -C "$cf" plan pipeline.yaml --json > "$scratch/logs/claimflow_plan.json"
@@ -174,19 +198,27 @@ pending = {step["name"]: step["items_to_run"] for step in plan["steps"] if step[
 if pending:
     sys.exit(f"claimflow still has work after its no-op runs: {pending}")
 PY
-(cd "$dv" && "$dvc" status) > "$scratch/logs/dvc_status.txt"
-grep -q "up to date" "$scratch/logs/dvc_status.txt" || {
-    echo "dvc still has work after its no-op runs:" >&2
-    cat "$scratch/logs/dvc_status.txt" >&2
+(cd "$nj" && "$ninja" -n) > "$scratch/logs/ninja_dry.txt"
+grep -q "no work to do" "$scratch/logs/ninja_dry.txt" || {
+    echo "ninja still has work after its no-op runs:" >&2
+    tail -n 20 "$scratch/logs/ninja_dry.txt" >&2
     exit 1
 }
-(cd "$sm" && "$snakemake" -n) > "$scratch/logs/snakemake_dry.txt" 2>&1
-grep -q "Nothing to be done" "$scratch/logs/snakemake_dry.txt" || {
-    echo "snakemake still has work after its no-op runs:" >&2
-    tail -n 20 "$scratch/logs/snakemake_dry.txt" >&2
-    exit 1
-}
+if ((slow)); then
+    (cd "$dv" && "$dvc" status) > "$scratch/logs/dvc_status.txt"
+    grep -q "up to date" "$scratch/logs/dvc_status.txt" || {
+        echo "dvc still has work after its no-op runs:" >&2
+        cat "$scratch/logs/dvc_status.txt" >&2
+        exit 1
+    }
+    (cd "$sm" && "$snakemake" -n) > "$scratch/logs/snakemake_dry.txt" 2>&1
+    grep -q "Nothing to be done" "$scratch/logs/snakemake_dry.txt" || {
+        echo "snakemake still has work after its no-op runs:" >&2
+        tail -n 20 "$scratch/logs/snakemake_dry.txt" >&2
+        exit 1
+    }
+fi
 
 "$python" "$here/report.py" "$scratch/times" "$count" "$runs" "$warmup" "$timer" "$jobs" "$dvc_first" \
     "$snakemake_first" \
-    "claimflow $("$claimflow" --version | awk '{print $2}'), dvc $dvc_version, snakemake $snakemake_version"
+    "claimflow $("$claimflow" --version | awk '{print $2}'), ninja $ninja_version, dvc $dvc_version, snakemake $snakemake_version"

@@ -20,6 +20,16 @@ impl Digest {
         Digest(*hasher.finalize().as_bytes())
     }
 
+    /// The digest whose 32 bytes are `bytes`.
+    pub fn from_bytes(bytes: [u8; 32]) -> Self {
+        Digest(bytes)
+    }
+
+    /// The 32 bytes of the digest.
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
     /// The 64 lowercase hex digits, without the `blake3:` prefix.
     pub fn hex(&self) -> String {
         blake3::Hash::from_bytes(self.0).to_hex().to_string()

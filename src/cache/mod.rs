@@ -1,10 +1,13 @@
-//! The content-addressed cache: objects stored by the blake3 digest of their bytes, and one action record
-//! per computed item, keyed by the digest of a canonical key record.
+//! The content-addressed cache: objects stored by the blake3 digest of their bytes, an index of
+//! action records (one per computed item, keyed by the digest of a canonical key record), and the
+//! remembered digests of unchanged files.
 
+mod action_index;
 mod digest;
+mod file_digests;
 mod key;
 mod store;
 
 pub use digest::{Digest, DigestParseError};
-pub use key::{KEY_SCHEMA, KeyRecord};
+pub use key::{KEY_SCHEMA, KeyParts, KeyRecord};
 pub use store::{ActionRecord, Store, StoreError, StoreStats, VerifyReport, write_atomic_in};

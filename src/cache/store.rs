@@ -1,20 +1,29 @@
-//! The store on disk: `objects/` holds bytes by digest, `actions/` holds one action record per content
-//! key, `tmp/` holds writes in progress.
+//! The store on disk: `objects/` holds bytes by digest, `actions.log` holds the action record of every
+//! computed item ([`super::action_index`]), `file-digests` remembers the digests of unchanged files
+//! ([`super::file_digests`]), `tmp/` holds writes in progress.
 //!
-//! Every write goes to a fresh file in `tmp/` and is renamed into place, so a reader sees a whole file
-//! or none, and a process killed mid-write leaves only a stray temp file. Objects are written before
-//! the action record that names them, so an action record never points at a missing object unless a
-//! `gc` removed it, which reads as a miss. Renames are atomic on one filesystem, so two processes
-//! writing the same key race harmlessly; only `gc` needs the exclusive lock ([`Store::lock_exclusive`]).
+//! Every object is written to a fresh file in `tmp/` and renamed into place, so a reader sees a whole
+//! file or none, and a process killed mid-write leaves only a stray temp file. Objects are written
+//! before the action record that names them, and a record is appended whole or read as torn, so an
+//! action record never points at a missing object unless a `gc` removed it, which reads as a miss.
+//! Renames are atomic on one filesystem and appends are made under the log's lock, so two processes
+//! writing the same key race harmlessly; only `gc` needs the exclusive lock
+//! ([`Store::lock_exclusive`]).
+//!
+//! A store written before the action log kept one file per record under `actions/`; opening it
+//! moves those records into the log.
 
 use std::collections::BTreeSet;
 use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use super::action_index::{ActionIndex, INLINE_LIMIT, IndexEntry, Part};
+use super::file_digests::{self, FileDigests};
 use super::{Digest, KeyRecord};
 
 /// Failures of the store, each naming the path it concerns.
@@ -68,6 +77,8 @@ pub struct StoreStats {
     pub object_bytes: u64,
     pub actions: u64,
     pub temp_files: u64,
+    /// Bytes of the action log that frame no whole record (left by a killed run; `gc` drops them).
+    pub torn_log_bytes: u64,
 }
 
 /// What `cache verify` found.
@@ -76,14 +87,20 @@ pub struct VerifyReport {
     pub objects_checked: u64,
     /// Objects whose bytes do not hash to their name.
     pub corrupt_objects: Vec<String>,
-    /// Action records that do not parse, or whose output object is missing.
+    /// Action records whose key record or output is missing or does not hash to its digest.
     pub broken_actions: Vec<String>,
+    pub actions_checked: u64,
+    /// Bytes of the action log that frame no whole record: a record torn by a killed run, which
+    /// reads as a miss. Not a problem; `gc` drops them.
+    pub torn_log_bytes: u64,
 }
 
 /// A content-addressed store rooted at a directory (`<workdir>/cache`).
 #[derive(Debug, Clone)]
 pub struct Store {
     root: PathBuf,
+    index: Arc<Mutex<ActionIndex>>,
+    files: Arc<Mutex<FileDigests>>,
 }
 
 /// A held lock on the store; released on drop.
@@ -95,11 +112,42 @@ impl Store {
     /// Opens (creating if needed) the store at `root`.
     pub fn open(root: impl Into<PathBuf>) -> Result<Self, StoreError> {
         let root = root.into();
-        for sub in ["objects", "actions", "tmp"] {
+        for sub in ["objects", "tmp"] {
             let dir = root.join(sub);
             fs::create_dir_all(&dir).map_err(io_error("create", &dir))?;
         }
-        Ok(Store { root })
+        let log = root.join("actions.log");
+        let index = ActionIndex::load(&log).map_err(io_error("read", &log))?;
+        let store = Store {
+            files: Arc::new(Mutex::new(FileDigests::load(&root.join("file-digests")))),
+            index: Arc::new(Mutex::new(index)),
+            root,
+        };
+        store.move_legacy_actions()?;
+        Ok(store)
+    }
+
+    fn index(&self) -> MutexGuard<'_, ActionIndex> {
+        self.index
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The digest of the file at `path` (None if there is none), read only if its stat changed
+    /// since it was last hashed ([`super::file_digests`]).
+    pub fn file_digest(&self, path: &Path) -> Result<Option<Digest>, StoreError> {
+        file_digests::digest_of(&self.files, path).map_err(io_error("read", path))
+    }
+
+    /// Writes the remembered file digests, if this process learned new ones.
+    pub fn save_file_digests(&self) -> Result<(), StoreError> {
+        let mut files = self
+            .files
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        files
+            .save(&self.root.join("tmp"))
+            .map_err(io_error("write", &self.root.join("file-digests")))
     }
 
     /// The directory the store lives in.
@@ -110,14 +158,6 @@ impl Store {
     fn object_path(&self, digest: &Digest) -> PathBuf {
         let hex = digest.hex();
         self.root.join("objects").join(&hex[..2]).join(&hex[2..])
-    }
-
-    fn action_path(&self, key: &Digest) -> PathBuf {
-        let hex = key.hex();
-        self.root
-            .join("actions")
-            .join(&hex[..2])
-            .join(format!("{}.json", &hex[2..]))
     }
 
     /// Takes the shared lock that every `run` holds; `gc` waits for all of them.
@@ -210,54 +250,185 @@ impl Store {
         })
     }
 
+    /// The output digest and bytes recorded for a content key, if the item was computed and its
+    /// output is still stored. This is the lookup every cached item of a run pays for: a probe of
+    /// the index in memory, and no file unless the output is too large to sit in the log.
+    pub fn cached_output(&self, key: &Digest) -> Result<Option<(Digest, Vec<u8>)>, StoreError> {
+        let Some(entry) = self.index().get(key) else {
+            return Ok(None);
+        };
+        self.output_of(&entry)
+    }
+
+    /// Like [`Store::cached_output`], after reading what other runs appended to the log since this
+    /// store read it: the check made under a key's lock, after another run may have computed it.
+    pub fn cached_output_now(&self, key: &Digest) -> Result<Option<(Digest, Vec<u8>)>, StoreError> {
+        let log = self.root.join("actions.log");
+        self.index().refresh().map_err(io_error("read", &log))?;
+        self.cached_output(key)
+    }
+
+    fn output_of(&self, entry: &IndexEntry) -> Result<Option<(Digest, Vec<u8>)>, StoreError> {
+        match &entry.output_bytes {
+            Part::Inline(bytes) => Ok(Some((entry.output, bytes.clone()))),
+            Part::Object => match self.get(&entry.output) {
+                Ok(bytes) => Ok(Some((entry.output, bytes))),
+                Err(StoreError::Missing(_)) => Ok(None),
+                Err(error) => Err(error),
+            },
+        }
+    }
+
+    fn record_bytes_of(&self, entry: &IndexEntry) -> Result<Option<Vec<u8>>, StoreError> {
+        match &entry.record_bytes {
+            Part::Inline(bytes) => Ok(Some(bytes.clone())),
+            Part::Object => match self.get(&entry.key) {
+                Ok(bytes) => Ok(Some(bytes)),
+                Err(StoreError::Missing(_)) => Ok(None),
+                Err(error) => Err(error),
+            },
+        }
+    }
+
+    /// The key record a content key is the digest of, if the store has its action record (for
+    /// `plan`'s reasons and `explain`).
+    pub fn key_record(&self, key: &Digest) -> Result<Option<KeyRecord>, StoreError> {
+        let Some(entry) = self.index().get(key) else {
+            return Ok(None);
+        };
+        Ok(self
+            .record_bytes_of(&entry)?
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok()))
+    }
+
     /// The action record for a content key, if the item was computed and its output is still stored.
     pub fn action(&self, key: &Digest) -> Result<Option<ActionRecord>, StoreError> {
-        let Some(bytes) = self.action_bytes(key)? else {
+        let Some(entry) = self.index().get(key) else {
             return Ok(None);
         };
-        // A record that does not parse can only come from outside tampering (writes are atomic);
-        // treating it as a miss recomputes the item and overwrites it.
-        let Ok(record) = serde_json::from_slice::<ActionRecord>(&bytes) else {
+        if self.output_of(&entry)?.is_none() {
             return Ok(None);
-        };
-        Ok(self.has(&record.output).then_some(record))
-    }
-
-    /// The output digest the action record for a content key names, if there is a record. Unlike
-    /// [`Store::action`] it decodes nothing else (the key record is most of the bytes) and does not
-    /// check that the output is stored: the caller reads the output next and treats
-    /// [`StoreError::Missing`] as a miss. This is the lookup every cached item of a run pays for.
-    pub fn action_output(&self, key: &Digest) -> Result<Option<Digest>, StoreError> {
-        #[derive(Deserialize)]
-        struct OutputOnly {
-            output: Digest,
         }
-        let Some(bytes) = self.action_bytes(key)? else {
+        let Some(record) = self.key_record(key)? else {
             return Ok(None);
         };
-        Ok(serde_json::from_slice::<OutputOnly>(&bytes)
-            .ok()
-            .map(|record| record.output))
+        Ok(Some(ActionRecord {
+            key: record,
+            output: entry.output,
+            step: entry.step.clone(),
+            seconds: entry.seconds,
+        }))
     }
 
-    fn action_bytes(&self, key: &Digest) -> Result<Option<Vec<u8>>, StoreError> {
-        let path = self.action_path(key);
-        match fs::read(&path) {
-            Ok(bytes) => Ok(Some(bytes)),
-            Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(StoreError::Io {
-                action: "read",
-                path,
-                source,
-            }),
+    /// Records that the item whose key record is `key` produced `output` (its canonical bytes).
+    /// Called last, after every blob the output names is stored. Returns the output's digest.
+    pub fn record_action(
+        &self,
+        key: &KeyRecord,
+        output: &[u8],
+        step: &str,
+        seconds: f64,
+    ) -> Result<Digest, StoreError> {
+        let record = key.canonical_bytes();
+        let digest = Digest::of(output);
+        self.append_action(
+            Digest::of(&record),
+            digest,
+            (output, &record),
+            step,
+            seconds,
+        )?;
+        Ok(digest)
+    }
+
+    /// Appends an action record whose parts are known to hash to `key` and `output`; parts too
+    /// large to sit in the log become objects first.
+    fn append_action(
+        &self,
+        key: Digest,
+        output: Digest,
+        (output_bytes, record_bytes): (&[u8], &[u8]),
+        step: &str,
+        seconds: f64,
+    ) -> Result<(), StoreError> {
+        let part = |digest: &Digest, bytes: &[u8]| -> Result<Part, StoreError> {
+            if bytes.len() <= INLINE_LIMIT {
+                return Ok(Part::Inline(bytes.to_vec()));
+            }
+            let path = self.object_path(digest);
+            if !path.exists() {
+                self.write_atomic(&path, bytes)?;
+            }
+            Ok(Part::Object)
+        };
+        let entry = IndexEntry {
+            key,
+            output,
+            step: step.to_string(),
+            seconds,
+            output_bytes: part(&output, output_bytes)?,
+            record_bytes: part(&key, record_bytes)?,
+        };
+        let log = self.root.join("actions.log");
+        self.index()
+            .append(entry)
+            .map_err(io_error("append to", &log))
+    }
+
+    /// Moves the records of a store written before the action log (`actions/<xx>/<rest>.json`, one
+    /// file per record, output stored as an object) into the log, then removes them.
+    fn move_legacy_actions(&self) -> Result<(), StoreError> {
+        let dir = self.root.join("actions");
+        if !dir.is_dir() {
+            return Ok(());
         }
-    }
-
-    /// Records that the item with this content key produced `record.output`. Called last, after the
-    /// output object is stored.
-    pub fn record_action(&self, key: &Digest, record: &ActionRecord) -> Result<(), StoreError> {
-        let bytes = serde_json::to_vec_pretty(record).expect("action records serialize");
-        self.write_atomic(&self.action_path(key), &bytes)
+        for path in files_under(&dir)? {
+            let Ok(bytes) = fs::read(&path) else {
+                continue;
+            };
+            if let Ok(record) = serde_json::from_slice::<ActionRecord>(&bytes)
+                && self.has(&record.output)
+            {
+                let canonical = record.key.canonical_bytes();
+                let key = Digest::of(&canonical);
+                let mut index = self.index();
+                if index.get(&key).is_none() {
+                    let big = canonical.len() > INLINE_LIMIT;
+                    if big && !self.has(&key) {
+                        drop(index);
+                        self.write_atomic(&self.object_path(&key), &canonical)?;
+                        index = self.index();
+                    }
+                    let entry = IndexEntry {
+                        key,
+                        output: record.output,
+                        step: record.step,
+                        seconds: record.seconds,
+                        output_bytes: Part::Object,
+                        record_bytes: if big {
+                            Part::Object
+                        } else {
+                            Part::Inline(canonical)
+                        },
+                    };
+                    let log = self.root.join("actions.log");
+                    index.append(entry).map_err(io_error("append to", &log))?;
+                }
+            }
+            // Another process moving the same records may have removed it first.
+            match fs::remove_file(&path) {
+                Err(error) if error.kind() != io::ErrorKind::NotFound => {
+                    return Err(StoreError::Io {
+                        action: "remove",
+                        path,
+                        source: error,
+                    });
+                }
+                _ => {}
+            }
+        }
+        let _ = fs::remove_dir_all(&dir);
+        Ok(())
     }
 
     /// Counts objects, bytes, action records and stray temp files.
@@ -267,12 +438,15 @@ impl Store {
             stats.objects += 1;
             stats.object_bytes += fs::metadata(&path).map(|meta| meta.len()).unwrap_or(0);
         }
-        stats.actions = files_under(&self.root.join("actions"))?.len() as u64;
+        let index = self.index();
+        stats.actions = index.len() as u64;
+        stats.torn_log_bytes = index.skipped_bytes();
+        drop(index);
         stats.temp_files = files_under(&self.root.join("tmp"))?.len() as u64;
         Ok(stats)
     }
 
-    /// Re-hashes every object and checks every action record.
+    /// Re-hashes every object and every action record's key record and output.
     pub fn verify(&self) -> Result<VerifyReport, StoreError> {
         let mut report = VerifyReport::default();
         for path in files_under(&self.root.join("objects"))? {
@@ -283,41 +457,56 @@ impl Store {
                 report.corrupt_objects.push(path.display().to_string());
             }
         }
-        for path in files_under(&self.root.join("actions"))? {
-            let bytes = fs::read(&path).map_err(io_error("read", &path))?;
-            match serde_json::from_slice::<ActionRecord>(&bytes) {
-                Ok(record) if self.has(&record.output) => {}
-                _ => report.broken_actions.push(path.display().to_string()),
+        let entries: Vec<Arc<IndexEntry>> = self.index().entries().cloned().collect();
+        report.torn_log_bytes = self.index().skipped_bytes();
+        for entry in entries {
+            report.actions_checked += 1;
+            let record = self.record_bytes_of(&entry)?;
+            let output = self.output_of(&entry)?;
+            let problem = if record.is_none_or(|bytes| Digest::of(&bytes) != entry.key) {
+                Some("its key record is missing or does not hash to its key")
+            } else if output.is_none_or(|(_, bytes)| Digest::of(&bytes) != entry.output) {
+                Some("its output is missing or does not hash to its digest")
+            } else {
+                None
+            };
+            if let Some(problem) = problem {
+                report
+                    .broken_actions
+                    .push(format!("{} (step `{}`): {problem}", entry.key, entry.step));
             }
         }
         Ok(report)
     }
 
-    /// Removes every action record whose key is not in `live_keys`, then every object not reachable
-    /// from `live_objects` or a kept action record's output, then stray temp files. The caller holds
-    /// the exclusive lock and passes every object a live output refers to. Returns (actions, objects)
-    /// removed.
+    /// Keeps the action record of every key in `live_keys` and drops the rest, rewriting the action
+    /// log without them (and without torn records); then removes every object not in `live_objects`
+    /// and not part of a kept record, then stray temp files. The caller holds the exclusive lock and
+    /// passes every object a live output refers to. Returns (actions, objects) removed.
     pub fn gc(
         &self,
         live_keys: &BTreeSet<Digest>,
         live_objects: &BTreeSet<Digest>,
     ) -> Result<(u64, u64), StoreError> {
-        let mut removed_actions = 0;
+        let log = self.root.join("actions.log");
+        let mut index = self.index();
+        index.refresh().map_err(io_error("read", &log))?;
+        let before = index.len() as u64;
+        let kept: Vec<IndexEntry> = index
+            .entries()
+            .filter(|entry| live_keys.contains(&entry.key))
+            .map(|entry| entry.as_ref().clone())
+            .collect();
         let mut keep: BTreeSet<String> = live_objects.iter().map(Digest::hex).collect();
-        for path in files_under(&self.root.join("actions"))? {
-            let key_hex = action_name(&path);
-            let live = live_keys.iter().any(|key| key.hex() == key_hex);
-            if live {
-                if let Ok(bytes) = fs::read(&path)
-                    && let Ok(record) = serde_json::from_slice::<ActionRecord>(&bytes)
-                {
-                    keep.insert(record.output.hex());
-                }
-            } else {
-                fs::remove_file(&path).map_err(io_error("remove", &path))?;
-                removed_actions += 1;
-            }
+        for entry in &kept {
+            keep.insert(entry.output.hex());
+            keep.insert(entry.key.hex());
         }
+        let removed_actions = before - kept.len() as u64;
+        index
+            .rewrite(&self.root.join("tmp"), kept)
+            .map_err(io_error("rewrite", &log))?;
+        drop(index);
         let mut removed_objects = 0;
         for path in files_under(&self.root.join("objects"))? {
             if !keep.contains(&object_name(&path)) {
@@ -353,9 +542,19 @@ impl Store {
         }
         let mut copied_actions = 0;
         for key in keys {
-            if let Some(record) = self.action(key)? {
-                dest.put(&self.get(&record.output)?)?;
-                dest.record_action(key, &record)?;
+            let Some(entry) = self.index().get(key) else {
+                continue;
+            };
+            if let (Some(record), Some((output, output_bytes))) =
+                (self.record_bytes_of(&entry)?, self.output_of(&entry)?)
+            {
+                dest.append_action(
+                    entry.key,
+                    output,
+                    (&output_bytes, &record),
+                    &entry.step,
+                    entry.seconds,
+                )?;
                 copied_actions += 1;
             }
         }
@@ -364,7 +563,8 @@ impl Store {
 
     /// Takes every sound object and action record of `source` (an exported store), for
     /// `cache import`. Objects whose bytes do not hash to their name, and action records whose key
-    /// record does not hash to their name, are refused. Returns (actions, objects, refused).
+    /// record or output does not hash to its digest, are refused. Returns (actions, objects,
+    /// refused).
     pub fn import_from(&self, source: &Store) -> Result<(u64, u64, u64), StoreError> {
         let (mut actions, mut objects, mut refused) = (0, 0, 0);
         for path in files_under(&source.root.join("objects"))? {
@@ -376,14 +576,20 @@ impl Store {
                 refused += 1;
             }
         }
-        for path in files_under(&source.root.join("actions"))? {
-            let bytes = fs::read(&path).map_err(io_error("read", &path))?;
-            match serde_json::from_slice::<ActionRecord>(&bytes) {
-                Ok(record)
-                    if record.key.digest().hex() == action_name(&path)
-                        && self.has(&record.output) =>
+        let entries: Vec<Arc<IndexEntry>> = source.index().entries().cloned().collect();
+        refused += source.index().skipped_bytes().min(1);
+        for entry in entries {
+            match (source.record_bytes_of(&entry)?, source.output_of(&entry)?) {
+                (Some(record), Some((output, output_bytes)))
+                    if Digest::of(&record) == entry.key && Digest::of(&output_bytes) == output =>
                 {
-                    self.record_action(&record.key.digest(), &record)?;
+                    self.append_action(
+                        entry.key,
+                        output,
+                        (&output_bytes, &record),
+                        &entry.step,
+                        entry.seconds,
+                    )?;
                     actions += 1;
                 }
                 _ => refused += 1,
@@ -422,10 +628,6 @@ fn object_name(path: &Path) -> String {
         .and_then(|name| name.to_str())
         .unwrap_or_default();
     format!("{dir}{file}")
-}
-
-fn action_name(path: &Path) -> String {
-    object_name(path).trim_end_matches(".json").to_string()
 }
 
 fn files_under(dir: &Path) -> Result<Vec<PathBuf>, StoreError> {
@@ -474,32 +676,109 @@ mod tests {
         ));
     }
 
-    #[test]
-    fn action_output_names_the_recorded_output_and_nothing_for_an_unknown_key() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        let output = store.put(b"{}").unwrap();
-        let key = KeyRecord {
+    fn key_record(run: &str) -> KeyRecord {
+        KeyRecord {
             schema: crate::cache::KEY_SCHEMA,
             kind: "command".into(),
             version: 1,
-            params: serde_json::json!({"run": "true"}),
+            params: serde_json::json!({"run": run}),
             item: "main".into(),
             item_params: serde_json::Value::Null,
             reads: Default::default(),
             files: Default::default(),
             tools: Default::default(),
             replicate: 0,
-        };
+        }
+    }
+
+    #[test]
+    fn a_recorded_action_is_found_by_its_key_and_survives_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let key = key_record("true");
+        let output = store.record_action(&key, b"{}", "gen", 0.5).unwrap();
+        assert_eq!(output, Digest::of(b"{}"));
+        let expected = Some((output, b"{}".to_vec()));
+        assert_eq!(store.cached_output(&key.digest()).unwrap(), expected);
+        assert_eq!(store.cached_output(&Digest::of(b"unknown")).unwrap(), None);
+        let reopened = Store::open(dir.path()).unwrap();
+        assert_eq!(reopened.cached_output(&key.digest()).unwrap(), expected);
+        assert_eq!(reopened.key_record(&key.digest()).unwrap(), Some(key));
+    }
+
+    #[test]
+    fn large_outputs_and_key_records_become_objects_that_verify_and_gc_keep() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut key = key_record("true");
+        key.reads = (0..2000)
+            .map(|n| (format!("gen/{n}"), Digest::of(&[n as u8])))
+            .collect();
+        let big_output = vec![b'x'; INLINE_LIMIT + 1];
+        let output = store.record_action(&key, &big_output, "all", 1.0).unwrap();
+        assert!(store.has(&output));
+        assert!(store.has(&key.digest()));
+        let small = key_record("small");
+        store.record_action(&small, b"{}", "gen", 0.1).unwrap();
+        assert!(store.verify().unwrap().broken_actions.is_empty());
+
+        let live = BTreeSet::from([key.digest()]);
+        assert_eq!(store.gc(&live, &BTreeSet::new()).unwrap(), (1, 0));
+        let reopened = Store::open(dir.path()).unwrap();
+        assert_eq!(
+            reopened.cached_output(&key.digest()).unwrap(),
+            Some((output, big_output))
+        );
+        assert_eq!(reopened.cached_output(&small.digest()).unwrap(), None);
+        assert!(reopened.verify().unwrap().broken_actions.is_empty());
+    }
+
+    #[test]
+    fn verify_finds_an_action_whose_output_object_is_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let big_output = vec![b'y'; INLINE_LIMIT + 1];
+        let output = store
+            .record_action(&key_record("true"), &big_output, "gen", 0.1)
+            .unwrap();
+        fs::remove_file(store.object_path(&output)).unwrap();
+        assert_eq!(store.verify().unwrap().broken_actions.len(), 1);
+        assert_eq!(
+            store.cached_output(&key_record("true").digest()).unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn records_of_a_store_from_before_the_log_move_into_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = key_record("true");
+        let output = Digest::of(b"{}");
+        let hex = key.digest().hex();
+        let legacy = dir.path().join("actions").join(&hex[..2]);
+        fs::create_dir_all(&legacy).unwrap();
         let record = ActionRecord {
             key: key.clone(),
             output,
             step: "gen".into(),
             seconds: 0.5,
         };
-        store.record_action(&key.digest(), &record).unwrap();
-        assert_eq!(store.action_output(&key.digest()).unwrap(), Some(output));
-        assert_eq!(store.action_output(&Digest::of(b"unknown")).unwrap(), None);
+        fs::write(
+            legacy.join(format!("{}.json", &hex[2..])),
+            serde_json::to_vec_pretty(&record).unwrap(),
+        )
+        .unwrap();
+        let objects = dir.path().join("objects").join(&output.hex()[..2]);
+        fs::create_dir_all(&objects).unwrap();
+        fs::write(objects.join(&output.hex()[2..]), b"{}").unwrap();
+
+        let store = Store::open(dir.path()).unwrap();
+        assert!(!dir.path().join("actions").exists());
+        assert_eq!(
+            store.cached_output(&key.digest()).unwrap(),
+            Some((output, b"{}".to_vec()))
+        );
+        assert!(store.verify().unwrap().broken_actions.is_empty());
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::cache::{ActionRecord, Digest, KEY_SCHEMA, KeyRecord, Store, StoreError};
+use crate::cache::{Digest, KEY_SCHEMA, KeyParts, KeyRecord, Store, StoreError};
 use crate::engine::dag::Dag;
 use crate::engine::events::{Event, Reporter};
 use crate::engine::pools::{PoolSizes, Pools};
@@ -268,6 +268,8 @@ impl<'a> Engine<'a> {
             }
         });
 
+        // Only a shortcut for the next run: failing to write it fails nothing.
+        let _ = self.store.save_file_digests();
         let mut statuses = statuses.into_inner().expect("run lock");
         let steps: Vec<(String, StepStatus)> = self
             .pipeline
@@ -308,19 +310,21 @@ impl<'a> Engine<'a> {
             .items(&ctx, upstream)
             .map_err(|error| error.to_string())?;
         check_unique_ids(&plans).map_err(|error| error.to_string())?;
-        // Each record is hashed once: the lookup, the computation and the run state share the key.
-        let keyed: Vec<(ItemPlan, KeyRecord, Digest)> = plans
+        // Each item is hashed once: the lookup, the computation and the run state share the key.
+        // The key is hashed from parts borrowed from the plan; the owned key record is made only for
+        // an item that is computed.
+        let params = kind.key_params(&step.with);
+        let keyed: Vec<(ItemPlan, Digest)> = plans
             .into_iter()
             .map(|plan| {
-                let record = key_record(kind.as_ref(), step, &plan);
-                let key = record.digest();
-                (plan, record, key)
+                let key = key_parts(kind.as_ref(), &params, &plan).digest();
+                (plan, key)
             })
             .collect();
 
         let mut results: Vec<Option<ItemResult>> = vec![None; keyed.len()];
         let mut misses = Vec::new();
-        for (index, (plan, _, key)) in keyed.iter().enumerate() {
+        for (index, (plan, key)) in keyed.iter().enumerate() {
             match (!force)
                 .then(|| self.lookup(key))
                 .transpose()
@@ -370,14 +374,15 @@ impl<'a> Engine<'a> {
                         let Some(&index) = misses.get(position) else {
                             break;
                         };
-                        let (plan, record, key) = &keyed[index];
+                        let (plan, key) = &keyed[index];
+                        let record = key_parts(kind.as_ref(), &params, plan).to_record();
                         let item_started = Instant::now();
                         match self.compute(
                             kind.as_ref(),
                             &ctx,
                             step,
                             plan,
-                            (record, key),
+                            (&record, key),
                             upstream,
                             (pools, force),
                         ) {
@@ -422,10 +427,9 @@ impl<'a> Engine<'a> {
             items: items
                 .iter()
                 .zip(&keyed)
-                .map(|(item, (_, record, key))| ItemState {
+                .map(|(item, (_, key))| ItemState {
                     id: item.plan.id.clone(),
                     key: *key,
-                    record: record.clone(),
                     output: item.digest,
                 })
                 .collect(),
@@ -455,16 +459,7 @@ impl<'a> Engine<'a> {
 
     /// The cached output of a content key, if present.
     pub(crate) fn lookup(&self, key: &Digest) -> Result<Option<(Digest, ItemOutput)>, StoreError> {
-        let Some(digest) = self.store.action_output(key)? else {
-            return Ok(None);
-        };
-        match self.store.get_json::<ItemOutput>(&digest) {
-            Ok(output) => Ok(Some((digest, output))),
-            // An output removed by `gc`, or one that no longer decodes (a format change without a
-            // version bump), is a miss.
-            Err(StoreError::Missing(_) | StoreError::Decode { .. }) => Ok(None),
-            Err(error) => Err(error),
-        }
+        decode_output(self.store.cached_output(key)?)
     }
 
     /// Computes one item and caches it: output object first, action record last. It holds the key's
@@ -491,7 +486,12 @@ impl<'a> Engine<'a> {
         let _lock = self.store.lock_key(key)?;
         // Another run may have computed the item while this one waited for its lock; a forced
         // step computes it regardless.
-        if let Some((digest, output)) = (!force).then(|| self.lookup(key)).transpose()?.flatten() {
+        let cached = if force {
+            None
+        } else {
+            decode_output(self.store.cached_output_now(key)?)?
+        };
+        if let Some((digest, output)) = cached {
             return Ok(ItemResult {
                 plan: plan.clone(),
                 digest,
@@ -510,15 +510,11 @@ impl<'a> Engine<'a> {
                 )));
             }
         }
-        let digest = self.store.put_json(&output)?;
-        self.store.record_action(
-            key,
-            &ActionRecord {
-                key: record.clone(),
-                output: digest,
-                step: step.name.clone(),
-                seconds: started.elapsed().as_secs_f64(),
-            },
+        let digest = self.store.record_action(
+            record,
+            &serde_json::to_vec(&output).expect("item outputs serialize"),
+            &step.name,
+            started.elapsed().as_secs_f64(),
         )?;
         Ok(ItemResult {
             plan: plan.clone(),
@@ -529,18 +525,40 @@ impl<'a> Engine<'a> {
     }
 }
 
+/// An item output as the store holds it, decoded; an output that no longer decodes (a format change
+/// without a version bump) is a miss.
+fn decode_output(
+    stored: Option<(Digest, Vec<u8>)>,
+) -> Result<Option<(Digest, ItemOutput)>, StoreError> {
+    Ok(stored.and_then(|(digest, bytes)| {
+        serde_json::from_slice::<ItemOutput>(&bytes)
+            .ok()
+            .map(|output| (digest, output))
+    }))
+}
+
 /// The key record of an item of `step`.
 pub fn key_record(kind: &dyn StepKind, step: &StepSpec, plan: &ItemPlan) -> KeyRecord {
-    KeyRecord {
+    key_parts(kind, &kind.key_params(&step.with), plan).to_record()
+}
+
+/// The parts of an item's key record, borrowed from its plan; `params` is the step's
+/// [`StepKind::key_params`], computed once per step.
+pub fn key_parts<'a>(
+    kind: &'a dyn StepKind,
+    params: &'a serde_json::Value,
+    plan: &'a ItemPlan,
+) -> KeyParts<'a> {
+    KeyParts {
         schema: KEY_SCHEMA,
-        kind: kind.name().to_string(),
+        kind: kind.name(),
         version: kind.version(),
-        params: kind.key_params(&step.with),
-        item: plan.id.clone(),
-        item_params: plan.params.clone(),
-        reads: plan.reads.clone(),
-        files: plan.files.clone(),
-        tools: plan.tools.clone(),
+        params,
+        item: &plan.id,
+        item_params: &plan.params,
+        reads: &plan.reads,
+        files: &plan.files,
+        tools: &plan.tools,
         replicate: plan.replicate,
     }
 }

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::cache::KeyRecord;
-use crate::engine::executor::{Engine, EngineError, key_record};
-use crate::engine::state::reasons;
-use crate::engine::{ItemResult, StepOutput, Upstream};
+use crate::engine::executor::{Engine, EngineError, key_parts};
+use crate::engine::state::{changes_since, reasons};
+use crate::engine::{ItemPlan, ItemResult, StepKind, StepOutput, Upstream};
 
 /// The plan of one step.
 #[derive(Debug, Clone, Serialize)]
@@ -43,9 +43,12 @@ pub struct ItemExplanation {
     pub ran_before: bool,
 }
 
-/// A step's items, keyed, with the upstream they were planned against.
+/// A step's items, keyed, with the upstream they were planned against. Key records are made only
+/// for the items that need one (those to run, or those explained).
 struct Keyed {
-    records: Vec<(String, KeyRecord)>,
+    kind: Arc<dyn StepKind>,
+    params: serde_json::Value,
+    plans: Vec<ItemPlan>,
     hits: Vec<Option<ItemResult>>,
 }
 
@@ -90,11 +93,11 @@ impl Engine<'_> {
             let keyed = self.key_items(&name, &upstream)?;
             let forced = force.iter().any(|forced| forced == &name);
             let missing: Vec<(String, KeyRecord)> = keyed
-                .records
+                .plans
                 .iter()
                 .zip(&keyed.hits)
                 .filter(|(_, hit)| forced || hit.is_none())
-                .map(|(record, _)| record.clone())
+                .map(|(plan, _)| (plan.id.clone(), keyed.record(plan)))
                 .collect();
             let mut why: Vec<String> = if forced && !missing.is_empty() {
                 vec![format!("{}: forced", count(missing.len()))]
@@ -102,7 +105,7 @@ impl Engine<'_> {
                 // Nothing to explain, so the last run's state (megabytes for a big fan-out) is not read.
                 Vec::new()
             } else {
-                reasons(&missing, self.state.load(&name).as_ref())
+                reasons(&missing, self.state.load(&name).as_ref(), &self.store)?
                     .into_iter()
                     .map(|(reason, n)| format!("{}: {reason}", count(n)))
                     .collect()
@@ -111,7 +114,7 @@ impl Engine<'_> {
             steps.push(StepPlan {
                 name: step.name.clone(),
                 uses: step.uses.clone(),
-                items_total: Some(keyed.records.len()),
+                items_total: Some(keyed.plans.len()),
                 items_to_run: Some(missing.len()),
                 reasons: why,
             });
@@ -131,6 +134,8 @@ impl Engine<'_> {
                 );
             }
         }
+        // Only a shortcut for the next run: failing to write it fails nothing.
+        let _ = self.store.save_file_digests();
         Ok(Plan { steps })
     }
 
@@ -152,26 +157,24 @@ impl Engine<'_> {
                 .insert(need.clone(), Arc::new(self.cached_output(need)?));
         }
         let keyed = self.key_items(step_name, &upstream)?;
-        let earlier = self.state.load(step_name);
-        let explanations: Vec<ItemExplanation> = keyed
-            .records
-            .into_iter()
-            .zip(keyed.hits)
-            .filter(|((id, _), _)| item.is_none_or(|wanted| wanted == id))
-            .map(|((id, record), hit)| {
-                let previous = earlier.as_ref().and_then(|state| state.item(&id));
-                ItemExplanation {
-                    key: record.digest().to_string(),
-                    cached: hit.is_some(),
-                    changed: previous
-                        .map(|previous| record.changed_parts(&previous.record))
-                        .unwrap_or_default(),
-                    ran_before: previous.is_some(),
-                    item: id,
-                    record,
-                }
-            })
-            .collect();
+        let earlier = self.state.load(step_name).unwrap_or_default();
+        let earlier = earlier.by_id();
+        let mut explanations = Vec::new();
+        for (plan, hit) in keyed.plans.iter().zip(&keyed.hits) {
+            if item.is_some_and(|wanted| wanted != plan.id) {
+                continue;
+            }
+            let (id, record) = (plan.id.clone(), keyed.record(plan));
+            let changed = changes_since(&record, earlier.get(id.as_str()).copied(), &self.store)?;
+            explanations.push(ItemExplanation {
+                key: record.digest().to_string(),
+                cached: hit.is_some(),
+                ran_before: changed.is_some(),
+                changed: changed.unwrap_or_default(),
+                item: id,
+                record,
+            });
+        }
         if let Some(wanted) = item
             && explanations.is_empty()
         {
@@ -214,22 +217,31 @@ impl Engine<'_> {
         let plans = kind
             .items(&ctx, upstream)
             .map_err(|error| EngineError::Input(format!("step `{name}`: {error}")))?;
-        let mut records = Vec::new();
-        let mut hits = Vec::new();
-        for plan in plans {
-            let record = key_record(kind.as_ref(), step, &plan);
-            let hit = self
-                .lookup(&record.digest())?
-                .map(|(digest, output)| ItemResult {
-                    plan: plan.clone(),
-                    digest,
-                    output: Arc::new(output),
-                    cached: true,
-                });
-            records.push((plan.id.clone(), record));
+        let params = kind.key_params(&step.with);
+        let mut hits = Vec::with_capacity(plans.len());
+        for plan in &plans {
+            let key = key_parts(kind.as_ref(), &params, plan).digest();
+            let hit = self.lookup(&key)?.map(|(digest, output)| ItemResult {
+                plan: plan.clone(),
+                digest,
+                output: Arc::new(output),
+                cached: true,
+            });
             hits.push(hit);
         }
-        Ok(Keyed { records, hits })
+        Ok(Keyed {
+            kind,
+            params,
+            plans,
+            hits,
+        })
+    }
+}
+
+impl Keyed {
+    /// The key record of one of the step's items.
+    fn record(&self, plan: &ItemPlan) -> KeyRecord {
+        key_parts(self.kind.as_ref(), &self.params, plan).to_record()
     }
 }
 

@@ -1,11 +1,15 @@
-//! What the last run of each step computed: the key of every item, by item id.
+//! What the last run of each step computed: the key and output digest of every item, by item id.
 //!
 //! `plan` compares new keys against it to say *why* an item must run, `explain` shows the
-//! difference, and `cache gc` keeps what the last run of every pipeline in the workdir used.
-//! It lives at `<workdir>/state/<pipeline>/<step>.json` and is replaced atomically after each step.
+//! difference (the earlier key records come from the store's action records, which `gc` keeps for
+//! exactly these keys), and `cache gc` keeps what the last run of every pipeline in the workdir used.
+//! It lives at `<workdir>/state/<pipeline>/<step>.json`: a header line with the digest of the
+//! content, then one line per item. It is replaced atomically after each step, and not at all when
+//! the digest says nothing changed, so a re-run that computes nothing writes nothing here.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -18,16 +22,15 @@ use crate::engine::ItemOutput;
 pub struct StepState {
     /// The step kind, for messages.
     pub kind: String,
-    /// Item id -> its key record and content key, in item order.
+    /// Every item's content key and output digest, in item order.
     pub items: Vec<ItemState>,
 }
 
 /// One item of a step's last run.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ItemState {
     pub id: String,
     pub key: Digest,
-    pub record: KeyRecord,
     pub output: Digest,
 }
 
@@ -36,6 +39,35 @@ impl StepState {
     pub fn item(&self, id: &str) -> Option<&ItemState> {
         self.items.iter().find(|item| item.id == id)
     }
+
+    /// Items by id, for looking up many.
+    pub fn by_id(&self) -> BTreeMap<&str, &ItemState> {
+        self.items
+            .iter()
+            .map(|item| (item.id.as_str(), item))
+            .collect()
+    }
+
+    /// The digest of the state's content: what decides whether the file needs writing.
+    fn digest(&self) -> Digest {
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(self.kind.as_bytes());
+        hasher.update(&[0]);
+        for item in &self.items {
+            hasher.update(&(item.id.len() as u64).to_le_bytes());
+            hasher.update(item.id.as_bytes());
+            hasher.update(item.key.as_bytes());
+            hasher.update(item.output.as_bytes());
+        }
+        Digest::from_hasher(&hasher)
+    }
+}
+
+/// The first line of a state file.
+#[derive(Serialize, Deserialize)]
+struct Header {
+    kind: String,
+    digest: Digest,
 }
 
 /// The state directory of one pipeline in a workdir.
@@ -59,15 +91,57 @@ impl RunState {
 
     /// The last run of `step`, if any (an unreadable file reads as none: it only explains).
     pub fn load(&self, step: &str) -> Option<StepState> {
-        let bytes = fs::read(self.path(step)).ok()?;
-        serde_json::from_slice(&bytes).ok()
+        read_state(&self.path(step))
     }
 
-    /// Replaces the state of `step`.
+    /// Replaces the state of `step`, unless the file already holds exactly this state.
     pub fn save(&self, step: &str, state: &StepState) -> Result<(), StoreError> {
-        let bytes = serde_json::to_vec_pretty(state).expect("step state serializes");
-        write_atomic_in(&self.tmp, &self.path(step), &bytes)
+        let path = self.path(step);
+        let digest = state.digest();
+        if read_header(&path).is_some_and(|header| header.digest == digest) {
+            return Ok(());
+        }
+        let header = Header {
+            kind: state.kind.clone(),
+            digest,
+        };
+        let mut bytes = serde_json::to_vec(&header).expect("a state header serializes");
+        bytes.push(b'\n');
+        for item in &state.items {
+            serde_json::to_writer(&mut bytes, &(&item.id, &item.key, &item.output))
+                .expect("state lines serialize");
+            bytes.push(b'\n');
+        }
+        write_atomic_in(&self.tmp, &path, &bytes)
     }
+}
+
+fn read_header(path: &Path) -> Option<Header> {
+    let mut line = String::new();
+    BufReader::new(fs::File::open(path).ok()?)
+        .read_line(&mut line)
+        .ok()?;
+    serde_json::from_str(&line).ok()
+}
+
+/// A state file: a header line and one line per item, or the single JSON document of earlier
+/// versions (whose key records are ignored: the store has them).
+fn read_state(path: &Path) -> Option<StepState> {
+    let bytes = fs::read(path).ok()?;
+    let mut lines = bytes.split(|byte| *byte == b'\n');
+    if let Some(Ok(header)) = lines.next().map(serde_json::from_slice::<Header>) {
+        let mut items = Vec::new();
+        for line in lines.filter(|line| !line.is_empty()) {
+            let (id, key, output) = serde_json::from_slice(line).ok()?;
+            items.push(ItemState { id, key, output });
+        }
+        let state = StepState {
+            kind: header.kind,
+            items,
+        };
+        return (state.digest() == header.digest).then_some(state);
+    }
+    serde_json::from_slice(&bytes).ok()
 }
 
 /// The keys and objects the last run of every pipeline in `workdir` used: what `cache gc` keeps.
@@ -86,16 +160,15 @@ pub fn live_set(
             continue;
         };
         for step in steps.flatten() {
-            let Ok(bytes) = fs::read(step.path()) else {
-                continue;
-            };
-            let Ok(state) = serde_json::from_slice::<StepState>(&bytes) else {
+            let Some(state) = read_state(&step.path()) else {
                 continue;
             };
             for item in state.items {
                 keys.insert(item.key);
                 objects.insert(item.output);
-                if let Ok(output) = store.get_json::<ItemOutput>(&item.output) {
+                if let Some((_, bytes)) = store.cached_output(&item.key)?
+                    && let Ok(output) = serde_json::from_slice::<ItemOutput>(&bytes)
+                {
                     objects.extend(output.blobs.values().copied());
                 }
             }
@@ -104,23 +177,43 @@ pub fn live_set(
     Ok((keys, objects))
 }
 
+/// What changed in an item's key record since the last run, for `plan` and `explain`: None if the
+/// item did not run last time; no parts if the key is the same.
+pub fn changes_since(
+    record: &KeyRecord,
+    previous: Option<&ItemState>,
+    store: &Store,
+) -> Result<Option<Vec<String>>, StoreError> {
+    let Some(previous) = previous else {
+        return Ok(None);
+    };
+    if previous.key == record.digest() {
+        return Ok(Some(Vec::new()));
+    }
+    Ok(Some(match store.key_record(&previous.key)? {
+        Some(earlier) => record.changed_parts(&earlier),
+        // `gc` keeps the records the state names; without one, what changed cannot be told.
+        None => vec!["key changed (the last run's key record is not in the cache)".to_string()],
+    }))
+}
+
 /// Counts of items by the reason they must run, for `plan`.
 pub fn reasons(
     now: &[(String, KeyRecord)],
     earlier: Option<&StepState>,
-) -> BTreeMap<String, usize> {
+    store: &Store,
+) -> Result<BTreeMap<String, usize>, StoreError> {
     let mut counts = BTreeMap::new();
+    let earlier = earlier.map(StepState::by_id).unwrap_or_default();
     for (id, record) in now {
-        let reasons = match earlier.and_then(|state| state.item(id)) {
+        let reasons = match changes_since(record, earlier.get(id.as_str()).copied(), store)? {
             None => vec!["new item".to_string()],
-            Some(previous) if previous.record == *record => {
-                vec!["output missing from the cache".to_string()]
-            }
-            Some(previous) => record.changed_parts(&previous.record),
+            Some(parts) if parts.is_empty() => vec!["output missing from the cache".to_string()],
+            Some(parts) => parts,
         };
         for reason in reasons {
             *counts.entry(reason).or_insert(0) += 1;
         }
     }
-    counts
+    Ok(counts)
 }

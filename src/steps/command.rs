@@ -28,7 +28,6 @@ use std::process::{Command, Stdio};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::cache::Digest;
 use crate::engine::{
     ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, StepContext, StepError, StepKind,
     Upstream,
@@ -200,11 +199,16 @@ impl StepKind for CommandStep {
             for pattern in &params.inputs {
                 let pattern = element.substitute(pattern);
                 for path in expand(ctx.root, &pattern, step)? {
-                    let bytes = fs::read(ctx.root.join(&path)).map_err(|source| StepError::Io {
-                        context: format!("step `{step}`: read input {path}"),
-                        source,
-                    })?;
-                    plan = plan.file(path, Digest::of(&bytes));
+                    // Through the store's file digests: an input whose stat is unchanged is not read.
+                    let digest =
+                        ctx.store
+                            .file_digest(&ctx.root.join(&path))?
+                            .ok_or_else(|| {
+                                StepError::Message(format!(
+                                    "step `{step}`: input {path} disappeared while it was read"
+                                ))
+                            })?;
+                    plan = plan.file(path, digest);
                 }
             }
             plans.push(plan);
@@ -317,7 +321,8 @@ impl StepKind for CommandStep {
         for item in items {
             for (path, digest) in &item.output.blobs {
                 let target = ctx.root.join(path);
-                let current = fs::read(&target).ok().map(|bytes| Digest::of(&bytes));
+                // A file that already holds the cached bytes stays; its stat usually says so.
+                let current = ctx.store.file_digest(&target).ok().flatten();
                 if current != Some(*digest) {
                     let bytes = ctx.store.get(digest)?;
                     crate::cache::write_atomic_in(&ctx.workdir.join("tmp"), &target, &bytes)?;

@@ -360,6 +360,50 @@ fn a_run_killed_at_any_point_leaves_a_sound_cache() {
     project.ok(&["cache", "verify", "pipeline.yaml"]);
 }
 
+/// A run killed in the middle of appending to the action log leaves a torn record at its end, and
+/// another run may append after it: the cache still verifies, the torn item reads as a miss and is
+/// computed again, and `gc` rewrites the log without the torn bytes.
+#[test]
+fn a_torn_action_log_record_reads_as_a_miss() {
+    let project = chain();
+    project.ok(&["run", "pipeline.yaml"]);
+    let log = project.path(".claimflow/cache/actions.log");
+    let mut bytes = std::fs::read(&log).unwrap();
+    // Tear the last record (the `notes` or `count` item written last), then let a record of
+    // another run follow it: the first 60 bytes of the log are a whole record's frame and key.
+    let torn = bytes.len() - 20;
+    let first_record = bytes[..200].to_vec();
+    bytes.truncate(torn);
+    bytes.extend_from_slice(&first_record);
+    std::fs::write(&log, &bytes).unwrap();
+
+    let verify = project.ok(&["cache", "verify", "pipeline.yaml"]);
+    assert!(
+        verify.stdout.contains("bytes of torn action records"),
+        "{}",
+        verify.stdout
+    );
+    let ran = project.ok(&["run", "pipeline.yaml"]);
+    assert!(
+        ran.stderr.contains("run finished: 1 computed, 7 cached"),
+        "{}",
+        ran.stderr
+    );
+    project.ok(&["cache", "gc", "pipeline.yaml"]);
+    let verify = project.ok(&["cache", "verify", "pipeline.yaml"]);
+    assert!(
+        !verify.stdout.contains("torn"),
+        "gc left torn records: {}",
+        verify.stdout
+    );
+    let ran = project.ok(&["run", "pipeline.yaml"]);
+    assert!(
+        ran.stderr.contains("run finished: 0 computed, 8 cached"),
+        "{}",
+        ran.stderr
+    );
+}
+
 #[test]
 fn two_runs_on_one_workdir_do_not_corrupt_it() {
     let project = Project::new();

@@ -1,0 +1,308 @@
+//! Digests of files by their stat: a shortcut that spares re-reading a file that has not changed.
+//!
+//! A run reads files to know their content: the declared inputs of `command` items (their digests
+//! enter keys) and the outputs it restores (a file that already holds the cached bytes is left
+//! alone). Re-reading thousands of unchanged files is most of what a re-run that computes nothing
+//! would do, so a file's digest is remembered with its stat — size, modification and change times,
+//! inode and device — and reused while the stat is the same. Content stays the truth: a file whose
+//! stat differs in any way is read and hashed again.
+//!
+//! The usual guard against a file changed twice within one tick of the filesystem's clock (same
+//! size, same timestamps, different bytes): a digest is remembered only for a file whose
+//! timestamps are older than [`RACY`] at the time it was stat'ed, so any later write gives it a
+//! newer timestamp. A file written moments ago is hashed again until it is old enough.
+//!
+//! The table lives in `<cache>/file-digests`, replaced atomically when a run learned something, with
+//! a checksum: a file that is damaged or of another version reads as empty.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::Digest;
+
+/// How old a file's timestamps must be for its digest to be remembered. Covers filesystems with
+/// coarse timestamps (two seconds on FAT) and the kernel's coarse clock.
+pub const RACY: Duration = Duration::from_secs(2);
+
+const MAGIC: &[u8; 8] = b"CFSTAT1\n";
+/// Entries kept beyond those used by the current process, so the table does not grow forever.
+const KEEP_UNUSED: usize = 100_000;
+
+/// The stat of a file that decides whether a remembered digest still holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    size: u64,
+    modified: i128,
+    changed: i128,
+    inode: u64,
+    device: u64,
+}
+
+impl Stamp {
+    /// The stamp of a file's metadata.
+    pub fn of(meta: &fs::Metadata) -> Self {
+        Stamp {
+            size: meta.size(),
+            modified: nanos(meta.mtime(), meta.mtime_nsec()),
+            changed: nanos(meta.ctime(), meta.ctime_nsec()),
+            inode: meta.ino(),
+            device: meta.dev(),
+        }
+    }
+
+    /// True if a write after `now` could leave the file with this same stamp.
+    fn racy(&self, now: SystemTime) -> bool {
+        let now = now
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |since| since.as_nanos() as i128);
+        self.modified.max(self.changed) + RACY.as_nanos() as i128 >= now
+    }
+}
+
+fn nanos(seconds: i64, nanoseconds: i64) -> i128 {
+    seconds as i128 * 1_000_000_000 + nanoseconds as i128
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Remembered {
+    stamp: Stamp,
+    digest: Digest,
+    used: bool,
+}
+
+/// The table of remembered digests.
+#[derive(Debug)]
+pub struct FileDigests {
+    path: PathBuf,
+    entries: HashMap<PathBuf, Remembered>,
+    dirty: bool,
+}
+
+impl FileDigests {
+    /// Reads the table at `path`; a missing, damaged or foreign file reads as empty.
+    pub fn load(path: &Path) -> Self {
+        let entries = fs::read(path)
+            .ok()
+            .and_then(|bytes| decode(&bytes))
+            .unwrap_or_default();
+        FileDigests {
+            path: path.to_path_buf(),
+            entries,
+            dirty: false,
+        }
+    }
+
+    /// The remembered digest of `path` if its stamp is still `stamp`.
+    pub fn get(&mut self, path: &Path, stamp: &Stamp) -> Option<Digest> {
+        let entry = self.entries.get_mut(path)?;
+        if entry.stamp != *stamp {
+            return None;
+        }
+        entry.used = true;
+        Some(entry.digest)
+    }
+
+    /// Remembers the digest of `path`, read after it was stat'ed as `stamp` at `stat_time`, unless
+    /// the file is too fresh to trust its stamp.
+    pub fn remember(&mut self, path: &Path, stamp: Stamp, stat_time: SystemTime, digest: Digest) {
+        if stamp.racy(stat_time) {
+            self.entries.remove(path);
+            return;
+        }
+        self.entries.insert(
+            path.to_path_buf(),
+            Remembered {
+                stamp,
+                digest,
+                used: true,
+            },
+        );
+        self.dirty = true;
+    }
+
+    /// Writes the table if this process learned something, through a temp file in `tmp_dir`.
+    pub fn save(&mut self, tmp_dir: &Path) -> io::Result<()> {
+        if !self.dirty {
+            return Ok(());
+        }
+        let used = self.entries.values().filter(|entry| entry.used).count();
+        if self.entries.len() > used + KEEP_UNUSED {
+            self.entries.retain(|_, entry| entry.used);
+        }
+        let bytes = encode(&self.entries);
+        fs::create_dir_all(tmp_dir)?;
+        let mut temp = tempfile::NamedTempFile::new_in(tmp_dir)?;
+        temp.write_all(&bytes)?;
+        temp.persist(&self.path).map_err(|error| error.error)?;
+        self.dirty = false;
+        Ok(())
+    }
+}
+
+/// The digest of the file at `path`, from `table` when its stamp is unchanged, else read and
+/// hashed (and remembered when old enough). None if there is no file there. The table's lock is
+/// not held while the file is read.
+pub fn digest_of(table: &std::sync::Mutex<FileDigests>, path: &Path) -> io::Result<Option<Digest>> {
+    let stat_time = SystemTime::now();
+    let meta = match fs::metadata(path) {
+        Ok(meta) if meta.is_file() => meta,
+        Ok(_) => return Ok(None),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(error),
+    };
+    let stamp = Stamp::of(&meta);
+    if let Some(digest) = lock(table).get(path, &stamp) {
+        return Ok(Some(digest));
+    }
+    let bytes = match fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(error),
+    };
+    let digest = Digest::of(&bytes);
+    lock(table).remember(path, stamp, stat_time, digest);
+    Ok(Some(digest))
+}
+
+fn lock(table: &std::sync::Mutex<FileDigests>) -> std::sync::MutexGuard<'_, FileDigests> {
+    // The table is only a shortcut; a panic elsewhere leaves it usable.
+    table
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn encode(entries: &HashMap<PathBuf, Remembered>) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(MAGIC.len() + entries.len() * 128 + 32);
+    bytes.extend_from_slice(MAGIC);
+    for (path, entry) in entries {
+        let path = path.as_os_str().as_bytes();
+        bytes.extend_from_slice(&(path.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(path);
+        let stamp = &entry.stamp;
+        bytes.extend_from_slice(&stamp.size.to_le_bytes());
+        bytes.extend_from_slice(&stamp.modified.to_le_bytes());
+        bytes.extend_from_slice(&stamp.changed.to_le_bytes());
+        bytes.extend_from_slice(&stamp.inode.to_le_bytes());
+        bytes.extend_from_slice(&stamp.device.to_le_bytes());
+        bytes.extend_from_slice(entry.digest.as_bytes());
+    }
+    let check = *blake3::hash(&bytes).as_bytes();
+    bytes.extend_from_slice(&check);
+    bytes
+}
+
+fn decode(bytes: &[u8]) -> Option<HashMap<PathBuf, Remembered>> {
+    let (content, check) = bytes.split_at_checked(bytes.len().checked_sub(32)?)?;
+    if blake3::hash(content).as_bytes() != check {
+        return None;
+    }
+    let mut rest = content.strip_prefix(MAGIC.as_slice())?;
+    let mut entries = HashMap::new();
+    fn take<'a>(rest: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+        let (head, tail) = rest.split_at_checked(n)?;
+        *rest = tail;
+        Some(head)
+    }
+    fn u64_of(rest: &mut &[u8]) -> Option<u64> {
+        Some(u64::from_le_bytes(take(rest, 8)?.try_into().ok()?))
+    }
+    fn i128_of(rest: &mut &[u8]) -> Option<i128> {
+        Some(i128::from_le_bytes(take(rest, 16)?.try_into().ok()?))
+    }
+    while !rest.is_empty() {
+        let len = u32::from_le_bytes(take(&mut rest, 4)?.try_into().ok()?) as usize;
+        let path = PathBuf::from(std::ffi::OsStr::from_bytes(take(&mut rest, len)?));
+        let stamp = Stamp {
+            size: u64_of(&mut rest)?,
+            modified: i128_of(&mut rest)?,
+            changed: i128_of(&mut rest)?,
+            inode: u64_of(&mut rest)?,
+            device: u64_of(&mut rest)?,
+        };
+        let digest = Digest::from_bytes(take(&mut rest, 32)?.try_into().ok()?);
+        entries.insert(
+            path,
+            Remembered {
+                stamp,
+                digest,
+                used: false,
+            },
+        );
+    }
+    Some(entries)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// Sets a file's modification time `age` into the past (its change time stays now).
+    fn age(path: &Path, age: Duration) {
+        let file = fs::File::options().write(true).open(path).unwrap();
+        file.set_modified(SystemTime::now() - age).unwrap();
+    }
+
+    #[test]
+    fn a_fresh_file_is_hashed_every_time_and_not_remembered() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("input.txt");
+        fs::write(&file, "one").unwrap();
+        let table = Mutex::new(FileDigests::load(&dir.path().join("table")));
+        assert_eq!(digest_of(&table, &file).unwrap(), Some(Digest::of(b"one")));
+        // Same size, written within the same instant: the stamp could match, so it is not trusted.
+        fs::write(&file, "two").unwrap();
+        assert_eq!(digest_of(&table, &file).unwrap(), Some(Digest::of(b"two")));
+        assert!(table.lock().unwrap().entries.is_empty());
+    }
+
+    #[test]
+    fn an_old_file_is_remembered_across_saves_and_a_changed_stat_reads_it_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("input.txt");
+        let table_path = dir.path().join("table");
+        fs::write(&file, "one").unwrap();
+        // The change time cannot be set back, so the remembered stamp is checked directly.
+        let meta = fs::metadata(&file).unwrap();
+        let stamp = Stamp::of(&meta);
+        let mut table = FileDigests::load(&table_path);
+        table.remember(
+            &file,
+            stamp,
+            SystemTime::now() + RACY * 2,
+            Digest::of(b"remembered"),
+        );
+        table.save(dir.path()).unwrap();
+
+        let mut reloaded = FileDigests::load(&table_path);
+        assert_eq!(reloaded.get(&file, &stamp), Some(Digest::of(b"remembered")));
+        fs::write(&file, "two").unwrap();
+        age(&file, Duration::from_secs(60));
+        let now = Stamp::of(&fs::metadata(&file).unwrap());
+        assert_eq!(reloaded.get(&file, &now), None);
+    }
+
+    #[test]
+    fn a_damaged_table_reads_as_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let table_path = dir.path().join("table");
+        let mut table = FileDigests::load(&table_path);
+        let stamp = Stamp::of(&fs::metadata(dir.path()).unwrap());
+        table.remember(
+            Path::new("/x"),
+            stamp,
+            SystemTime::now() + RACY * 2,
+            Digest::of(b"x"),
+        );
+        table.save(dir.path()).unwrap();
+        let mut bytes = fs::read(&table_path).unwrap();
+        bytes[12] ^= 1;
+        fs::write(&table_path, bytes).unwrap();
+        assert!(FileDigests::load(&table_path).entries.is_empty());
+    }
+}
