@@ -12,4 +12,5 @@ mod foreach_keys;
 mod mining;
 mod oracle;
 mod signals;
+mod slurm;
 mod stats;
