@@ -247,7 +247,6 @@ impl SlurmExecutor {
         let state = self.dispatcher.wait(job);
         self.journal.forget(key);
         forget_task(&self.store, key);
-        let log = PathBuf::from(log.to_string_lossy().replace("%j", &job.to_string()));
         match state {
             JobState::Completed if self.store.action_output(key)?.is_some() => Ok(job),
             JobState::Completed => Err(SlurmError::NoResult {
@@ -320,6 +319,7 @@ impl SlurmExecutor {
             render(&request, &self.settings).as_bytes(),
         )?;
         let job = self.dispatcher.submit(&script)?;
+        let log = PathBuf::from(log.to_string_lossy().replace("%j", &job.to_string()));
         self.journal.record(&Submission {
             job,
             key: *key,
