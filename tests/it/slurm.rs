@@ -139,6 +139,14 @@ impl Hanging {
         }
     }
 
+    /// Starts a run and waits until `count` of its jobs run: the coordinator, the job ids, and
+    /// how many action records the cache held then.
+    fn started(&self, count: usize) -> (Child, Vec<String>, usize) {
+        let child = self.start();
+        let jobs = self.running(count);
+        (child, jobs, self.actions())
+    }
+
     /// The jobs the coordinator has submitted so far.
     fn submitted(&self) -> Vec<serde_json::Value> {
         submissions(&self.project)
@@ -254,9 +262,7 @@ fn a_job_that_fails_is_an_item_error_and_nothing_is_cached() {
         return;
     };
     let hanging = Hanging::new(1, "  kind: slurm\n");
-    let child = hanging.start();
-    let jobs = hanging.running(1);
-    let actions_before = hanging.actions();
+    let (child, jobs, actions_before) = hanging.started(1);
     let mut killed = Vec::new();
     wait_for("the worker process", Duration::from_secs(30), || {
         killed = workers(&hanging.project);
@@ -283,9 +289,7 @@ fn a_cancelled_job_is_an_item_error_and_the_next_run_submits_it_again() {
         return;
     };
     let hanging = Hanging::new(1, "  kind: slurm\n");
-    let child = hanging.start();
-    let jobs = hanging.running(1);
-    let actions_before = hanging.actions();
+    let (child, jobs, actions_before) = hanging.started(1);
     assert!(Command::new("scancel").arg(&jobs[0]).status().unwrap().success());
     let ran = Hanging::finish(child);
     assert_item_error(&ran, &jobs[0], "CANCELLED");
@@ -309,9 +313,7 @@ fn a_job_past_its_time_limit_is_an_item_error() {
     };
     // Slurm counts limits in minutes and checks them every 30 s: this takes one to two minutes.
     let hanging = Hanging::new(1, "  kind: slurm\n  time: {mine-claims: 1}\n");
-    let child = hanging.start();
-    let jobs = hanging.running(1);
-    let actions_before = hanging.actions();
+    let (child, jobs, actions_before) = hanging.started(1);
     let ran = Hanging::finish(child);
     assert_item_error(&ran, &jobs[0], "TIMEOUT");
     assert!(ran.stderr.contains("raise `time:`"), "{}", ran.stderr);
@@ -324,8 +326,7 @@ fn ctrl_c_on_the_coordinator_cancels_every_job_it_submitted() {
         return;
     };
     let hanging = Hanging::new(2, "  kind: slurm\n");
-    let child = hanging.start();
-    let jobs = hanging.running(2);
+    let (child, jobs, _) = hanging.started(2);
     // SAFETY: signals the claimflow process this test started.
     unsafe {
         libc::kill(child.id() as i32, libc::SIGINT);
