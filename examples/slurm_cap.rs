@@ -60,8 +60,15 @@ fn main() {
     let busy: Vec<usize> = samples.iter().copied().filter(|&n| n > 0).collect();
     let mean = busy.iter().sum::<usize>() as f64 / busy.len().max(1) as f64;
     let at_cap = busy.iter().filter(|&&n| n == cap).count() as f64 / busy.len().max(1) as f64;
-    println!("items {items}, cap {cap}, simulated job {} ms", runtime.as_millis());
-    println!("submitted {}, wall {:.1} s", stats.submitted, wall.as_secs_f64());
+    println!(
+        "items {items}, cap {cap}, simulated job {} ms",
+        runtime.as_millis()
+    );
+    println!(
+        "submitted {}, wall {:.1} s",
+        stats.submitted,
+        wall.as_secs_f64()
+    );
     println!(
         "jobs in flight: peak {}, mean {mean:.1} while busy, at the cap in {:.0}% of {} samples, \
          above it in {over}",

@@ -287,7 +287,8 @@ fn worker(workdir: &Path, key: &str, registry: &Registry) -> Result<()> {
     let key: crate::cache::Digest = key
         .parse()
         .map_err(|error| EngineError::Input(format!("worker: {error}")))?;
-    let job = std::env::var("SLURM_JOB_ID").unwrap_or_else(|_| format!("pid-{}", std::process::id()));
+    let job =
+        std::env::var("SLURM_JOB_ID").unwrap_or_else(|_| format!("pid-{}", std::process::id()));
     match crate::slurm::worker::work(workdir, &key, &job, registry)? {
         crate::slurm::worker::Worked::Computed { item, output } => {
             eprintln!("claimflow worker: item `{item}` computed and stored as {output}");

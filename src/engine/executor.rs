@@ -511,7 +511,13 @@ impl<'a> Engine<'a> {
         if plan.pool == Pool::Pytest
             && let Some(slurm) = &self.slurm
         {
-            return self.compute_on_slurm(slurm, (kind, step, plan), (record, key), upstream, force);
+            return self.compute_on_slurm(
+                slurm,
+                (kind, step, plan),
+                (record, key),
+                upstream,
+                force,
+            );
         }
         let started = Instant::now();
         let output = kind.run(ctx, plan, upstream)?;

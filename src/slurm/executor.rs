@@ -17,7 +17,9 @@ use super::scheduler::{JobId, JobState, Scheduler, SlurmCommands};
 use super::script::{JobRequest, job_environment, render};
 use super::settings::SlurmSettings;
 use super::shared::{SharedPathError, check_shared};
-use super::task::{PipelineSource, Task, TaskError, forget_task, store_manifest, store_task, TASK_SCHEMA};
+use super::task::{
+    PipelineSource, TASK_SCHEMA, Task, TaskError, forget_task, store_manifest, store_task,
+};
 use super::watch::{DispatchStats, Dispatcher, WatchError};
 use crate::cache::{Digest, KeyRecord, Store, StoreError, write_atomic_in};
 use crate::engine::{ItemPlan, Upstream};
@@ -204,7 +206,11 @@ impl SlurmExecutor {
         self.dispatcher.stop()
     }
 
-    fn manifests(&self, step: &StepSpec, upstream: &Upstream) -> Result<BTreeMap<String, Digest>, StoreError> {
+    fn manifests(
+        &self,
+        step: &StepSpec,
+        upstream: &Upstream,
+    ) -> Result<BTreeMap<String, Digest>, StoreError> {
         let mut manifests = self.manifests.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(found) = manifests.get(&step.name) {
             return Ok(found.clone());
@@ -358,7 +364,10 @@ mod tests {
     fn item_ids_become_file_names() {
         let key = Digest::of(b"k");
         let name = file_name("demo/x@0123::tests/test_a.py::test b", &key);
-        assert!(name.starts_with("demo_x_0123__tests_test_a.py__test_b-"), "{name}");
+        assert!(
+            name.starts_with("demo_x_0123__tests_test_a.py__test_b-"),
+            "{name}"
+        );
         assert!(!name.contains('/'));
     }
 
@@ -377,7 +386,10 @@ mod tests {
             job: JobId(17),
             state: JobState::Timeout,
             log: PathBuf::from("/w/logs/slurm/truth/x.17.log"),
-            tail: vec!["collecting".into(), "slurmstepd: CANCELLED DUE TO TIME LIMIT".into()],
+            tail: vec![
+                "collecting".into(),
+                "slurmstepd: CANCELLED DUE TO TIME LIMIT".into(),
+            ],
         };
         insta::assert_snapshot!(error.to_string(), @r"
         slurm job 17 ended TIMEOUT (its time limit; raise `time:` under `executor:`); log /w/logs/slurm/truth/x.17.log, which ends:

@@ -18,8 +18,8 @@
 //! - [`shared`]: checks that the paths jobs use are not node-local.
 //! - [`jobs`]: per-job private directories in a worker.
 
-pub mod jobs;
 pub mod executor;
+pub mod jobs;
 pub mod journal;
 pub mod scheduler;
 pub mod script;
@@ -31,8 +31,8 @@ pub mod time;
 pub mod watch;
 pub mod worker;
 
+pub use jobs::private_root;
 pub use settings::{
     DEFAULT_MAX_JOBS, ExecutorKind, ExecutorSpec, SlurmSettings, TimeLimits, reserved_flag,
 };
 pub use time::TimeLimit;
-pub use jobs::private_root;

@@ -57,7 +57,11 @@ pub enum JobState {
 impl JobState {
     /// Reads a state as squeue (`%T`) or sacct (`State`, e.g. `CANCELLED by 0`) prints it.
     pub fn parse(text: &str) -> JobState {
-        let word = text.split_whitespace().next().unwrap_or("").trim_end_matches('+');
+        let word = text
+            .split_whitespace()
+            .next()
+            .unwrap_or("")
+            .trim_end_matches('+');
         match word {
             "RUNNING" | "COMPLETING" | "SIGNALING" | "STAGE_OUT" | "RESIZING" => JobState::Running,
             "COMPLETED" => JobState::Completed,
@@ -186,7 +190,12 @@ impl SlurmCommands {
             if completion_log {
                 sacct.arg("-c");
             }
-            sacct.args(["--noheader", "--parsable2", "--allocations", "--format=JobID,State"]);
+            sacct.args([
+                "--noheader",
+                "--parsable2",
+                "--allocations",
+                "--format=JobID,State",
+            ]);
             sacct.arg(format!("--jobs={}", Self::job_list(jobs)));
             if let Ok(output) = Self::run("sacct", sacct) {
                 let states = parse_states(&output, '|');
@@ -320,10 +329,24 @@ mod tests {
 
     #[test]
     fn only_ended_states_are_final() {
-        for state in ["COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "PREEMPTED", "OUT_OF_MEMORY"] {
+        for state in [
+            "COMPLETED",
+            "FAILED",
+            "CANCELLED",
+            "TIMEOUT",
+            "PREEMPTED",
+            "OUT_OF_MEMORY",
+        ] {
             assert!(JobState::parse(state).is_final(), "{state}");
         }
-        for state in ["PENDING", "RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED", "REQUEUED"] {
+        for state in [
+            "PENDING",
+            "RUNNING",
+            "COMPLETING",
+            "CONFIGURING",
+            "SUSPENDED",
+            "REQUEUED",
+        ] {
             assert!(!JobState::parse(state).is_final(), "{state}");
         }
     }

@@ -84,12 +84,16 @@ fn quote_path(path: &Path) -> String {
 
 /// The batch script of `job`.
 pub fn render(job: &JobRequest, settings: &SlurmSettings) -> String {
-    let mut script = String::from("#!/bin/sh\n# Written by claimflow: computes one item of a pipeline.\n");
+    let mut script =
+        String::from("#!/bin/sh\n# Written by claimflow: computes one item of a pipeline.\n");
     let mut directive = |flag: String| {
         // Slurm reads directives up to the first command.
         let _ = writeln!(script, "#SBATCH {flag}");
     };
-    directive(format!("--job-name={}", job.name.replace(char::is_whitespace, "_")));
+    directive(format!(
+        "--job-name={}",
+        job.name.replace(char::is_whitespace, "_")
+    ));
     // Slurm reads a directive's value in double quotes when it has spaces.
     let log = job.log.display().to_string();
     if log.contains(char::is_whitespace) {
@@ -190,7 +194,8 @@ mod tests {
             let upper = name.to_ascii_uppercase();
             assert!(
                 PASSED.contains(&upper.as_str())
-                    || ["LANG", "LC_ALL", "NO_COLOR", "CLAIMFLOW_CACHE_DIR"].contains(&name.as_str()),
+                    || ["LANG", "LC_ALL", "NO_COLOR", "CLAIMFLOW_CACHE_DIR"]
+                        .contains(&name.as_str()),
                 "{name} is not on the allow-list"
             );
         }

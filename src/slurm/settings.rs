@@ -136,7 +136,12 @@ pub fn reserved_flag(flag: &str) -> Option<&'static str> {
         "-D" => Some("--chdir"),
         _ => None,
     };
-    short.or_else(|| RESERVED_FLAGS.iter().copied().find(|reserved| *reserved == name))
+    short.or_else(|| {
+        RESERVED_FLAGS
+            .iter()
+            .copied()
+            .find(|reserved| *reserved == name)
+    })
 }
 
 #[cfg(test)]

@@ -45,7 +45,11 @@ const RAMFS_MAGIC: i64 = 0x8584_58f6;
 
 /// Checks that `path` (which must exist) is not node-local. `what` names it in the message
 /// ("workdir") and `hint` says how to move it.
-pub fn check_shared(what: &'static str, path: &Path, hint: &'static str) -> Result<(), SharedPathError> {
+pub fn check_shared(
+    what: &'static str,
+    path: &Path,
+    hint: &'static str,
+) -> Result<(), SharedPathError> {
     let resolved = path
         .canonicalize()
         .map_err(|source| SharedPathError::Missing {
@@ -68,7 +72,9 @@ pub fn check_shared(what: &'static str, path: &Path, hint: &'static str) -> Resu
         let Some(value) = std::env::var_os(variable).filter(|value| !value.is_empty()) else {
             continue;
         };
-        let scratch = Path::new(&value).canonicalize().unwrap_or_else(|_| PathBuf::from(&value));
+        let scratch = Path::new(&value)
+            .canonicalize()
+            .unwrap_or_else(|_| PathBuf::from(&value));
         if scratch != Path::new("/") && resolved.starts_with(&scratch) {
             return Err(local(format!("under ${variable} ({})", scratch.display())));
         }
@@ -117,7 +123,10 @@ mod tests {
     #[test]
     fn dev_shm_is_refused() {
         let error = check_shared("workdir", Path::new("/dev/shm"), HINT).unwrap_err();
-        assert!(matches!(error, SharedPathError::NodeLocal { .. }), "{error}");
+        assert!(
+            matches!(error, SharedPathError::NodeLocal { .. }),
+            "{error}"
+        );
     }
 
     #[test]

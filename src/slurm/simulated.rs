@@ -74,4 +74,3 @@ impl Scheduler for Simulated {
         Ok(())
     }
 }
-

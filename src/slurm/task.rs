@@ -136,12 +136,13 @@ pub fn load_task(store: &Store, key: &Digest) -> Result<Task, TaskError> {
             .into());
         }
     };
-    let digest: Digest = text.trim().parse().map_err(|error: crate::cache::DigestParseError| {
-        TaskError::Pointer {
+    let digest: Digest = text
+        .trim()
+        .parse()
+        .map_err(|error: crate::cache::DigestParseError| TaskError::Pointer {
             path: path.clone(),
             reason: error.to_string(),
-        }
-    })?;
+        })?;
     let value: serde_json::Value = match store.get_json(&digest) {
         Ok(value) => value,
         Err(StoreError::Missing(_)) => {
@@ -162,13 +163,7 @@ pub fn load_task(store: &Store, key: &Digest) -> Result<Task, TaskError> {
             found: u32::try_from(found).unwrap_or(u32::MAX),
         });
     }
-    serde_json::from_value(value).map_err(|source| {
-        StoreError::Decode {
-            digest,
-            source,
-        }
-        .into()
-    })
+    serde_json::from_value(value).map_err(|source| StoreError::Decode { digest, source }.into())
 }
 
 /// Removes the pointer of a task whose job has ended (the object goes with the next `gc`).
@@ -223,7 +218,10 @@ mod tests {
         store_task(&store, &stored).unwrap();
         assert_eq!(load_task(&store, &key).unwrap(), stored);
         forget_task(&store, &key);
-        assert!(matches!(load_task(&store, &key), Err(TaskError::Missing { .. })));
+        assert!(matches!(
+            load_task(&store, &key),
+            Err(TaskError::Missing { .. })
+        ));
     }
 
     #[test]

@@ -112,7 +112,11 @@ mod tests {
             ("1-2:30", 86_400 + 2 * 3600 + 30 * 60),
             ("0-00:00:05", 5),
         ] {
-            assert_eq!(TimeLimit::parse(text), Ok(TimeLimit::Seconds(seconds)), "{text}");
+            assert_eq!(
+                TimeLimit::parse(text),
+                Ok(TimeLimit::Seconds(seconds)),
+                "{text}"
+            );
         }
         assert_eq!(TimeLimit::parse("UNLIMITED"), Ok(TimeLimit::Unlimited));
         assert_eq!(TimeLimit::parse("infinite"), Ok(TimeLimit::Unlimited));
@@ -120,7 +124,17 @@ mod tests {
 
     #[test]
     fn refuses_what_slurm_would_not_read() {
-        for text in ["", "1h", "1:2:3:4", "-1", "1-", "a:b", "0", "0:00", "1-2:3:4:5"] {
+        for text in [
+            "",
+            "1h",
+            "1:2:3:4",
+            "-1",
+            "1-",
+            "a:b",
+            "0",
+            "0:00",
+            "1-2:3:4:5",
+        ] {
             assert!(TimeLimit::parse(text).is_err(), "{text}");
         }
     }

@@ -67,7 +67,12 @@ pub enum Worked {
 }
 
 /// Computes the item whose content key is `key`, in the workdir `workdir`, as job `job`.
-pub fn work(workdir: &Path, key: &Digest, job: &str, registry: &Registry) -> Result<Worked, WorkerError> {
+pub fn work(
+    workdir: &Path,
+    key: &Digest,
+    job: &str,
+    registry: &Registry,
+) -> Result<Worked, WorkerError> {
     let store = Store::open(workdir.join("cache"))?;
     // `cache gc` waits for the job as it waits for a run.
     let _lock = store.lock_shared()?;

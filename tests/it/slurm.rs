@@ -30,7 +30,11 @@ fn cluster() -> Option<std::sync::MutexGuard<'static, ()>> {
         .output()
         .is_ok_and(|output| output.status.success() && !output.stdout.is_empty());
     if answers {
-        return Some(CLUSTER.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
+        return Some(
+            CLUSTER
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        );
     }
     assert!(
         std::env::var("CI").as_deref() != Ok("true"),
@@ -117,7 +121,9 @@ impl Hanging {
     }
 
     fn command(&self) -> Command {
-        let mut command = self.project.command(&["run", "pipeline.yaml", "--executor", "slurm"]);
+        let mut command = self
+            .project
+            .command(&["run", "pipeline.yaml", "--executor", "slurm"]);
         command.env("CLAIMFLOW_CACHE_DIR", &self.cache);
         command
     }
@@ -155,20 +161,28 @@ impl Hanging {
     /// Waits until `count` jobs run, and returns their ids.
     fn running(&self, count: usize) -> Vec<String> {
         let mut jobs = Vec::new();
-        wait_for(&format!("{count} running jobs"), Duration::from_secs(120), || {
-            jobs = self
-                .submitted()
-                .iter()
-                .map(|submission| submission["job"].to_string())
-                .collect();
-            jobs.len() == count && jobs.iter().all(|job| state(job) == "RUNNING")
-        });
+        wait_for(
+            &format!("{count} running jobs"),
+            Duration::from_secs(120),
+            || {
+                jobs = self
+                    .submitted()
+                    .iter()
+                    .map(|submission| submission["job"].to_string())
+                    .collect();
+                jobs.len() == count && jobs.iter().all(|job| state(job) == "RUNNING")
+            },
+        );
         jobs
     }
 
     /// Ends whatever hanging process a killed job left behind.
     fn end_hung(&self) {
-        for entry in std::fs::read_dir(self.project.path("hung")).into_iter().flatten().flatten() {
+        for entry in std::fs::read_dir(self.project.path("hung"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
             let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
                 continue;
             };
@@ -217,7 +231,12 @@ fn walk(directory: &Path) -> Vec<PathBuf> {
 /// The job's state as squeue (or the completion log) reports it.
 fn state(job: &str) -> String {
     let squeue = Command::new("squeue")
-        .args(["--noheader", "--states=all", "--format=%T", &format!("--jobs={job}")])
+        .args([
+            "--noheader",
+            "--states=all",
+            "--format=%T",
+            &format!("--jobs={job}"),
+        ])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&squeue.stdout).trim().to_string();
@@ -225,7 +244,13 @@ fn state(job: &str) -> String {
         return text;
     }
     let sacct = Command::new("sacct")
-        .args(["-c", "--noheader", "--parsable2", "--format=State", &format!("--jobs={job}")])
+        .args([
+            "-c",
+            "--noheader",
+            "--parsable2",
+            "--format=State",
+            &format!("--jobs={job}"),
+        ])
         .output()
         .unwrap();
     String::from_utf8_lossy(&sacct.stdout).trim().to_string()
@@ -249,7 +274,8 @@ fn workers(project: &Project) -> Vec<i32> {
 fn assert_item_error(ran: &Ran, job: &str, state: &str) {
     assert_eq!(ran.code, 1, "{}", ran.stderr);
     assert!(
-        ran.stderr.contains(&format!("slurm job {job} ended {state}")),
+        ran.stderr
+            .contains(&format!("slurm job {job} ended {state}")),
         "{}",
         ran.stderr
     );
@@ -276,9 +302,18 @@ fn a_job_that_fails_is_an_item_error_and_nothing_is_cached() {
     }
     let ran = Hanging::finish(child);
     assert_item_error(&ran, &jobs[0], "FAILED");
-    assert_eq!(hanging.actions(), actions_before, "nothing of the job is cached");
+    assert_eq!(
+        hanging.actions(),
+        actions_before,
+        "nothing of the job is cached"
+    );
     assert!(
-        !hanging.project.path(".claimflow/slurm/jobs").read_dir().unwrap().any(|_| true),
+        !hanging
+            .project
+            .path(".claimflow/slurm/jobs")
+            .read_dir()
+            .unwrap()
+            .any(|_| true),
         "the ended job is no longer in the journal"
     );
 }
@@ -290,7 +325,13 @@ fn a_cancelled_job_is_an_item_error_and_the_next_run_submits_it_again() {
     };
     let hanging = Hanging::new(1, "  kind: slurm\n");
     let (child, jobs, actions_before) = hanging.started(1);
-    assert!(Command::new("scancel").arg(&jobs[0]).status().unwrap().success());
+    assert!(
+        Command::new("scancel")
+            .arg(&jobs[0])
+            .status()
+            .unwrap()
+            .success()
+    );
     let ran = Hanging::finish(child);
     assert_item_error(&ran, &jobs[0], "CANCELLED");
     assert_eq!(hanging.actions(), actions_before);
@@ -302,7 +343,13 @@ fn a_cancelled_job_is_an_item_error_and_the_next_run_submits_it_again() {
     });
     let second = hanging.submitted()[1]["job"].to_string();
     assert_ne!(second, jobs[0]);
-    assert!(Command::new("scancel").arg(&second).status().unwrap().success());
+    assert!(
+        Command::new("scancel")
+            .arg(&second)
+            .status()
+            .unwrap()
+            .success()
+    );
     assert_item_error(&Hanging::finish(child), &second, "CANCELLED");
 }
 
@@ -374,9 +421,11 @@ fn a_coordinator_killed_mid_run_leaves_results_the_next_run_takes() {
         .iter()
         .map(|submission| submission["job"].to_string())
         .collect();
-    wait_for("the orphaned jobs to complete", Duration::from_secs(300), || {
-        jobs.iter().all(|job| state(job) == "COMPLETED")
-    });
+    wait_for(
+        "the orphaned jobs to complete",
+        Duration::from_secs(300),
+        || jobs.iter().all(|job| state(job) == "COMPLETED"),
+    );
 
     let ran = project.ok(&["run", "pipeline.yaml"]);
     assert_eq!(submissions(&project).len(), 2, "nothing submitted again");

@@ -5,7 +5,9 @@
 use super::checker::{Checker, Fields};
 use crate::pipeline::suggest;
 use crate::pipeline::yaml::{Node, Value};
-use crate::slurm::{ExecutorKind, ExecutorSpec, SlurmSettings, TimeLimit, TimeLimits, reserved_flag};
+use crate::slurm::{
+    ExecutorKind, ExecutorSpec, SlurmSettings, TimeLimit, TimeLimits, reserved_flag,
+};
 
 /// The keys the block may have.
 const KEYS: &[&str] = &[
@@ -81,11 +83,7 @@ fn kind(checker: &mut Checker, node: &Node) -> Option<ExecutorKind> {
         _ => {
             let hint = suggest::hint(&text, KINDS, "executors")
                 .unwrap_or_else(|| format!("executors: {}", suggest::quoted_list(KINDS)));
-            checker.error(
-                node.mark,
-                format!("unknown executor `{text}`"),
-                Some(hint),
-            );
+            checker.error(node.mark, format!("unknown executor `{text}`"), Some(hint));
             None
         }
     }
@@ -152,7 +150,11 @@ fn time_limit(checker: &mut Checker, node: &Node, label: &str) -> Option<TimeLim
         Value::String(text) => match TimeLimit::parse(text) {
             Ok(limit) => Some(limit),
             Err(error) => {
-                checker.error(node.mark, format!("{label}: {error}"), Some(hint.to_string()));
+                checker.error(
+                    node.mark,
+                    format!("{label}: {error}"),
+                    Some(hint.to_string()),
+                );
                 None
             }
         },
