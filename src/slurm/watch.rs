@@ -4,8 +4,9 @@
 //! Watching is one `squeue` call per poll for every job in flight (however many there are), not
 //! one `sbatch --wait` per job: `sbatch --wait` polls at 2, 8 and then 32 seconds, which would add
 //! up to half a minute to every item, and a thousand of them would each hold a connection to the
-//! controller. The poll interval starts at 0.2 s and grows to at most 1 s while nothing ends, so
-//! an idle cluster is asked about once a second and a job's end is seen within a second.
+//! controller. The poll interval starts at 0.2 s and grows to at most 0.5 s while nothing ends,
+//! so a job's end is seen within half a second, at two `squeue` calls a second however many jobs
+//! are in flight.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -16,7 +17,7 @@ use super::scheduler::{JobId, JobState, Scheduler, SchedulerError};
 
 /// The first and the longest pause between two polls.
 const POLL_FIRST: Duration = Duration::from_millis(200);
-const POLL_LONGEST: Duration = Duration::from_secs(1);
+const POLL_LONGEST: Duration = Duration::from_millis(500);
 /// A job neither squeue nor sacct knows, this long after it was submitted, is taken as lost.
 const FORGOTTEN_AFTER: Duration = Duration::from_secs(30);
 /// Polls that fail in a row before the jobs are given up as unknown (about ten minutes).
