@@ -11,6 +11,8 @@ use crate::cache::Store;
 use crate::engine::{Dag, Engine, EngineError, RunOptions, Silent, live_set};
 use crate::pipeline::{self, Pipeline};
 use crate::progress::{Progress, Verbosity};
+use crate::slurm::ExecutorKind;
+use crate::slurm::executor::SlurmExecutor;
 use crate::steps::Registry;
 
 /// Decide which stored claims about a repository a commit has made false, and measure how well each
@@ -51,6 +53,10 @@ pub enum Verb {
         /// Make no network requests: repositories are not fetched and model calls must be cached.
         #[arg(long)]
         offline: bool,
+        /// Where the items that run pytest (mine-claims, oracle, testmon) are computed: here, or
+        /// one Slurm job each (default: the pipeline's `executor:`, else local).
+        #[arg(long, value_enum, value_name = "WHERE")]
+        executor: Option<ExecutorKind>,
     },
     /// Show what a run would compute, and why, without computing anything.
     Plan {
@@ -90,6 +96,15 @@ pub enum Verb {
     Cache {
         #[command(subcommand)]
         action: CacheAction,
+    },
+    /// Compute one item from the task stored under its key, as a Slurm job does.
+    #[command(hide = true)]
+    Worker {
+        /// The workdir holding the cache.
+        #[arg(long, value_name = "DIR")]
+        workdir: PathBuf,
+        /// The item's content key (`blake3:<hex>`).
+        key: String,
     },
     /// Manage the local model that model arms run on when no API key is set.
     Models {
@@ -185,11 +200,17 @@ pub fn run(cli: Cli) -> Result<()> {
             force,
             until,
             offline,
+            executor,
         } => {
             let pipeline = load(&pipeline, &root, &registry)?;
             let progress = std::sync::Arc::new(Progress::new(verbosity));
             crate::notes::install(progress.clone());
-            let engine = Engine::new(&pipeline, &registry, progress.as_ref())?;
+            let mut engine = Engine::new(&pipeline, &registry, progress.as_ref())?;
+            if executor.unwrap_or(pipeline.executor.kind) == ExecutorKind::Slurm {
+                let slurm = SlurmExecutor::new(&pipeline, &engine.store)
+                    .map_err(|error| EngineError::Input(error.to_string()))?;
+                engine.slurm = Some(std::sync::Arc::new(slurm));
+            }
             let defaults = RunOptions::default();
             let options = RunOptions {
                 jobs: jobs.unwrap_or(defaults.jobs),
@@ -328,6 +349,7 @@ pub fn run(cli: Cli) -> Result<()> {
             ))
             .into())
         }
+        Verb::Worker { workdir, key } => worker(&root.join(workdir), &key, &registry),
     }
 }
 
@@ -339,6 +361,24 @@ fn provision_local_model(verbosity: Verbosity) -> Result<crate::local_model::Pro
             eprintln!("{line}");
         }
     })?)
+}
+
+/// `claimflow worker`: its messages go to the job's log.
+fn worker(workdir: &Path, key: &str, registry: &Registry) -> Result<()> {
+    let key: crate::cache::Digest = key
+        .parse()
+        .map_err(|error| EngineError::Input(format!("worker: {error}")))?;
+    let job =
+        std::env::var("SLURM_JOB_ID").unwrap_or_else(|_| format!("pid-{}", std::process::id()));
+    match crate::slurm::worker::work(workdir, &key, &job, registry)? {
+        crate::slurm::worker::Worked::Computed { item, output } => {
+            eprintln!("claimflow worker: item `{item}` computed and stored as {output}");
+        }
+        crate::slurm::worker::Worked::Cached => {
+            eprintln!("claimflow worker: key {key} was already in the cache");
+        }
+    }
+    Ok(())
 }
 
 fn cache(action: CacheAction, root: &Path, registry: &Registry) -> Result<()> {

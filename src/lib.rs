@@ -25,5 +25,6 @@ pub mod process_groups;
 pub mod progress;
 pub mod python;
 pub mod records;
+pub mod slurm;
 pub mod stats;
 pub mod steps;

@@ -122,6 +122,19 @@ pub fn stop_all() -> usize {
     live.groups.len()
 }
 
+/// Actions run, by name, when a signal stops the process, before its children are killed:
+/// cancelling a run's cluster jobs, which no process group holds.
+static ON_STOP: Mutex<BTreeMap<&'static str, fn()>> = Mutex::new(BTreeMap::new());
+
+/// Runs `action` when SIGINT or SIGTERM stops the process (once per `name`, however often it
+/// is registered).
+pub fn on_stop(name: &'static str, action: fn()) {
+    ON_STOP
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .insert(name, action);
+}
+
 /// The write end of the signal pipe (-1 until [`stop_on_signals`] ran).
 static SIGNAL_PIPE: AtomicI32 = AtomicI32::new(-1);
 
@@ -159,6 +172,15 @@ pub fn stop_on_signals() -> io::Result<()> {
                 if read == 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
                     return;
                 }
+            }
+            let actions: Vec<fn()> = ON_STOP
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .values()
+                .copied()
+                .collect();
+            for action in actions {
+                action();
             }
             stop_all();
             std::process::exit(128 + i32::from(byte));

@@ -282,6 +282,7 @@ mod tests {
             results: "/project/results/p".into(),
             repos: Vec::new(),
             models: BTreeMap::new(),
+            executor: Default::default(),
             steps: steps
                 .iter()
                 .enumerate()

@@ -14,9 +14,10 @@ use crate::engine::events::{Event, Reporter};
 use crate::engine::pools::{PoolSizes, Pools};
 use crate::engine::state::{ItemState, RunState, StepState};
 use crate::engine::{
-    ItemOutput, ItemPlan, ItemResult, StepContext, StepError, StepKind, StepOutput, Upstream,
+    ItemOutput, ItemPlan, ItemResult, Pool, StepContext, StepError, StepKind, StepOutput, Upstream,
 };
 use crate::pipeline::{Pipeline, StepSpec};
+use crate::slurm::executor::SlurmExecutor;
 use crate::steps::Registry;
 
 /// How a run is carried out. None of it enters a key.
@@ -105,6 +106,8 @@ pub struct Engine<'a> {
     pub store: Store,
     pub state: RunState,
     pub reporter: &'a dyn Reporter,
+    /// Where pytest-pool items run when not here: one Slurm job each.
+    pub slurm: Option<Arc<SlurmExecutor>>,
 }
 
 enum Finished {
@@ -128,6 +131,7 @@ impl<'a> Engine<'a> {
             store,
             state,
             reporter,
+            slurm: None,
         })
     }
 
@@ -186,7 +190,11 @@ impl<'a> Engine<'a> {
         let _lock = self.store.lock_shared()?;
         let pools = Pools::new(PoolSizes {
             cpu: options.jobs,
-            pytest: options.pytest_slots,
+            // On Slurm the pytest pool is the jobs in flight; the cluster schedules them.
+            pytest: self
+                .slurm
+                .as_ref()
+                .map_or(options.pytest_slots, |slurm| slurm.max_jobs()),
             models: self
                 .pipeline
                 .models
@@ -500,21 +508,77 @@ impl<'a> Engine<'a> {
             });
         }
         let _slot = pools.acquire(&plan.pool);
+        if plan.pool == Pool::Pytest
+            && let Some(slurm) = &self.slurm
+        {
+            return self.compute_on_slurm(
+                slurm,
+                (kind, step, plan),
+                (record, key),
+                upstream,
+                force,
+            );
+        }
         let started = Instant::now();
         let output = kind.run(ctx, plan, upstream)?;
-        for (name, blob) in &output.blobs {
-            if !self.store.has(blob) {
-                return Err(StepError::Invariant(format!(
-                    "item `{}` names blob `{name}` ({blob}) that it did not store",
-                    plan.id
-                )));
-            }
+impl Engine<'_> {
+    /// Computes an item in a Slurm job, which stores it; takes the result from the store.
+    fn compute_on_slurm(
+        &self,
+        slurm: &SlurmExecutor,
+        (kind, step, plan): (&dyn StepKind, &StepSpec, &ItemPlan),
+        (record, key): (&KeyRecord, &Digest),
+        upstream: &Upstream,
+        force: bool,
+    ) -> Result<ItemResult, StepError> {
+        let job = slurm
+            .compute(step, kind.name(), plan, (record, key), upstream, force)
+            .map_err(|error| StepError::Message(error.to_string()))?;
+        let (digest, output) = self.lookup(key)?.ok_or_else(|| {
+            StepError::Message(format!(
+                "slurm job {job} completed but the cache has no readable result for item `{}`",
+                plan.id
+            ))
+        })?;
+        Ok(ItemResult {
+            plan: plan.clone(),
+            digest,
+            output: Arc::new(output),
+            cached: false,
+        })
+    }
+}
+
+/// Stores a computed item: checks the blobs it names, stores the output object, then the action
+/// record naming it, last, so a process killed in between leaves nothing that is served. The
+/// engine and `claimflow worker` both store items through it. Returns the output's digest.
+pub fn store_result(
+    store: &Store,
+    step: &str,
+    plan: &ItemPlan,
+    (record, key): (&KeyRecord, &Digest),
+    output: &ItemOutput,
+    took: Duration,
+) -> Result<Digest, StepError> {
+    for (name, blob) in &output.blobs {
+        if !store.has(blob) {
+            return Err(StepError::Invariant(format!(
+                "item `{}` names blob `{name}` ({blob}) that it did not store",
+                plan.id
+            )));
         }
-        let digest = self.store.record_action(
-            record,
-            &serde_json::to_vec(&output).expect("item outputs serialize"),
-            &step.name,
-            started.elapsed().as_secs_f64(),
+    }
+    let digest = store.put_json(output)?;
+    store.record_action(
+        key,
+        &ActionRecord {
+            key: record.clone(),
+            output: digest,
+            step: step.to_string(),
+            seconds: took.as_secs_f64(),
+        },
+    )?;
+    Ok(digest)
         )?;
         Ok(ItemResult {
             plan: plan.clone(),
@@ -535,6 +599,59 @@ fn decode_output(
             .ok()
             .map(|output| (digest, output))
     }))
+}
+
+impl Engine<'_> {
+    /// Computes an item in a Slurm job, which stores it; takes the result from the store.
+    fn compute_on_slurm(
+        &self,
+        slurm: &SlurmExecutor,
+        (kind, step, plan): (&dyn StepKind, &StepSpec, &ItemPlan),
+        (record, key): (&KeyRecord, &Digest),
+        upstream: &Upstream,
+        force: bool,
+    ) -> Result<ItemResult, StepError> {
+        let job = slurm
+            .compute(step, kind.name(), plan, (record, key), upstream, force)
+            .map_err(|error| StepError::Message(error.to_string()))?;
+        // The job appended its action record from another process: read the log again.
+        let (digest, output) = decode_output(self.store.cached_output_now(key)?)?.ok_or_else(|| {
+            StepError::Message(format!(
+                "slurm job {job} completed but the cache has no readable result for item `{}`",
+                plan.id
+            ))
+        })?;
+        Ok(ItemResult {
+            plan: plan.clone(),
+            digest,
+            output: Arc::new(output),
+            cached: false,
+        })
+    }
+}
+
+/// Stores a computed item: checks the blobs it names, stores the output object, then the action
+/// record naming it, last, so a process killed in between leaves nothing that is served. The
+/// engine and `claimflow worker` both store items through it. Returns the output's digest.
+pub fn store_result(
+    store: &Store,
+    step: &str,
+    plan: &ItemPlan,
+    (record, key): (&KeyRecord, &Digest),
+    output: &ItemOutput,
+    took: Duration,
+) -> Result<Digest, StepError> {
+    for (name, blob) in &output.blobs {
+        if !store.has(blob) {
+            return Err(StepError::Invariant(format!(
+                "item `{}` names blob `{name}` ({blob}) that it did not store",
+                plan.id
+            )));
+        }
+    }
+    debug_assert_eq!(record.digest(), *key, "the key is the digest of its record");
+    let bytes = serde_json::to_vec(output).expect("item outputs serialize");
+    Ok(store.record_action(record, &bytes, step, took.as_secs_f64())?)
 }
 
 /// The key record of an item of `step`.

@@ -20,7 +20,9 @@ mod pools;
 mod state;
 
 pub use events::{Event, Recording, Reporter, Silent};
-pub use executor::{Engine, EngineError, RunOptions, RunSummary, StepStatus, key_record};
+pub use executor::{
+    Engine, EngineError, RunOptions, RunSummary, StepStatus, key_record, store_result,
+};
 pub use plan::{ItemExplanation, Plan, StepPlan};
 pub use pools::{PoolSizes, Pools};
 pub use state::{ItemState, RunState, StepState, live_set};

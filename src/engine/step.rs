@@ -70,7 +70,7 @@ impl ParamSpec {
 }
 
 /// The resource pool an item's computation runs in.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Pool {
     /// CPU-bound work, capped by `-j`.
     Cpu,
@@ -81,7 +81,7 @@ pub enum Pool {
 }
 
 /// One unit of a step's work, cached on its own. Everything in it except `pool` enters the key.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ItemPlan {
     /// The item's identity within its step (a commit id, a claim id, a foreach element).
     pub id: String,
@@ -291,8 +291,8 @@ impl StepContext<'_> {
 
     /// A scratch directory for this step under the workdir, created on demand.
     pub fn scratch(&self, name: &str) -> Result<PathBuf, StepError> {
-        let dir = self
-            .workdir
+        // In a Slurm worker, under the job's own directory.
+        let dir = crate::slurm::private_root(self.workdir)
             .join("scratch")
             .join(&self.step.name)
             .join(name);

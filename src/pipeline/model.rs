@@ -22,6 +22,9 @@ pub struct Pipeline {
     pub results: PathBuf,
     pub repos: Vec<RepoSpec>,
     pub models: BTreeMap<String, ModelSpec>,
+    /// Where the pytest-pool items run (`executor:`); never part of a key.
+    #[serde(skip_serializing_if = "crate::slurm::ExecutorSpec::is_default")]
+    pub executor: crate::slurm::ExecutorSpec,
     /// Steps in the order the file declares them.
     pub steps: Vec<StepSpec>,
 }

@@ -278,7 +278,9 @@ impl StepKind for MineClaims {
         let located = repository::locate(spec, ctx.workdir)?;
         let git = located.open()?;
         let slot = slot_name(&item.id);
-        let worktree = ctx.workdir.join("worktrees").join(format!("claims-{slot}"));
+        let worktree = crate::slurm::private_root(ctx.workdir)
+            .join("worktrees")
+            .join(format!("claims-{slot}"));
         let scratch = ctx.scratch(&slot)?;
         python::checkout_commit(&git, &record.parent, &worktree)
             .map_err(|error| step_message(ctx, &item.id, error))?;

@@ -588,7 +588,9 @@ impl StepKind for OracleStep {
         let slots = params.slots.unwrap_or_else(|| {
             std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
         });
-        let pool = self.pool(ctx.workdir, slots);
+        // A worker's slots are its own (`<workdir>/jobs/<job>/…`): jobs on other nodes share
+        // the workdir, not its checkouts.
+        let pool = self.pool(&crate::slurm::private_root(ctx.workdir), slots);
         let mut slot = pool.acquire();
         let judged = (|| {
             let oid = |id: &str| {

@@ -226,6 +226,7 @@ fn pipeline(root: &Path, repository: &Path, claims: serde_json::Value) -> Pipeli
             extra: BTreeMap::new(),
         }],
         models: BTreeMap::new(),
+        executor: Default::default(),
         steps: vec![
             step("claims", "mine-claims", &[], json!({ "claims": claims })),
             step("a0", "arm", &["claims"], json!({"arm": "a0"})),

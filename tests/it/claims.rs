@@ -219,6 +219,7 @@ fn pipeline(root: &Path, repo: RepoSpec) -> Pipeline {
         results: root.join("results"),
         repos: vec![repo],
         models: BTreeMap::new(),
+        executor: Default::default(),
         steps: vec![StepSpec {
             name: "claims".into(),
             uses: "mine-claims".into(),

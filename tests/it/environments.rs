@@ -148,6 +148,7 @@ fn mine(
         results: root.join("results"),
         repos,
         models: BTreeMap::new(),
+        executor: Default::default(),
         steps: vec![StepSpec {
             name: "claims".into(),
             uses: "mine-claims".into(),

@@ -15,4 +15,5 @@ mod mining;
 mod models;
 mod oracle;
 mod signals;
+mod slurm;
 mod stats;

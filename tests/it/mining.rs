@@ -604,6 +604,7 @@ fn pipeline(root: &Path, repos: Vec<RepoSpec>, with: serde_json::Value) -> Pipel
         results: root.join("results"),
         repos,
         models: BTreeMap::new(),
+        executor: Default::default(),
         steps: vec![StepSpec {
             name: "rank".into(),
             uses: "rank-commits".into(),

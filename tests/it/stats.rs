@@ -354,6 +354,7 @@ fn pipeline(root: &Path, arms: &[&str], stats_with: serde_json::Value) -> Pipeli
             ("budget".to_string(), model("budget-1", 0.025, 0.10)),
             ("frontier".to_string(), model("frontier-1", 1.0, 4.0)),
         ]),
+        executor: Default::default(),
         steps,
     }
 }

@@ -4,14 +4,15 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::checker::{Checker, Fields};
-use super::{cycles, duplicates, models, repos, steps};
+use super::{cycles, duplicates, executor, models, repos, steps};
 use crate::pipeline::yaml::{Document, Mark, Node, Value};
 use crate::pipeline::{Diagnostic, Pipeline};
+use crate::slurm::ExecutorSpec;
 use crate::steps::Registry;
 
 /// The keys a pipeline may have at its top level.
 const KEYS: &[&str] = &[
-    "version", "name", "workdir", "results", "repos", "models", "steps",
+    "version", "name", "workdir", "results", "repos", "models", "executor", "steps",
 ];
 
 /// The only DSL version this claimflow reads.
@@ -80,6 +81,10 @@ pub fn validate(
         Some(node) => models::check(&mut checker, node),
         None => models::Checked::default(),
     };
+    let executor = match fields.get("executor") {
+        Some(node) => executor::check(&mut checker, node, &registry.names()),
+        None => Some(ExecutorSpec::default()),
+    };
     let (steps, places) = match checker.required(
         &fields,
         "steps",
@@ -99,8 +104,10 @@ pub fn validate(
         None => (Vec::new(), BTreeMap::new()),
     };
 
-    match (version, name, workdir, results) {
-        (Some(version), Some(name), Some(workdir), Some(results)) if checker.is_clean() => {
+    match (version, name, workdir, results, executor) {
+        (Some(version), Some(name), Some(workdir), Some(results), Some(executor))
+            if checker.is_clean() =>
+        {
             let pipeline = Pipeline {
                 file: file.to_path_buf(),
                 root: root.to_path_buf(),
@@ -110,6 +117,7 @@ pub fn validate(
                 results,
                 repos: repositories.specs,
                 models: models.specs.into_iter().collect::<BTreeMap<_, _>>(),
+                executor,
                 steps,
             };
             relations(&mut checker, &pipeline, &places, registry);

@@ -7,6 +7,7 @@ mod checker;
 mod cycles;
 mod document;
 mod duplicates;
+mod executor;
 mod json;
 mod models;
 mod params;

@@ -22,6 +22,14 @@ impl Project {
         }
     }
 
+    /// A project under `parent` (a directory a cluster's jobs can see, unlike `/tmp`).
+    pub fn new_in(parent: &Path) -> Self {
+        std::fs::create_dir_all(parent).unwrap();
+        Project {
+            dir: tempfile::tempdir_in(parent).expect("a temp dir"),
+        }
+    }
+
     pub fn root(&self) -> &Path {
         self.dir.path()
     }

@@ -1,0 +1,38 @@
+//! Computing the expensive items of a run on a Slurm cluster.
+//!
+//! The items that run Python (the pytest pool: `mine-claims`, `oracle`, the testmon arm) can be
+//! sent to Slurm, one job per item, while every cheap item stays in the coordinating process.
+//! The coordinator stores each item's task (its plan, key record and the digests of what it
+//! reads) in the content-addressed store and submits a job that runs `claimflow worker KEY`;
+//! the worker computes the item exactly as the local engine would and writes its output and
+//! action record into the same store. The workdir and the Python environment cache must be on
+//! a filesystem every node sees ([`shared`]).
+//!
+//! - [`settings`]: the `executor:` block of a pipeline.
+//! - [`time`]: Slurm time limits.
+//! - [`scheduler`]: `sbatch`, `squeue`, `sacct` and `scancel`, behind a trait.
+//! - [`watch`]: the jobs in flight, capped, polled by one thread, cancelled on Ctrl-C.
+//! - [`script`]: the batch script of one job and the environment it gets.
+//! - [`task`]: what a worker needs, stored by the item's key.
+//! - [`journal`]: the jobs a coordinator submitted, so a later run adopts them.
+//! - [`shared`]: checks that the paths jobs use are not node-local.
+//! - [`jobs`]: per-job private directories in a worker.
+
+pub mod executor;
+pub mod jobs;
+pub mod journal;
+pub mod scheduler;
+pub mod script;
+pub mod settings;
+pub mod shared;
+pub mod simulated;
+pub mod task;
+pub mod time;
+pub mod watch;
+pub mod worker;
+
+pub use jobs::private_root;
+pub use settings::{
+    DEFAULT_MAX_JOBS, ExecutorKind, ExecutorSpec, SlurmSettings, TimeLimits, reserved_flag,
+};
+pub use time::TimeLimit;

@@ -1,0 +1,165 @@
+//! `claimflow worker KEY`: what a Slurm job runs. It computes one item from the task stored
+//! under its key and writes the output and action record into the store exactly as the local
+//! engine does (objects through a temp file and a rename, the action record last), so a job
+//! killed at any point leaves nothing that is served.
+//!
+//! The worker loads the pipeline from the text the coordinator stored, rebuilds the item's
+//! upstream from the stored manifests, and recomputes the item's key: a node running another
+//! build of claimflow, whose key would differ, refuses the task instead of caching a result
+//! under a key it did not compute.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::jobs::{enter_job, job_dir};
+use super::task::{TaskError, load_manifest, load_task};
+use crate::cache::{Digest, Store, StoreError};
+use crate::engine::{ItemResult, StepContext, StepError, StepOutput, Upstream, key_record};
+use crate::pipeline::{self, Diagnostics};
+use crate::steps::Registry;
+
+/// Why a worker could not compute its item.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The task is missing or unreadable.
+    #[error(transparent)]
+    Task(#[from] TaskError),
+    /// The stored pipeline no longer loads here.
+    #[error("the pipeline {file} does not load on this node:\n{diagnostics}")]
+    Pipeline {
+        file: PathBuf,
+        diagnostics: Diagnostics,
+    },
+    /// The task names a step or kind this pipeline or build does not have.
+    #[error("the task names {0}, which this claimflow does not know")]
+    Unknown(String),
+    /// This build computes another key for the item.
+    #[error(
+        "this claimflow computes key {computed} for item `{item}`, the coordinator {expected}: \
+         run the same claimflow build on the nodes as on the coordinator"
+    )]
+    KeyMismatch {
+        item: String,
+        expected: Digest,
+        computed: Digest,
+    },
+    /// The item's computation failed.
+    #[error("item `{item}` of step `{step}` failed: {source}")]
+    Item {
+        step: String,
+        item: String,
+        #[source]
+        source: StepError,
+    },
+}
+
+/// What the worker did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Worked {
+    /// The item was computed and stored.
+    Computed { item: String, output: Digest },
+    /// The store already had the item (another job or run computed it).
+    Cached,
+}
+
+/// Computes the item whose content key is `key`, in the workdir `workdir`, as job `job`.
+pub fn work(
+    workdir: &Path,
+    key: &Digest,
+    job: &str,
+    registry: &Registry,
+) -> Result<Worked, WorkerError> {
+    let store = Store::open(workdir.join("cache"))?;
+    // `cache gc` waits for the job as it waits for a run.
+    let _lock = store.lock_shared()?;
+    let task = load_task(&store, key)?;
+    if !task.force
+        && let Some(output) = store.cached_output_now(key)?
+        && store.has(&output)
+    {
+        return Ok(Worked::Cached);
+    }
+    let text = store.get(&task.pipeline.text)?;
+    let text = String::from_utf8_lossy(&text);
+    let pipeline = pipeline::load_str(&text, &task.pipeline.file, &task.pipeline.root, registry)
+        .map_err(|diagnostics| WorkerError::Pipeline {
+            file: task.pipeline.file.clone(),
+            diagnostics,
+        })?;
+    let step = pipeline
+        .step(&task.step)
+        .ok_or_else(|| WorkerError::Unknown(format!("step `{}`", task.step)))?;
+    let kind = registry
+        .get(&step.uses)
+        .ok_or_else(|| WorkerError::Unknown(format!("step kind `{}`", step.uses)))?;
+    let record = key_record(kind.as_ref(), step, &task.plan);
+    let computed = record.digest();
+    if computed != *key {
+        return Err(WorkerError::KeyMismatch {
+            item: task.plan.id.clone(),
+            expected: *key,
+            computed,
+        });
+    }
+    let mut upstream = Upstream::default();
+    for (name, digest) in &task.upstream {
+        let manifest = load_manifest(&store, digest)?;
+        let mut items = Vec::with_capacity(manifest.items.len());
+        for item in manifest.items {
+            items.push(ItemResult {
+                output: Arc::new(store.get_json(&item.output)?),
+                digest: item.output,
+                plan: item.plan,
+                cached: true,
+            });
+        }
+        upstream.steps.insert(
+            name.clone(),
+            Arc::new(StepOutput {
+                step: manifest.step,
+                kind: manifest.kind,
+                items,
+            }),
+        );
+    }
+
+    enter_job(job);
+    let private = job_dir(&pipeline.workdir, job);
+    let ctx = StepContext {
+        pipeline: &pipeline,
+        step,
+        root: &pipeline.root,
+        workdir: &pipeline.workdir,
+        results: &pipeline.results,
+        store: &store,
+    };
+    let started = Instant::now();
+    let outcome = kind.run(&ctx, &task.plan, &upstream);
+    let _ = std::fs::remove_dir_all(&private);
+    let output = outcome.map_err(|source| WorkerError::Item {
+        step: step.name.clone(),
+        item: task.plan.id.clone(),
+        source,
+    })?;
+    let digest = crate::engine::store_result(
+        &store,
+        &step.name,
+        &task.plan,
+        (&record, key),
+        &output,
+        started.elapsed(),
+    )
+    .map_err(|source| WorkerError::Item {
+        step: step.name.clone(),
+        item: task.plan.id.clone(),
+        source,
+    })?;
+    Ok(Worked::Computed {
+        item: task.plan.id,
+        output: digest,
+    })
+}
