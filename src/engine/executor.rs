@@ -521,64 +521,13 @@ impl<'a> Engine<'a> {
         }
         let started = Instant::now();
         let output = kind.run(ctx, plan, upstream)?;
-impl Engine<'_> {
-    /// Computes an item in a Slurm job, which stores it; takes the result from the store.
-    fn compute_on_slurm(
-        &self,
-        slurm: &SlurmExecutor,
-        (kind, step, plan): (&dyn StepKind, &StepSpec, &ItemPlan),
-        (record, key): (&KeyRecord, &Digest),
-        upstream: &Upstream,
-        force: bool,
-    ) -> Result<ItemResult, StepError> {
-        let job = slurm
-            .compute(step, kind.name(), plan, (record, key), upstream, force)
-            .map_err(|error| StepError::Message(error.to_string()))?;
-        let (digest, output) = self.lookup(key)?.ok_or_else(|| {
-            StepError::Message(format!(
-                "slurm job {job} completed but the cache has no readable result for item `{}`",
-                plan.id
-            ))
-        })?;
-        Ok(ItemResult {
-            plan: plan.clone(),
-            digest,
-            output: Arc::new(output),
-            cached: false,
-        })
-    }
-}
-
-/// Stores a computed item: checks the blobs it names, stores the output object, then the action
-/// record naming it, last, so a process killed in between leaves nothing that is served. The
-/// engine and `claimflow worker` both store items through it. Returns the output's digest.
-pub fn store_result(
-    store: &Store,
-    step: &str,
-    plan: &ItemPlan,
-    (record, key): (&KeyRecord, &Digest),
-    output: &ItemOutput,
-    took: Duration,
-) -> Result<Digest, StepError> {
-    for (name, blob) in &output.blobs {
-        if !store.has(blob) {
-            return Err(StepError::Invariant(format!(
-                "item `{}` names blob `{name}` ({blob}) that it did not store",
-                plan.id
-            )));
-        }
-    }
-    let digest = store.put_json(output)?;
-    store.record_action(
-        key,
-        &ActionRecord {
-            key: record.clone(),
-            output: digest,
-            step: step.to_string(),
-            seconds: took.as_secs_f64(),
-        },
-    )?;
-    Ok(digest)
+        let digest = store_result(
+            &self.store,
+            &step.name,
+            plan,
+            (record, key),
+            &output,
+            started.elapsed(),
         )?;
         Ok(ItemResult {
             plan: plan.clone(),
@@ -630,9 +579,9 @@ impl Engine<'_> {
     }
 }
 
-/// Stores a computed item: checks the blobs it names, stores the output object, then the action
-/// record naming it, last, so a process killed in between leaves nothing that is served. The
-/// engine and `claimflow worker` both store items through it. Returns the output's digest.
+/// Stores a computed item: checks the blobs it names, then appends the action record with the
+/// output, so a process killed in between leaves nothing that is served. The engine and
+/// `claimflow worker` both store items through it. Returns the output's digest.
 pub fn store_result(
     store: &Store,
     step: &str,

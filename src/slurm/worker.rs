@@ -78,8 +78,7 @@ pub fn work(
     let _lock = store.lock_shared()?;
     let task = load_task(&store, key)?;
     if !task.force
-        && let Some(output) = store.cached_output_now(key)?
-        && store.has(&output)
+        && store.cached_output_now(key)?.is_some()
     {
         return Ok(Worked::Cached);
     }
