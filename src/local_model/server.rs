@@ -48,7 +48,9 @@ pub const TRAINED_CONTEXT: usize = 8192;
 impl Default for ServerOptions {
     fn default() -> Self {
         ServerOptions {
-            parallel: 4,
+            // One slot: on 2 cores, more slots share the same cores and each call waits longer
+            // (benches/README.md: 10.3 calls a minute with one slot, 5.4 with two, 3.6 with four).
+            parallel: 1,
             context_per_slot: TRAINED_CONTEXT,
             threads: std::thread::available_parallelism().map_or(1, |threads| threads.get()),
             max_answer_tokens: 1024,
