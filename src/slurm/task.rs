@@ -82,20 +82,22 @@ pub enum TaskError {
     Pointer { path: PathBuf, reason: String },
 }
 
-/// Stores `output`'s manifest; returns its digest (the same for the same items).
+/// Stores `output`'s manifest; returns its digest (the same for the same items). Each item's
+/// output is stored as an object too: the action log keeps small outputs inline, and a job reads
+/// its upstream outputs as objects.
 pub fn store_manifest(store: &Store, output: &StepOutput) -> Result<Digest, StoreError> {
+    let mut items = Vec::with_capacity(output.items.len());
+    for item in &output.items {
+        items.push(ManifestItem {
+            plan: item.plan.clone(),
+            output: store.put_json(item.output.as_ref())?,
+        });
+    }
     let manifest = Manifest {
         schema: TASK_SCHEMA,
         step: output.step.clone(),
         kind: output.kind.clone(),
-        items: output
-            .items
-            .iter()
-            .map(|item| ManifestItem {
-                plan: item.plan.clone(),
-                output: item.digest,
-            })
-            .collect(),
+        items,
     };
     store.put_json(&manifest)
 }

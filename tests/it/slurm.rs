@@ -198,8 +198,11 @@ impl Hanging {
     }
 
     /// Action records in the project's cache.
+    /// Action records in the cache's log (a job that stored its item appended one).
     fn actions(&self) -> usize {
-        count_files(&self.project.path(".claimflow/cache/actions"))
+        let store = claimflow::cache::Store::open(self.project.path(".claimflow/cache"))
+            .expect("open the cache");
+        store.stats().expect("cache stats").actions as usize
     }
 }
 
@@ -209,23 +212,6 @@ fn submissions(project: &Project) -> Vec<serde_json::Value> {
         .lines()
         .map(|line| serde_json::from_str(line).unwrap())
         .collect()
-}
-
-fn count_files(directory: &Path) -> usize {
-    walk(directory).len()
-}
-
-fn walk(directory: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(directory).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            files.extend(walk(&path));
-        } else {
-            files.push(path);
-        }
-    }
-    files
 }
 
 /// The job's state as squeue (or the completion log) reports it.
