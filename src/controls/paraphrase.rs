@@ -709,15 +709,14 @@ fn reflow(source: &str) -> Option<String> {
             }
             Tok::EndOfFile | Tok::StartModule => {}
             token => {
-                let unary;
-                if line_start {
+                let unary = if line_start {
                     out.push_str(&" ".repeat(level * unit));
-                    unary = may_be_unary(&token) || matches!(token, Tok::At);
+                    may_be_unary(&token) || matches!(token, Tok::At)
                 } else {
                     let (before, before_unary) = previous.as_ref().expect("mid-line");
                     out.push_str(spacing(before, *before_unary, &token, brackets.last()));
-                    unary = may_be_unary(&token) && !ends_value(before);
-                }
+                    may_be_unary(&token) && !ends_value(before)
+                };
                 out.push_str(text);
                 match token {
                     Tok::Lpar | Tok::Lsqb | Tok::Lbrace => brackets.push(token.clone()),

@@ -564,12 +564,13 @@ impl Engine<'_> {
             .compute(step, kind.name(), plan, (record, key), upstream, force)
             .map_err(|error| StepError::Message(error.to_string()))?;
         // The job appended its action record from another process: read the log again.
-        let (digest, output) = decode_output(self.store.cached_output_now(key)?)?.ok_or_else(|| {
-            StepError::Message(format!(
-                "slurm job {job} completed but the cache has no readable result for item `{}`",
-                plan.id
-            ))
-        })?;
+        let (digest, output) =
+            decode_output(self.store.cached_output_now(key)?)?.ok_or_else(|| {
+                StepError::Message(format!(
+                    "slurm job {job} completed but the cache has no readable result for item `{}`",
+                    plan.id
+                ))
+            })?;
         Ok(ItemResult {
             plan: plan.clone(),
             digest,

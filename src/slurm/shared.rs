@@ -93,7 +93,8 @@ fn memory_filesystem(path: &Path) -> Option<&'static str> {
     if unsafe { libc::statfs(name.as_ptr(), &raw mut info) } != 0 {
         return None;
     }
-    #[expect(
+    // `allow`, not `expect`: the cast is needed on the libc targets where f_type is not an i64.
+    #[allow(
         clippy::unnecessary_cast,
         reason = "f_type's integer type differs between libc targets"
     )]

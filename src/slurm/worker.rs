@@ -77,9 +77,7 @@ pub fn work(
     // `cache gc` waits for the job as it waits for a run.
     let _lock = store.lock_shared()?;
     let task = load_task(&store, key)?;
-    if !task.force
-        && store.cached_output_now(key)?.is_some()
-    {
+    if !task.force && store.cached_output_now(key)?.is_some() {
         return Ok(Worked::Cached);
     }
     let text = store.get(&task.pipeline.text)?;

@@ -21,8 +21,8 @@ mod stats;
 mod stratify;
 
 pub use command::CommandStep;
-pub use llm_arm::LlmArm;
 pub use cutoff::CutoffStep;
+pub use llm_arm::LlmArm;
 pub use mine_claims::MineClaims;
 pub use oracle::{
     EnvironmentFailure, Environments, FixedEnvironment, OracleStep, PythonEnvironments,

@@ -188,7 +188,7 @@ impl Hanging {
             };
             // Still the sleeping fake python, not a process that took its pid since.
             let command = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            if command == b"sleep\0600\0" {
+            if command == b"sleep\x00600\x00" {
                 // SAFETY: signals a process this test's fake python recorded as itself.
                 unsafe {
                     libc::kill(pid, libc::SIGKILL);
