@@ -165,7 +165,6 @@ pub fn run(cli: Cli) -> Result<()> {
         } => {
             let pipeline = load(&pipeline, &root, &registry)?;
             let progress = std::sync::Arc::new(Progress::new(verbosity));
-            crate::notes::install(progress.clone());
             let engine = Engine::new(&pipeline, &registry, progress.as_ref())?;
             let defaults = RunOptions::default();
             let options = RunOptions {
@@ -173,8 +172,10 @@ pub fn run(cli: Cli) -> Result<()> {
                 pytest_slots: pytest_slots.unwrap_or(defaults.pytest_slots),
                 force: force.into_iter().collect(),
                 until,
+                offline,
+                ..defaults
             };
-            crate::engine::set_offline(offline);
+            crate::process_groups::cancel_on_stop(options.cancel.clone());
             let summary = engine.run(&options)?;
             if verbosity == Verbosity::Normal {
                 eprintln!(

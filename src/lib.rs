@@ -15,7 +15,6 @@ pub mod cli;
 pub mod corpus;
 pub mod engine;
 pub mod mining;
-pub mod notes;
 pub mod oracle;
 pub mod pipeline;
 pub mod process_groups;

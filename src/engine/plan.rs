@@ -126,6 +126,7 @@ impl Engine<'_> {
                     Arc::new(StepOutput {
                         step: name.clone(),
                         kind: step.uses.clone(),
+                        role: step.role.clone(),
                         items,
                     }),
                 );
@@ -203,6 +204,7 @@ impl Engine<'_> {
         Ok(StepOutput {
             step: name.to_string(),
             kind: step.uses.clone(),
+            role: step.role.clone(),
             items,
         })
     }
@@ -210,7 +212,8 @@ impl Engine<'_> {
     fn key_items(&self, name: &str, upstream: &Upstream) -> Result<Keyed, EngineError> {
         let step = self.pipeline.step(name).expect("step exists");
         let kind = self.kind(step)?;
-        let ctx = self.context(step);
+        // Planning stops for nothing and fetches what it must to key the items.
+        let ctx = self.context(step, &tokio_util::sync::CancellationToken::new(), false);
         let plans = kind
             .items(&ctx, upstream)
             .map_err(|error| EngineError::Input(format!("step `{name}`: {error}")))?;

@@ -49,13 +49,17 @@ pub fn clone_dir(workdir: &Path, repo: &str) -> PathBuf {
 }
 
 /// Makes `spec` available (cloning or fetching a `url:` entry, materializing a `corpus:` entry) and
-/// resolves its branch. Network and disk writes happen here, never in [`locate`]. Offline
-/// (`run --offline`), a `url:` entry uses its existing clone as it is.
-pub fn prepare(spec: &RepoSpec, workdir: &Path) -> Result<PreparedRepository, MiningError> {
+/// resolves its branch. Network and disk writes happen here, never in [`locate`]. `offline`
+/// (`run --offline`): a `url:` entry uses its existing clone as it is.
+pub fn prepare(
+    spec: &RepoSpec,
+    workdir: &Path,
+    offline: bool,
+) -> Result<PreparedRepository, MiningError> {
     let path = match &spec.source {
         RepoSource::Url(url) => {
             let dir = clone_dir(workdir, &spec.name);
-            if crate::engine::offline() {
+            if offline {
                 if !dir.join("HEAD").exists() {
                     return Err(MiningError::Source {
                         repo: spec.name.clone(),
@@ -127,17 +131,6 @@ pub fn branch_tip(repository: &Repository, name: &str, branch: &str) -> Result<O
 /// exclusive lock beside it makes the second wait and then fetch what little is new, instead of
 /// initializing or writing packs into a directory the first is still filling.
 fn fetch(spec: &RepoSpec, url: &str, dir: &Path) -> Result<(), MiningError> {
-    if crate::engine::offline() {
-        // `run --offline`: mine what was fetched before, as it was.
-        return if dir.join("HEAD").exists() {
-            Ok(())
-        } else {
-            Err(MiningError::Source {
-                repo: spec.name.clone(),
-                message: format!("never fetched from {url}, and --offline forbids fetching it now"),
-            })
-        };
-    }
     let _lock = lock_clone(dir)?;
     let repository = if dir.join("HEAD").exists() {
         open_at(&spec.name, dir)?

@@ -37,6 +37,9 @@ pub struct ArmInfo {
     /// The arm a control wraps (`with: {arm: …}`); a control is reported beside its arm.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control_of: Option<String>,
+    /// The paper's id of the strategy the arm declares (`a4`, `a6_risk`); tables pick arms by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<String>,
 }
 
 /// Token and cost totals of one arm's predictions over the evaluated claims.

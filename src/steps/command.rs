@@ -25,52 +25,38 @@ use std::fs;
 use std::path::{Component, Path};
 use std::process::{Command, Stdio};
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::cache::Digest;
 use crate::engine::{
-    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, StepContext, StepError, StepKind,
-    Upstream,
+    ItemOutput, ItemPlan, ItemResult, ListOrGlob, ParamsDecl, PipelineProblem, StepContext,
+    StepError, StepKind, Upstream,
 };
+use crate::pipeline::{Pipeline, StepSpec};
 
 /// The `command` step kind.
 pub struct CommandStep;
 
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec::required(
-        "run",
-        ParamType::String,
-        "the command, run by `sh -c` in the project root",
-    ),
-    ParamSpec::optional(
-        "inputs",
-        ParamType::StringList,
-        "files or globs whose content enters the key",
-    ),
-    ParamSpec::optional(
-        "outputs",
-        ParamType::StringList,
-        "files the command must produce; cached and restored",
-    ),
-    ParamSpec::optional(
-        "foreach",
-        ParamType::StringOrList,
-        "a list, or a glob: one item per element, `{item}` substituted",
-    ),
-];
-
-#[derive(Debug, Deserialize)]
+/// The parameters of `uses: command`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Params {
-    run: String,
+pub struct CommandParams {
+    /// The command, run by `sh -c` in the project root.
+    pub run: String,
+    /// Files or globs whose content enters the key.
     #[serde(default)]
-    inputs: Vec<String>,
+    pub inputs: Vec<String>,
+    /// Files the command must produce; cached and restored.
     #[serde(default)]
-    outputs: Vec<String>,
-    /// A glob string or a list of strings; the loader has checked which.
-    #[serde(default)]
-    foreach: Option<serde_json::Value>,
+    pub outputs: Vec<String>,
+    /// A list, or a glob: one item per element, `{item}` substituted. Left out of the key: an
+    /// item's element is already in its key (its id and its substituted `run` and `outputs`), so
+    /// the list adds nothing to it; left in, adding one element would change the key of every
+    /// other item.
+    #[serde(default, skip_serializing)]
+    pub foreach: Option<ListOrGlob>,
 }
 
 /// One fan-out element and the placeholders it fills.
@@ -90,7 +76,7 @@ impl Element {
 }
 
 impl CommandStep {
-    fn elements(params: &Params, root: &Path, step: &str) -> Result<Vec<Element>, StepError> {
+    fn elements(params: &CommandParams, root: &Path, step: &str) -> Result<Vec<Element>, StepError> {
         let Some(foreach) = &params.foreach else {
             return Ok(vec![Element {
                 id: "main".into(),
@@ -98,20 +84,14 @@ impl CommandStep {
             }]);
         };
         match foreach {
-            serde_json::Value::Array(list) => Ok(list
+            ListOrGlob::List(list) => Ok(list
                 .iter()
-                .map(|element| {
-                    let element = match element {
-                        serde_json::Value::String(text) => text.clone(),
-                        other => other.to_string(),
-                    };
-                    Element {
-                        id: element.clone(),
-                        values: BTreeMap::from([("item", element)]),
-                    }
+                .map(|element| Element {
+                    id: element.clone(),
+                    values: BTreeMap::from([("item", element.clone())]),
                 })
                 .collect()),
-            serde_json::Value::String(pattern) => {
+            ListOrGlob::Glob(pattern) => {
                 let matches = expand(root, pattern, step)?;
                 Ok(matches
                     .into_iter()
@@ -136,9 +116,6 @@ impl CommandStep {
                     })
                     .collect())
             }
-            other => Err(StepError::Input(format!(
-                "step `{step}`: `foreach` must be a list or a glob, not {other}"
-            ))),
         }
     }
 }
@@ -156,27 +133,28 @@ impl StepKind for CommandStep {
         "run a program of your own: declared inputs enter the key, declared outputs are cached"
     }
 
-    fn params(&self) -> &'static [ParamSpec] {
-        PARAMS
+    fn params(&self) -> ParamsDecl {
+        ParamsDecl::of::<CommandParams>()
     }
 
-    /// Every `with:` parameter but `foreach`. An item's element is already in its key (its id and its
-    /// substituted `run` and `outputs`), so the list adds nothing to it; left in, adding one element
-    /// would change the key of every other item, and each of N keys would carry all N elements.
-    fn key_params(&self, with: &serde_json::Value) -> serde_json::Value {
-        match with.as_object() {
-            Some(map) => serde_json::Value::Object(
-                map.iter()
-                    .filter(|(name, _)| name.as_str() != "foreach")
-                    .map(|(name, value)| (name.clone(), value.clone()))
-                    .collect(),
-            ),
-            None => with.clone(),
+    fn check_pipeline(&self, step: &StepSpec, _pipeline: &Pipeline) -> Vec<PipelineProblem> {
+        match step.params.get::<CommandParams>().and_then(|params| params.foreach.as_ref()) {
+            Some(ListOrGlob::List(list)) if list.is_empty() => vec![PipelineProblem {
+                param: Some("foreach".to_string()),
+                index: None,
+                message: format!(
+                    "`foreach` of step `{}` is an empty list, so the step has nothing to run",
+                    step.name
+                ),
+                hint: "list at least one element, or remove `foreach` to run the command once"
+                    .to_string(),
+            }],
+            _ => Vec::new(),
         }
     }
 
     fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
-        let params: Params = ctx.params()?;
+        let params: &CommandParams = ctx.params()?;
         let step = &ctx.step.name;
         let mut reads = BTreeMap::new();
         for output in upstream.all() {
@@ -185,7 +163,7 @@ impl StepKind for CommandStep {
             }
         }
         let mut plans = Vec::new();
-        for element in Self::elements(&params, ctx.root, step)? {
+        for element in Self::elements(params, ctx.root, step)? {
             let outputs: Vec<String> = params
                 .outputs
                 .iter()

@@ -5,72 +5,47 @@
 //! item's key: a moved branch re-ranks that repository, and an unchanged one is a cache hit. The
 //! computation reads the history from the tip recorded in the key, never from the branch again.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use crate::engine::{
-    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, StepContext, StepError, StepKind,
-    Upstream,
+    ItemOutput, ItemPlan, ItemResult, ParamsDecl, RepoName, Role, StepContext, StepError,
+    StepKind, Upstream,
 };
+use crate::pipeline::StepSpec;
 use crate::mining::repository::{self, tool_name};
 use crate::mining::{Merges, RankBy, Selection, TestFileRules, rank, score_history};
-use crate::pipeline::RepoSpec;
 use crate::records::CommitRecord;
 
 /// The `rank-commits` step kind.
 pub struct RankCommits;
 
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec::optional(
-        "by",
-        ParamType::Enum(&["assertion-deletions", "keywords"]),
-        "what a commit is ranked by (default assertion-deletions)",
-    ),
-    ParamSpec::optional(
-        "top",
-        ParamType::Integer,
-        "keep the top N candidates per repository (default 40)",
-    ),
-    ParamSpec::optional(
-        "repos",
-        ParamType::StringList,
-        "the `repos:` entries to rank (default all)",
-    ),
-    ParamSpec::optional(
-        "merges",
-        ParamType::Enum(&["include", "skip"]),
-        "score merge commits against their first parent, or skip them (default include); a \
-         repository's own `merges` wins",
-    ),
-    ParamSpec::optional(
-        "test_patterns",
-        ParamType::StringList,
-        "globs that make a path a test file (default: test/tests/testing directories, test_*.py, \
-         *_test.py, tests.py, conftest.py); a repository's own `test_patterns` wins",
-    ),
-    ParamSpec::optional(
-        "min_score",
-        ParamType::Number,
-        "drop candidates scoring below this (default 1)",
-    ),
-];
-
-/// The step's `with:` parameters.
-#[derive(Debug, Deserialize)]
+/// The parameters of `uses: rank-commits`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Params {
+pub struct RankCommitsParams {
+    /// What a commit is ranked by (default assertion-deletions).
     #[serde(default)]
-    by: RankBy,
+    pub by: RankBy,
+    /// Keep the top N candidates per repository (default 40).
     #[serde(default = "default_top")]
-    top: usize,
+    #[schemars(range(min = 1))]
+    pub top: usize,
+    /// The `repos:` entries to rank (default all).
     #[serde(default)]
-    repos: Option<Vec<String>>,
+    pub repos: Option<Vec<RepoName>>,
+    /// Score merge commits against their first parent, or skip them (default include); a
+    /// repository's own `merges` wins.
     #[serde(default)]
-    merges: Merges,
+    pub merges: Merges,
+    /// Globs that make a path a test file (default: test/tests/testing directories, test_*.py,
+    /// *_test.py, tests.py, conftest.py); a repository's own `test_patterns` wins.
     #[serde(default)]
-    test_patterns: Vec<String>,
+    pub test_patterns: Vec<String>,
+    /// Drop candidates scoring below this (default 1).
     #[serde(default = "default_min_score")]
-    min_score: f64,
+    #[schemars(range(min = 0))]
+    pub min_score: f64,
 }
 
 fn default_top() -> usize {
@@ -92,27 +67,6 @@ struct ItemParams {
     test_patterns: Vec<String>,
 }
 
-fn params(ctx: &StepContext) -> Result<Params, StepError> {
-    if ctx.step.with.is_null() {
-        return serde_json::from_value(json!({}))
-            .map_err(|error| StepError::Input(error.to_string()));
-    }
-    ctx.params()
-}
-
-/// The merge setting for `spec`: its own `merges`, else the step's.
-fn merges(ctx: &StepContext, spec: &RepoSpec, step: Merges) -> Result<Merges, StepError> {
-    match spec.extra.get("merges") {
-        Some(value) => serde_json::from_value(value.clone()).map_err(|_| {
-            StepError::Input(format!(
-                "step `{}`: repository `{}`: `merges` must be `include` or `skip`",
-                ctx.step.name, spec.name
-            ))
-        }),
-        None => Ok(step),
-    }
-}
-
 impl StepKind for RankCommits {
     fn name(&self) -> &'static str {
         "rank-commits"
@@ -128,37 +82,31 @@ impl StepKind for RankCommits {
         "rank each repository's first-parent commits by assertion lines deleted from tests (or keywords)"
     }
 
-    fn params(&self) -> &'static [ParamSpec] {
-        PARAMS
+    fn params(&self) -> ParamsDecl {
+        ParamsDecl::of::<RankCommitsParams>()
+    }
+
+    fn role(&self, _step: &StepSpec) -> Role {
+        Role::Commits
     }
 
     fn items(&self, ctx: &StepContext, _upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
-        let params = params(ctx)?;
-        if let Some(unknown) = params
-            .repos
-            .iter()
-            .flatten()
-            .find(|name| ctx.pipeline.repo(name).is_none())
-        {
-            return Err(StepError::Input(format!(
-                "step `{}`: `repos` names `{unknown}`, which is not a `repos:` entry",
-                ctx.step.name
-            )));
-        }
+        let params: &RankCommitsParams = ctx.params()?;
+        // The loader checked that every name in `repos` is a `repos:` entry.
         let chosen = ctx.pipeline.repos.iter().filter(|spec| {
             params
                 .repos
                 .as_ref()
-                .is_none_or(|names| names.contains(&spec.name))
+                .is_none_or(|names| names.iter().any(|name| name.as_str() == spec.name))
         });
         let mut items = Vec::new();
         for spec in chosen {
-            let prepared = repository::prepare(spec, ctx.workdir)?;
+            let prepared = repository::prepare(spec, ctx.workdir, ctx.offline)?;
             let item = ItemParams {
                 branch: spec.branch.clone(),
                 by: params.by,
                 top: params.top,
-                merges: merges(ctx, spec, params.merges)?,
+                merges: spec.merges.unwrap_or(params.merges),
                 min_score: params.min_score,
                 test_patterns: TestFileRules::for_repository(spec, &params.test_patterns)?
                     .patterns(),

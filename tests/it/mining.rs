@@ -590,7 +590,9 @@ fn spec(name: &str, source: RepoSource) -> RepoSpec {
         branch: "main".to_string(),
         split: None,
         python: Vec::new(),
-        extra: BTreeMap::new(),
+        test_patterns: None,
+        dependencies: Vec::new(),
+        merges: None,
     }
 }
 
@@ -604,27 +606,23 @@ fn pipeline(root: &Path, repos: Vec<RepoSpec>, with: serde_json::Value) -> Pipel
         results: root.join("results"),
         repos,
         models: BTreeMap::new(),
-        steps: vec![StepSpec {
-            name: "rank".into(),
-            uses: "rank-commits".into(),
-            needs: Vec::new(),
-            with,
-            line: 1,
-        }],
+        steps: vec![
+            StepSpec::parsed(
+                "rank",
+                "rank-commits",
+                &[],
+                with,
+                &claimflow::steps::Registry::builtin(),
+            )
+            .unwrap(),
+        ],
     }
 }
 
 /// Plans, computes and publishes the step like the engine does, without a cache.
 fn run_step(pipeline: &Pipeline) -> (Vec<ItemResult>, String) {
     let store = Store::open(pipeline.workdir.join("cache")).unwrap();
-    let ctx = StepContext {
-        pipeline,
-        step: &pipeline.steps[0],
-        root: &pipeline.root,
-        workdir: &pipeline.workdir,
-        results: &pipeline.results,
-        store: &store,
-    };
+    let ctx = StepContext::new(pipeline, &pipeline.steps[0], &store);
     let upstream = Upstream::default();
     let kind = RankCommits;
     let results: Vec<ItemResult> = kind
@@ -720,14 +718,7 @@ fn the_step_key_follows_the_branch_tip_and_the_params() {
             with,
         );
         let store = Store::open(root.path().join("cache")).unwrap();
-        let ctx = StepContext {
-            pipeline: &pipeline,
-            step: &pipeline.steps[0],
-            root: root.path(),
-            workdir: &pipeline.workdir,
-            results: &pipeline.results,
-            store: &store,
-        };
+        let ctx = StepContext::new(&pipeline, &pipeline.steps[0], &store);
         RankCommits
             .items(&ctx, &Upstream::default())
             .unwrap()
@@ -752,7 +743,7 @@ fn a_repository_may_name_its_own_merge_setting() {
     let repo = merged_history();
     let root = tempfile::tempdir().unwrap();
     let mut own = spec("r", RepoSource::Path(repo.path_buf()));
-    own.extra.insert("merges".into(), json!("skip"));
+    own.merges = Some(claimflow::pipeline::Merges::Skip);
     let pipeline = pipeline(root.path(), vec![own], json!({"merges": "include"}));
     let (results, published) = run_step(&pipeline);
     assert_eq!(results[0].plan.params["merges"], "skip");
@@ -764,8 +755,7 @@ fn a_repository_may_name_its_own_test_patterns() {
     let repo = history();
     let root = tempfile::tempdir().unwrap();
     let mut own = spec("r", RepoSource::Path(repo.path_buf()));
-    own.extra
-        .insert("test_patterns".into(), json!(["nothing/**"]));
+    own.test_patterns = Some(vec!["nothing/**".into()]);
     let pipeline = pipeline(
         root.path(),
         vec![own],
@@ -789,14 +779,7 @@ fn the_step_rejects_an_unknown_repository_name() {
         json!({"repos": ["nope"]}),
     );
     let store = Store::open(root.path().join("cache")).unwrap();
-    let ctx = StepContext {
-        pipeline: &pipeline,
-        step: &pipeline.steps[0],
-        root: root.path(),
-        workdir: &pipeline.workdir,
-        results: &pipeline.results,
-        store: &store,
-    };
+    let ctx = StepContext::new(&pipeline, &pipeline.steps[0], &store);
     let error = RankCommits.items(&ctx, &Upstream::default()).unwrap_err();
     assert!(error.to_string().contains("`nope`"), "{error}");
 }
@@ -807,7 +790,7 @@ fn a_url_repository_is_cloned_then_fetched() {
     let workdir = tempfile::tempdir().unwrap();
     let url = format!("file://{}", origin.path().display());
     let remote = spec("remote", RepoSource::Url(url));
-    let prepared = repository::prepare(&remote, workdir.path()).unwrap();
+    let prepared = repository::prepare(&remote, workdir.path(), false).unwrap();
     assert_eq!(prepared.tip, origin.head());
     assert_eq!(prepared.path, workdir.path().join("repos").join("remote"));
     origin.commit("Later", &[("pkg/later.py", Some("x = 1\n"))]);
@@ -816,7 +799,7 @@ fn a_url_repository_is_cloned_then_fetched() {
         prepared.tip,
         "locating never fetches"
     );
-    let fetched = repository::prepare(&remote, workdir.path()).unwrap();
+    let fetched = repository::prepare(&remote, workdir.path(), false).unwrap();
     assert_eq!(fetched.tip, origin.head());
     let history = score_history(
         &fetched.path,
@@ -838,7 +821,7 @@ fn steps_preparing_one_url_repository_at_once_share_the_clone() {
     let remote = spec("remote", RepoSource::Url(url));
     let tips: Vec<_> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..4)
-            .map(|_| scope.spawn(|| repository::prepare(&remote, workdir.path())))
+            .map(|_| scope.spawn(|| repository::prepare(&remote, workdir.path(), false)))
             .collect();
         handles
             .into_iter()
@@ -862,7 +845,7 @@ fn head_is_never_used_for_a_missing_branch() {
     let repo = history();
     let mut missing = spec("r", RepoSource::Path(repo.path_buf()));
     missing.branch = "release".into();
-    let error = repository::prepare(&missing, repo.path()).unwrap_err();
+    let error = repository::prepare(&missing, repo.path(), false).unwrap_err();
     insta::assert_snapshot!(error.to_string(), @"branch `release` not found in repository `r` (looked for refs/heads/release and refs/remotes/origin/release; HEAD is never used)");
 }
 
@@ -872,7 +855,7 @@ fn a_path_repository_is_read_in_place_without_writes() {
     let before = std::fs::read_dir(repo.path().join(".git")).unwrap().count();
     let path = spec("r", RepoSource::Path(repo.path_buf()));
     let workdir = tempfile::tempdir().unwrap();
-    let prepared = repository::prepare(&path, workdir.path()).unwrap();
+    let prepared = repository::prepare(&path, workdir.path(), false).unwrap();
     assert_eq!(prepared.path, repo.path());
     assert_eq!(
         std::fs::read_dir(repo.path().join(".git")).unwrap().count(),
