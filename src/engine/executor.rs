@@ -17,11 +17,11 @@ use crate::engine::{
     ErrorClass, Execution, ItemOutput, ItemPlan, ItemResult, RetryPolicy, StepContext, StepError,
     StepKind, StepOutput, Upstream,
 };
+use crate::pipeline::{Pipeline, StepSpec};
+use crate::steps::Registry;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use tokio_util::sync::CancellationToken;
-use crate::pipeline::{Pipeline, StepSpec};
-use crate::steps::Registry;
 
 /// How a run is carried out. None of it enters a key.
 #[derive(Debug, Clone)]
@@ -80,7 +80,10 @@ pub enum EngineError {
 /// What happened to one step in a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StepStatus {
-    Done { computed: usize, cached: usize },
+    Done {
+        computed: usize,
+        cached: usize,
+    },
     /// The step failed; its error's class says whether the input was wrong.
     Failed(String, ErrorClass),
     Skipped(String),
@@ -296,29 +299,22 @@ impl<'a> Engine<'a> {
                             });
                             (Finished::Skipped, StepStatus::Skipped(because))
                         }
-                        Ok(upstream) => {
-                            match self.run_step(
-                                step,
-                                &upstream,
-                                pools,
-                                options,
-                            ) {
-                                Ok((output, computed, cached)) => (
-                                    Finished::Done(Arc::new(output)),
-                                    StepStatus::Done { computed, cached },
-                                ),
-                                Err(failure) => {
-                                    self.reporter.event(&Event::StepFailed {
-                                        step: step.name.clone(),
-                                        error: failure.message.clone(),
-                                    });
-                                    (
-                                        Finished::Failed,
-                                        StepStatus::Failed(failure.message, failure.class),
-                                    )
-                                }
+                        Ok(upstream) => match self.run_step(step, &upstream, pools, options) {
+                            Ok((output, computed, cached)) => (
+                                Finished::Done(Arc::new(output)),
+                                StepStatus::Done { computed, cached },
+                            ),
+                            Err(failure) => {
+                                self.reporter.event(&Event::StepFailed {
+                                    step: step.name.clone(),
+                                    error: failure.message.clone(),
+                                });
+                                (
+                                    Finished::Failed,
+                                    StepStatus::Failed(failure.message, failure.class),
+                                )
                             }
-                        }
+                        },
                     };
                     statuses
                         .lock()
@@ -543,10 +539,12 @@ impl<'a> Engine<'a> {
                 })
                 .collect(),
         };
-        self.state.save(&step.name, &state).map_err(|error| Failure {
-            message: error.to_string(),
-            class: ErrorClass::Failure,
-        })?;
+        self.state
+            .save(&step.name, &state)
+            .map_err(|error| Failure {
+                message: error.to_string(),
+                class: ErrorClass::Failure,
+            })?;
         // An item another run computed while this one waited for its lock was not computed here.
         let computed_count = items.iter().filter(|item| !item.cached).count();
         let cached = items.len() - computed_count;
@@ -653,9 +651,7 @@ impl<'a> Engine<'a> {
                 Ok(output) => return self.store_output(job, plan, record, key, output, started),
                 Err(error) => {
                     attempt += 1;
-                    let delay = self
-                        .retry_delay(job, plan, attempt, &error)
-                        .ok_or(error)?;
+                    let delay = self.retry_delay(job, plan, attempt, &error).ok_or(error)?;
                     let until = Instant::now() + delay;
                     while Instant::now() < until {
                         if job.ctx.cancel.is_cancelled() {
@@ -701,9 +697,7 @@ impl<'a> Engine<'a> {
                 Ok(output) => return self.store_output(job, plan, record, key, output, started),
                 Err(error) => {
                     attempt += 1;
-                    let delay = self
-                        .retry_delay(job, plan, attempt, &error)
-                        .ok_or(error)?;
+                    let delay = self.retry_delay(job, plan, attempt, &error).ok_or(error)?;
                     tokio::select! {
                         () = tokio::time::sleep(delay) => {}
                         () = cancel.cancelled() => return Err(StepError::Cancelled),

@@ -33,4 +33,3 @@ pub use executor::{Engine, EngineError, RunOptions, RunSummary, StepStatus, key_
 pub use plan::{ItemExplanation, Plan, StepPlan};
 pub use pools::{PoolSizes, Pools};
 pub use state::{ItemState, RunState, StepState, live_set};
-

@@ -74,6 +74,26 @@ fn parse_of<P: Params>(with: serde_json::Value) -> Result<ParsedParams, String> 
     })
 }
 
+/// Checks the numbers of `with` against the ranges `specs` declare: the loader reports them with
+/// positions first; this catches parameters built in code.
+fn check_ranges(specs: &[ParamSpec], with: &serde_json::Value) -> Result<(), String> {
+    for spec in specs {
+        let Some(number) = with.get(&spec.name).and_then(serde_json::Value::as_f64) else {
+            continue;
+        };
+        let below = spec.minimum.is_some_and(|minimum| number < minimum);
+        let above = spec.maximum.is_some_and(|maximum| number > maximum);
+        if below || above {
+            return Err(format!(
+                "`{}` must be {}, found {number}",
+                spec.name,
+                spec.range().unwrap_or_default()
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl ParamsDecl {
     /// The declaration of the struct `P`.
     pub const fn of<P: Params>() -> Self {
@@ -116,8 +136,9 @@ impl ParamsDecl {
             .collect()
     }
 
-    /// Deserializes a checked `with:` (absent = no parameters) into the struct.
+    /// Deserializes a `with:` (absent = no parameters) into the struct, its ranges checked.
     pub fn parse(&self, with: serde_json::Value) -> Result<ParsedParams, String> {
+        check_ranges(&self.specs(), &with)?;
         (self.parse)(with)
     }
 }

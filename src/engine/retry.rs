@@ -28,7 +28,12 @@ impl RetryPolicy {
     /// The delay before retry `attempt` (1 for the first retry) of the item `seed` names, or
     /// `None` once the retries are spent. `retry_after` (what the server asked for) wins over the
     /// backoff; a jitter of up to half the backoff spreads items that failed together.
-    pub fn delay(&self, attempt: u32, retry_after: Option<Duration>, seed: &str) -> Option<Duration> {
+    pub fn delay(
+        &self,
+        attempt: u32,
+        retry_after: Option<Duration>,
+        seed: &str,
+    ) -> Option<Duration> {
         if attempt == 0 || attempt > self.retries {
             return None;
         }

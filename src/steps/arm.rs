@@ -22,8 +22,8 @@ use crate::engine::{
     ItemOutput, ItemPlan, ItemResult, ParamsDecl, Pool, Role, StepContext, StepError, StepKind,
     Upstream,
 };
-use crate::pipeline::StepSpec;
 use crate::mining::test_files::TestFileRules;
+use crate::pipeline::StepSpec;
 use crate::records::PredictionRecord;
 
 /// The `arm` step kind.
@@ -151,10 +151,7 @@ impl RepositorySettings {
 impl Arm {
     /// Every claim record of the needed claim steps, in step and item order.
     fn claims(ctx: &StepContext, upstream: &Upstream) -> Result<Vec<UpstreamClaim>, StepError> {
-        let steps: Vec<_> = upstream
-            .all()
-            .filter(|output| is_claims(output))
-            .collect();
+        let steps: Vec<_> = upstream.all().filter(|output| is_claims(output)).collect();
         if steps.is_empty() {
             return Err(StepError::Input(format!(
                 "step `{}`: an arm needs a step whose records are claims (`mine-claims`)",

@@ -76,7 +76,11 @@ impl Element {
 }
 
 impl CommandStep {
-    fn elements(params: &CommandParams, root: &Path, step: &str) -> Result<Vec<Element>, StepError> {
+    fn elements(
+        params: &CommandParams,
+        root: &Path,
+        step: &str,
+    ) -> Result<Vec<Element>, StepError> {
         let Some(foreach) = &params.foreach else {
             return Ok(vec![Element {
                 id: "main".into(),
@@ -138,7 +142,11 @@ impl StepKind for CommandStep {
     }
 
     fn check_pipeline(&self, step: &StepSpec, _pipeline: &Pipeline) -> Vec<PipelineProblem> {
-        match step.params.get::<CommandParams>().and_then(|params| params.foreach.as_ref()) {
+        match step
+            .params
+            .get::<CommandParams>()
+            .and_then(|params| params.foreach.as_ref())
+        {
             Some(ListOrGlob::List(list)) if list.is_empty() => vec![PipelineProblem {
                 param: Some("foreach".to_string()),
                 index: None,

@@ -12,7 +12,6 @@ use std::collections::BTreeSet;
 use crate::engine::{PipelineProblem, Role};
 use crate::pipeline::{Pipeline, StepSpec};
 
-
 /// One ranking to compare: its rank step, what it ranks by, and the oracle step labelling it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RankingSource {

@@ -31,8 +31,8 @@ use crate::engine::{
     ItemOutput, ItemPlan, ItemResult, ParamsDecl, Pool, Role, StepContext, StepError, StepKind,
     Upstream,
 };
-use crate::pipeline::StepSpec;
 use crate::mining::repository;
+use crate::pipeline::StepSpec;
 use crate::python::{self, COLLECT_PLUGIN, ClaimSummary, Installer, MineSettings};
 use crate::records::{CommitRecord, ExclusionKind, ExclusionRecord, MinedClaim};
 
@@ -169,12 +169,13 @@ impl StepKind for MineClaims {
     fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
         let params = params(ctx)?;
         let ranked = upstream
-            .first_with_role(|role| *role == Role::Commits).ok_or_else(|| {
-            StepError::Input(format!(
-                "step `{}`: mine-claims needs a `rank-commits` step in `needs`",
-                ctx.step.name
-            ))
-        })?;
+            .first_with_role(|role| *role == Role::Commits)
+            .ok_or_else(|| {
+                StepError::Input(format!(
+                    "step `{}`: mine-claims needs a `rank-commits` step in `needs`",
+                    ctx.step.name
+                ))
+            })?;
         let tools = shared_tools();
         let mut items: Vec<ItemPlan> = Vec::new();
         for record in ranked.decode_all::<CommitRecord>()? {

@@ -24,7 +24,6 @@ use crate::engine::{
     ItemOutput, ItemPlan, ItemResult, ParamsDecl, Pool, Role, StepContext, StepError, StepKind,
     Upstream,
 };
-use crate::pipeline::StepSpec;
 use crate::mining::TestFileRules;
 use crate::oracle::invariants::{check_claims, check_judgements};
 use crate::oracle::worktree::slot_dir;
@@ -33,6 +32,7 @@ use crate::oracle::{
     judge_commit,
 };
 use crate::pipeline::RepoSpec;
+use crate::pipeline::StepSpec;
 use crate::python::{self, BuildFailure, Environment, EnvironmentRequest, Installer};
 use crate::records::{ClaimRecord, CommitRecord, Label, TruthRecord};
 
@@ -287,11 +287,13 @@ impl Claim {
 }
 
 fn claims_of(upstream: &Upstream, step: &str) -> Result<Vec<Claim>, StepError> {
-    let output = upstream.first_with_role(|role| *role == Role::Claims).ok_or_else(|| {
-        StepError::Input(format!(
-            "step `{step}`: the oracle needs a `mine-claims` step"
-        ))
-    })?;
+    let output = upstream
+        .first_with_role(|role| *role == Role::Claims)
+        .ok_or_else(|| {
+            StepError::Input(format!(
+                "step `{step}`: the oracle needs a `mine-claims` step"
+            ))
+        })?;
     let mut claims = Vec::new();
     for item in &output.items {
         for line in &item.output.records {

@@ -9,12 +9,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::{
-    ItemOutput, ItemPlan, ItemResult, ParamsDecl, RepoName, Role, StepContext, StepError,
-    StepKind, Upstream,
+    ItemOutput, ItemPlan, ItemResult, ParamsDecl, RepoName, Role, StepContext, StepError, StepKind,
+    Upstream,
 };
-use crate::pipeline::StepSpec;
 use crate::mining::repository::{self, tool_name};
 use crate::mining::{Merges, RankBy, Selection, TestFileRules, rank, score_history};
+use crate::pipeline::StepSpec;
 use crate::records::CommitRecord;
 
 /// The `rank-commits` step kind.

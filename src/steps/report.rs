@@ -7,8 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::{
-    ItemOutput, ItemPlan, ItemResult, ParamsDecl, Role, StepContext, StepError, StepKind,
-    Upstream,
+    ItemOutput, ItemPlan, ItemResult, ParamsDecl, Role, StepContext, StepError, StepKind, Upstream,
 };
 use crate::pipeline::StepSpec;
 use crate::stats::StatsDocument;
@@ -38,12 +37,14 @@ impl ReportStep {
         ctx: &StepContext,
         upstream: &'a Upstream,
     ) -> Result<&'a crate::engine::StepOutput, StepError> {
-        upstream.first_with_role(|role| *role == Role::Stats).ok_or_else(|| {
-            StepError::Input(format!(
-                "step `{}`: needs a `stats` step; add it to `needs:`",
-                ctx.step.name
-            ))
-        })
+        upstream
+            .first_with_role(|role| *role == Role::Stats)
+            .ok_or_else(|| {
+                StepError::Input(format!(
+                    "step `{}`: needs a `stats` step; add it to `needs:`",
+                    ctx.step.name
+                ))
+            })
     }
 }
 

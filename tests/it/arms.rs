@@ -419,7 +419,14 @@ fn testmon_selects_exactly_the_tests_that_execute_the_changed_function() {
     pipeline.steps.truncate(1);
     let registry = Registry::with(vec![Arc::new(GivenClaims), Arc::new(Arm)]);
     pipeline.steps.push(
-        StepSpec::parsed("a4b", "arm", &["claims"], json!({"arm": "testmon"}), &registry).unwrap(),
+        StepSpec::parsed(
+            "a4b",
+            "arm",
+            &["claims"],
+            json!({"arm": "testmon"}),
+            &registry,
+        )
+        .unwrap(),
     );
     let events = Recording::default();
     let engine = Engine::new(&pipeline, &registry, &events).unwrap();

@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use claimflow::engine::{
-    Engine, EngineError, Event, Execution, ItemFuture, ItemOutput, ItemPlan, ItemResult,
-    NoParams, ParamsDecl, Pool, Recording, RetryPolicy, RunOptions, StepContext, StepError,
-    StepKind, Upstream,
+    Engine, EngineError, Event, Execution, ItemFuture, ItemOutput, ItemPlan, ItemResult, NoParams,
+    ParamsDecl, Pool, Recording, RetryPolicy, RunOptions, StepContext, StepError, StepKind,
+    Upstream,
 };
 use claimflow::pipeline::load_str;
 use claimflow::steps::Registry;
@@ -48,7 +48,12 @@ impl Remote {
     }
 
     fn attempts(&self, item: &str) -> usize {
-        self.attempts.lock().unwrap().get(item).copied().unwrap_or(0)
+        self.attempts
+            .lock()
+            .unwrap()
+            .get(item)
+            .copied()
+            .unwrap_or(0)
     }
 }
 
@@ -135,7 +140,10 @@ fn run(
     root: &Path,
     kind: &Arc<Remote>,
     options: &RunOptions,
-) -> (Result<claimflow::engine::RunSummary, EngineError>, Vec<Event>) {
+) -> (
+    Result<claimflow::engine::RunSummary, EngineError>,
+    Vec<Event>,
+) {
     let registry = Registry::with(vec![kind.clone() as Arc<dyn StepKind>]);
     let pipeline = load_str(PIPELINE, Path::new("pipeline.yaml"), root, &registry)
         .unwrap_or_else(|problems| panic!("{problems}"));

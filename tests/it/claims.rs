@@ -219,14 +219,16 @@ fn pipeline(root: &Path, repo: RepoSpec) -> Pipeline {
         results: root.join("results"),
         repos: vec![repo],
         models: BTreeMap::new(),
-        steps: vec![StepSpec::parsed(
-            "claims",
-            "mine-claims",
-            &["rank"],
-            json!({}),
-            &claimflow::steps::Registry::builtin(),
-        )
-        .unwrap()],
+        steps: vec![
+            StepSpec::parsed(
+                "claims",
+                "mine-claims",
+                &["rank"],
+                json!({}),
+                &claimflow::steps::Registry::builtin(),
+            )
+            .unwrap(),
+        ],
     }
 }
 

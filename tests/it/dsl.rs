@@ -94,7 +94,12 @@ fn bad_pipelines_report_every_problem() {
 fn bad_references_report_every_problem() {
     let mut kinds: Vec<Arc<dyn StepKind>> = vec![Arc::new(Ask)];
     let builtin = Registry::builtin();
-    kinds.extend(builtin.names().into_iter().filter_map(|name| builtin.get(name)));
+    kinds.extend(
+        builtin
+            .names()
+            .into_iter()
+            .filter_map(|name| builtin.get(name)),
+    );
     let registry = Registry::with(kinds);
     insta::glob!("../pipelines/references", "*.yaml", |path| {
         let problems =
@@ -284,7 +289,8 @@ fn bad_parameters_stop_a_run_before_anything_runs() {
         let ran = project.run(&["run", "pipeline.yaml"]);
         assert_eq!(ran.code, 2, "{file}: {}", ran.stderr);
         assert!(
-            ran.stderr.contains(&format!("pipeline.yaml:{place}: error")),
+            ran.stderr
+                .contains(&format!("pipeline.yaml:{place}: error")),
             "{file}: {}",
             ran.stderr
         );
@@ -292,6 +298,10 @@ fn bad_parameters_stop_a_run_before_anything_runs() {
             .unwrap()
             .map(|entry| entry.unwrap().file_name())
             .collect();
-        assert_eq!(entries, ["pipeline.yaml"], "{file}: the workdir was touched");
+        assert_eq!(
+            entries,
+            ["pipeline.yaml"],
+            "{file}: the workdir was touched"
+        );
     }
 }

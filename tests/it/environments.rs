@@ -157,14 +157,16 @@ fn mine_noting(
         results: root.join("results"),
         repos,
         models: BTreeMap::new(),
-        steps: vec![StepSpec::parsed(
-            "claims",
-            "mine-claims",
-            &["rank"],
-            with,
-            &claimflow::steps::Registry::builtin(),
-        )
-        .unwrap()],
+        steps: vec![
+            StepSpec::parsed(
+                "claims",
+                "mine-claims",
+                &["rank"],
+                with,
+                &claimflow::steps::Registry::builtin(),
+            )
+            .unwrap(),
+        ],
     };
     let store = Store::open(pipeline.workdir.join("cache")).unwrap();
     let mut ctx = StepContext::new(&pipeline, &pipeline.steps[0], &store);
@@ -176,7 +178,7 @@ fn mine_noting(
             Arc::new(StepOutput {
                 step: "rank".into(),
                 kind: "rank-commits".into(),
-        role: claimflow::engine::Role::Commits,
+                role: claimflow::engine::Role::Commits,
                 items: vec![ItemResult {
                     plan: ItemPlan::new("ranked"),
                     digest: store.put_json(&ranked).unwrap(),
@@ -358,20 +360,16 @@ fn the_fallback_stops_when_interpreters_fail_the_same_way_and_at_the_cap() {
         "{notes:?}"
     );
 
-    // None at all is not a way to mine.
-    let root = tempfile::tempdir().unwrap();
-    let zero = mine(
-        root.path(),
-        repos.clone(),
+    // None at all is not a way to mine: the parameters are refused before anything runs.
+    let error = StepSpec::parsed(
+        "claims",
+        "mine-claims",
+        &["rank"],
         json!({"interpreters": 0}),
-        &[record("old", &commits)],
-    );
-    let error = zero.published.unwrap_err();
-    assert!(matches!(error, StepError::Input(_)), "{error:?}");
-    assert_eq!(
-        error.to_string(),
-        "step `claims`: `interpreters` is how many interpreters to try per commit, at least 1"
-    );
+        &claimflow::steps::Registry::builtin(),
+    )
+    .unwrap_err();
+    assert_eq!(error, "`interpreters` must be at least 1, found 0");
 
     // At most one interpreter; the environment that failed above is not built again.
     let root = tempfile::tempdir().unwrap();

@@ -770,18 +770,22 @@ fn a_repository_may_name_its_own_test_patterns() {
 }
 
 #[test]
-fn the_step_rejects_an_unknown_repository_name() {
+fn the_loader_rejects_an_unknown_repository_name() {
     let repo = history();
-    let root = tempfile::tempdir().unwrap();
-    let pipeline = pipeline(
-        root.path(),
-        vec![spec("r", RepoSource::Path(repo.path_buf()))],
-        json!({"repos": ["nope"]}),
+    let text = format!(
+        "version: 1\nname: r\nrepos:\n  - {{name: r, path: {}, branch: main}}\nsteps:\n  \
+         rank: {{uses: rank-commits, with: {{repos: [nope]}}}}\n",
+        repo.path().display()
     );
-    let store = Store::open(root.path().join("cache")).unwrap();
-    let ctx = StepContext::new(&pipeline, &pipeline.steps[0], &store);
-    let error = RankCommits.items(&ctx, &Upstream::default()).unwrap_err();
-    assert!(error.to_string().contains("`nope`"), "{error}");
+    let root = tempfile::tempdir().unwrap();
+    let problems = claimflow::pipeline::load_str(
+        &text,
+        std::path::Path::new("pipeline.yaml"),
+        root.path(),
+        &claimflow::steps::Registry::builtin(),
+    )
+    .unwrap_err();
+    assert!(problems.to_string().contains("`nope`"), "{problems}");
 }
 
 #[test]

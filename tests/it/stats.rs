@@ -298,6 +298,7 @@ fn fixed_role(kind: &str, step: &str) -> Role {
         .and_then(|arm| arm.model)
         .map(str::to_string);
     match kind {
+        "rank-commits" => Role::Commits,
         "mine-claims" => Role::Claims,
         "oracle" => Role::Labels,
         "stratify" => Role::LabelSample,
@@ -328,6 +329,7 @@ fn fixed_registry(
             kinds.push(Arc::new(Fixed { kind, records }));
         }
     }
+    kinds.push(Arc::new(claimflow::steps::RankCommits));
     kinds.push(Arc::new(StatsStep));
     kinds.push(Arc::new(ReportStep));
     claimflow::steps::Registry::with(kinds)

@@ -86,9 +86,9 @@ pub fn check(checker: &mut Checker, node: &Node) -> Checked {
         let test_patterns = fields
             .get("test_patterns")
             .map(|node| test_patterns(checker, node, &owner));
-        let dependencies = fields.get("dependencies").map(|node| {
-            checker.string_list(node, &format!("`dependencies` of {owner}"))
-        });
+        let dependencies = fields
+            .get("dependencies")
+            .map(|node| checker.string_list(node, &format!("`dependencies` of {owner}")));
         let merges = fields
             .get("merges")
             .map(|node| merges(checker, node, &owner));
@@ -303,7 +303,8 @@ fn is_url(text: &str) -> bool {
     }
     if let Some((scheme, rest)) = text.split_once("://") {
         let known = ["http", "https", "git", "ssh", "file", "git+ssh", "ssh+git"];
-        return known.contains(&scheme) && (scheme == "file" || rest.split('/').next().is_some_and(|host| !host.is_empty()));
+        return known.contains(&scheme)
+            && (scheme == "file" || rest.split('/').next().is_some_and(|host| !host.is_empty()));
     }
     match text.split_once(':') {
         Some((user_host, path)) => {
@@ -329,7 +330,13 @@ mod tests {
         ] {
             assert!(is_url(url), "{url}");
         }
-        for text in ["not a url", "github.com/owner/name", "https://", "owner/name", "ftp://x/y"] {
+        for text in [
+            "not a url",
+            "github.com/owner/name",
+            "https://",
+            "owner/name",
+            "ftp://x/y",
+        ] {
             assert!(!is_url(text), "{text}");
         }
     }

@@ -99,7 +99,12 @@ impl ReportConfig {
             .chain(config.practitioner.iter_mut())
             .chain(config.prose_baselines.iter_mut())
             .chain(config.cutoff.iter_mut())
-            .chain(config.pairs.iter_mut().flat_map(|(first, second)| [first, second]))
+            .chain(
+                config
+                    .pairs
+                    .iter_mut()
+                    .flat_map(|(first, second)| [first, second]),
+            )
             .chain([
                 &mut config.diff_only,
                 &mut config.diff_with_claim,
