@@ -19,6 +19,8 @@
 //! one; a non-zero exit or a missing output fails the item, and a failed item is never cached. Its
 //! stdout and stderr go to `<workdir>/logs/<step>/<item>.log`, not into the output: a command that
 //! prints a timestamp still produces the same output, so downstream items stay cached.
+//! `timeout:` stops a command that runs longer (its whole process group, the item failing);
+//! `env:` passes only the named environment variables instead of the whole environment.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -57,7 +59,19 @@ pub struct CommandParams {
     /// other item.
     #[serde(default, skip_serializing)]
     pub foreach: Option<ListOrGlob>,
+    /// Seconds the command may run before it and everything it started are stopped and the item
+    /// fails (default: no limit); not part of the key.
+    #[serde(default, skip_serializing)]
+    #[schemars(range(min = 0.001))]
+    pub timeout: Option<f64>,
+    /// The environment variables passed to the command, by name (`PATH`, `HOME` and `LANG` always
+    /// pass); default: the whole environment. The names enter the key, the values never do.
+    #[serde(default)]
+    pub env: Option<Vec<String>>,
 }
+
+/// Variables every command gets even under an `env:` allow-list: without them `sh` finds nothing.
+const ALWAYS_PASSED: &[&str] = &["PATH", "HOME", "LANG"];
 
 /// One fan-out element and the placeholders it fills.
 struct Element {
@@ -236,25 +250,63 @@ impl StepKind for CommandStep {
             context: format!("open {}", log_path.display()),
             source,
         })?;
+        let params: &CommandParams = ctx.params()?;
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg(run)
+            .current_dir(ctx.root)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log_err);
+        if let Some(allowed) = &params.env {
+            command.env_clear();
+            for name in ALWAYS_PASSED
+                .iter()
+                .copied()
+                .chain(allowed.iter().map(String::as_str))
+            {
+                if let Some(value) = std::env::var_os(name) {
+                    command.env(name, value);
+                }
+            }
+        }
         // The command leads a process group of its own: a stopped run (Ctrl-C) takes it down with
         // everything it started, and whatever it leaves running when it ends is ended with it.
-        let (mut child, _group) = crate::process_groups::spawn(
-            Command::new("sh")
-                .arg("-c")
-                .arg(run)
-                .current_dir(ctx.root)
-                .stdin(Stdio::null())
-                .stdout(log)
-                .stderr(log_err),
-        )
-        .map_err(|source| StepError::Io {
-            context: format!("step `{step}`: start `sh -c {run}`"),
-            source,
-        })?;
-        let status = child.wait().map_err(|source| StepError::Io {
-            context: format!("step `{step}`: wait for `sh -c {run}`"),
-            source,
-        })?;
+        let (mut child, group) =
+            crate::process_groups::spawn(&mut command).map_err(|source| StepError::Io {
+                context: format!("step `{step}`: start `sh -c {run}`"),
+                source,
+            })?;
+        let deadline = params
+            .timeout
+            .map(|seconds| std::time::Instant::now() + std::time::Duration::from_secs_f64(seconds));
+        let mut pause = std::time::Duration::from_millis(1);
+        let status = loop {
+            let waited = child.try_wait().map_err(|source| StepError::Io {
+                context: format!("step `{step}`: wait for `sh -c {run}`"),
+                source,
+            })?;
+            if let Some(status) = waited {
+                break status;
+            }
+            let timed_out = deadline.is_some_and(|deadline| std::time::Instant::now() >= deadline);
+            if timed_out || ctx.cancel.is_cancelled() {
+                group.kill();
+                let _ = child.wait();
+                if timed_out {
+                    return Err(StepError::Message(format!(
+                        "step `{step}` item `{}`: `{run}` ran longer than its timeout of {}s and \
+                         was stopped",
+                        item.id,
+                        params.timeout.unwrap_or_default()
+                    )));
+                }
+                return Err(StepError::Cancelled);
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(std::time::Duration::from_millis(20));
+        };
         if !status.success() {
             let tail = fs::read_to_string(&log_path).unwrap_or_default();
             let tail: Vec<&str> = tail
