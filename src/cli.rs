@@ -86,6 +86,8 @@ pub enum Verb {
         #[arg(long, value_enum, default_value = "dot")]
         format: GraphFormat,
     },
+    /// Print the JSON Schema of pipeline steps (each kind's `with:`), for editors' YAML servers.
+    Schema,
     /// Inspect or clean the cache.
     Cache {
         #[command(subcommand)]
@@ -255,6 +257,12 @@ pub fn run(cli: Cli) -> Result<()> {
                 GraphFormat::Mermaid => dag.mermaid(),
             };
             write!(std::io::stdout().lock(), "{text}")?;
+            Ok(())
+        }
+        Verb::Schema => {
+            let mut out = std::io::stdout().lock();
+            serde_json::to_writer_pretty(&mut out, &registry.schema())?;
+            writeln!(out)?;
             Ok(())
         }
         Verb::Cache { action } => cache(action, &root, &registry),

@@ -53,6 +53,39 @@ impl Registry {
         self.kinds.iter().find(|kind| kind.name() == name).cloned()
     }
 
+    /// A JSON Schema for one entry of `steps:`: for each kind, `uses:` naming it and `with:`
+    /// checked against the kind's parameter struct (the same types the loader checks).
+    pub fn schema(&self) -> serde_json::Value {
+        let steps: Vec<serde_json::Value> = self
+            .names()
+            .into_iter()
+            .filter_map(|name| self.get(name))
+            .map(|kind| {
+                let mut with = kind.params().schema();
+                if let Some(map) = with.as_object_mut() {
+                    map.remove("$schema");
+                }
+                serde_json::json!({
+                    "title": kind.name(),
+                    "description": kind.about(),
+                    "type": "object",
+                    "properties": {
+                        "uses": {"const": kind.name()},
+                        "needs": {"type": "array", "items": {"type": "string"}},
+                        "with": with,
+                    },
+                    "required": ["uses"],
+                    "additionalProperties": false,
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "a claimflow pipeline step",
+            "oneOf": steps,
+        })
+    }
+
     /// Every kind's name, sorted.
     pub fn names(&self) -> Vec<&'static str> {
         let mut names: Vec<_> = self.kinds.iter().map(|kind| kind.name()).collect();

@@ -305,3 +305,20 @@ fn bad_parameters_stop_a_run_before_anything_runs() {
         );
     }
 }
+
+/// `claimflow schema` describes every kind's `with:` from the same structs the loader checks.
+#[test]
+fn schema_describes_each_kinds_parameters_with_their_ranges() {
+    let project = crate::common::project::Project::new();
+    let ran = project.ok(&["schema"]);
+    let schema: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    let kinds = schema["oneOf"].as_array().unwrap();
+    let oracle = kinds
+        .iter()
+        .find(|kind| kind["title"] == "oracle")
+        .expect("the oracle is described");
+    let runs = &oracle["properties"]["with"]["properties"]["runs"];
+    assert_eq!(runs["minimum"], 1, "{runs}");
+    assert_eq!(runs["default"], 10, "{runs}");
+    assert_eq!(kinds.len(), registry().names().len());
+}
