@@ -425,7 +425,14 @@ fn compute(
     let infos = arm_infos(ctx.pipeline, upstream);
     let mut arms = BTreeMap::new();
     for output in upstream.all().filter(|output| is_arm(output)) {
-        let predictions: Vec<PredictionRecord> = output.decode_all().map_err(|error| {
+        // A model arm's items are its calls (one per commit for A5); the predictions it derived
+        // from them, claim by claim, are what it published this run.
+        let decoded = if output.kind == "llm-arm" {
+            super::llm_arm::published_predictions(ctx, &output.step)
+        } else {
+            output.decode_all()
+        };
+        let predictions: Vec<PredictionRecord> = decoded.map_err(|error| {
             input_error(
                 ctx,
                 format!(
