@@ -26,7 +26,9 @@ static SHARED: Mutex<Shared> = Mutex::new(Shared {
 });
 
 fn shared() -> std::sync::MutexGuard<'static, Shared> {
-    SHARED.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    SHARED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Why the local model could not be made ready.

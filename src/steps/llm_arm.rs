@@ -220,7 +220,10 @@ pub(super) fn published_predictions(
     ctx: &StepContext,
     step: &str,
 ) -> Result<Vec<PredictionRecord>, StepError> {
-    let path = ctx.results.join("predictions").join(format!("{step}.jsonl"));
+    let path = ctx
+        .results
+        .join("predictions")
+        .join(format!("{step}.jsonl"));
     let text = std::fs::read_to_string(&path).map_err(|source| StepError::Io {
         context: format!("read the predictions of step `{step}` ({})", path.display()),
         source,
@@ -228,9 +231,8 @@ pub(super) fn published_predictions(
     text.lines()
         .filter(|line| !line.trim().is_empty())
         .map(|line| {
-            serde_json::from_str(line).map_err(|error| {
-                StepError::Message(format!("{}: {error}", path.display()))
-            })
+            serde_json::from_str(line)
+                .map_err(|error| StepError::Message(format!("{}: {error}", path.display())))
         })
         .collect()
 }

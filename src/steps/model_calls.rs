@@ -104,15 +104,11 @@ fn client(ctx: &StepContext, name: &str) -> Result<Arc<ModelClient>, StepError> 
     let started = if spec.is_embedded() {
         let log = ctx.workdir.join("logs").join("llama-server.log");
         let step = ctx.step.name.clone();
-        let url = crate::local_model::embedded::base_url(&log, &|line| {
-            crate::notes::note(&step, line)
-        })
-        .map_err(|error| {
-            StepError::Message(format!(
-                "step `{}`: model `{name}`: {error}",
-                ctx.step.name
-            ))
-        })?;
+        let url =
+            crate::local_model::embedded::base_url(&log, &|line| crate::notes::note(&step, line))
+                .map_err(|error| {
+                StepError::Message(format!("step `{}`: model `{name}`: {error}", ctx.step.name))
+            })?;
         Some(url)
     } else {
         None

@@ -306,7 +306,11 @@ fn the_demo_model_arms_run_on_the_local_model_claimflow_starts() {
             );
         }
         let coverage = &stats["arms"][arm]["coverage"];
-        assert!(coverage.is_number(), "{arm}: no coverage in {}", stats["arms"][arm]);
+        assert!(
+            coverage.is_number(),
+            "{arm}: no coverage in {}",
+            stats["arms"][arm]
+        );
     }
     let notes = project.read("results/demo/notes/prose_render.jsonl");
     assert_eq!(notes.lines().count(), sampled, "{notes}");
@@ -326,5 +330,9 @@ fn the_demo_model_arms_run_on_the_local_model_claimflow_starts() {
         "{}",
         again.stderr
     );
-    assert!(again.stderr.contains("run finished: 0 computed"), "{}", again.stderr);
+    assert!(
+        again.stderr.contains("run finished: 0 computed"),
+        "{}",
+        again.stderr
+    );
 }

@@ -84,7 +84,9 @@ fn check_fallbacks(checker: &mut Checker, names: &[String], fallbacks: &[(String
             checker.error(
                 *mark,
                 format!("model `{owner}` falls back to itself"),
-                Some("name another `models:` entry, e.g. a local `{provider: llama-server}`".into()),
+                Some(
+                    "name another `models:` entry, e.g. a local `{provider: llama-server}`".into(),
+                ),
             );
             continue;
         }
@@ -110,7 +112,10 @@ fn check_fallbacks(checker: &mut Checker, names: &[String], fallbacks: &[(String
                 chain.push(name);
                 checker.error(
                     *mark,
-                    format!("model fallbacks go round in a cycle: {}", chain.join(" -> ")),
+                    format!(
+                        "model fallbacks go round in a cycle: {}",
+                        chain.join(" -> ")
+                    ),
                     Some("end the chain at an entry with no `fallback:`".into()),
                 );
                 break;
@@ -338,18 +343,20 @@ fn model(checker: &mut Checker, fields: &Fields, owner: &str, at: Mark) -> Optio
     let base_url = base_url?;
     // The local server decodes one request at a time (more slots are slower on few cores): more
     // in flight would only queue there, each waiting out the others' time against its timeout.
-    let default_concurrency = if defaults.provider == Provider::LlamaServer && base_url.is_none() {
-        1
-    } else {
-        defaults.concurrency
-    };
+    let embedded = defaults.provider == Provider::LlamaServer && base_url.is_none();
+    let default_concurrency = if embedded { 1 } else { defaults.concurrency };
+    // The local model costs nothing per token.
+    let default_price = embedded.then_some(Price {
+        input: 0.0,
+        output: 0.0,
+    });
     Some(ModelSpec {
         base_url,
         api_key_env: api_key_env?,
         temperature: temperature?.unwrap_or(defaults.temperature),
         max_output_tokens: max_output_tokens?.unwrap_or(defaults.max_output_tokens),
         structured_output: structured_output?.unwrap_or(defaults.structured_output),
-        price_per_mtok: price?,
+        price_per_mtok: price?.or(default_price),
         concurrency: concurrency?.unwrap_or(default_concurrency),
         requests_per_minute: requests_per_minute?,
         tokens_per_minute: tokens_per_minute?,
@@ -603,7 +610,12 @@ mod tests {
 mod fallback_tests {
     use super::*;
 
-    fn entry(name: &str, provider: Provider, key: Option<&str>, fallback: Option<&str>) -> (String, ModelSpec) {
+    fn entry(
+        name: &str,
+        provider: Provider,
+        key: Option<&str>,
+        fallback: Option<&str>,
+    ) -> (String, ModelSpec) {
         let mut spec = ModelSpec::new(provider, format!("{name}-model"));
         spec.api_key_env = key.map(str::to_string);
         spec.fallback = fallback.map(str::to_string);
@@ -613,7 +625,12 @@ mod fallback_tests {
     fn entries() -> Vec<(String, ModelSpec)> {
         vec![
             entry("judge", Provider::Openai, Some("JUDGE_KEY"), Some("middle")),
-            entry("middle", Provider::Anthropic, Some("MIDDLE_KEY"), Some("local")),
+            entry(
+                "middle",
+                Provider::Anthropic,
+                Some("MIDDLE_KEY"),
+                Some("local"),
+            ),
             entry("local", Provider::LlamaServer, None, None),
         ]
     }
