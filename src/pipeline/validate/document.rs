@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::checker::{Checker, Fields};
-use super::{cycles, duplicates, executor, models, repos, steps};
+use super::{cycles, duplicates, executor, ladder, models, repos, steps};
 use crate::pipeline::yaml::{Document, Mark, Node, Value};
 use crate::pipeline::{Diagnostic, Pipeline};
 use crate::slurm::ExecutorSpec;
@@ -97,9 +97,10 @@ pub fn validate(
                 repos: &repositories.names,
                 models: &models.names,
             };
-            let steps = steps::check(&mut checker, node, &known, registry);
+            let mut steps = steps::check(&mut checker, node, &known, registry);
             cycles::check(&mut checker, &steps);
-            (steps.specs, steps.places)
+            let specs = ladder::expand(steps.specs, &mut steps.places);
+            (specs, steps.places)
         }
         None => (Vec::new(), BTreeMap::new()),
     };

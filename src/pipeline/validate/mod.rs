@@ -9,6 +9,7 @@ mod document;
 mod duplicates;
 mod executor;
 mod json;
+mod ladder;
 mod models;
 mod params;
 mod repos;

@@ -148,16 +148,45 @@ fn value(checker: &mut Checker, node: &Node, spec: &ParamSpec, owner: &str, cont
             }
         }
         ParamType::Model => {
-            if let Some(name) = checker.string(node, &label) {
+            // A list is a model ladder: the step is repeated for each entry (`<step>@<entry>`).
+            let names: Vec<(String, Mark)> = match &node.value {
+                Value::List(items) if !items.is_empty() => items
+                    .iter()
+                    .filter_map(|item| Some((checker.string(item, &label)?, item.mark)))
+                    .collect(),
+                Value::List(_) => {
+                    checker.error(
+                        node.mark,
+                        format!("{label} is an empty list"),
+                        Some("name one `models:` entry, or several as `[a, b]`".into()),
+                    );
+                    Vec::new()
+                }
+                _ => checker
+                    .string(node, &label)
+                    .map(|name| vec![(name, node.mark)])
+                    .unwrap_or_default(),
+            };
+            let mut seen = Vec::new();
+            for (name, mark) in names {
+                if seen.contains(&name) {
+                    checker.error(
+                        mark,
+                        format!("{label} names model `{name}` twice"),
+                        Some("each rung of a ladder is a different `models:` entry".into()),
+                    );
+                    continue;
+                }
                 reference(
                     checker,
-                    node.mark,
+                    mark,
                     &name,
                     context.models,
                     "model",
                     "models",
                     &label,
                 );
+                seen.push(name);
             }
         }
         ParamType::Repo => {

@@ -385,3 +385,127 @@ fn every_model_arm_predicts_and_a_prompt_edit_costs_exactly_its_calls() {
             .all(|request| request.header("authorization") == Some(&format!("Bearer {KEY}")))
     );
 }
+
+/// A model ladder: `model: [judge, second]` repeats a step per entry, named `<step>@<entry>`, each
+/// asking its own model; the prose arm's rungs read the renderer's rung of the same model.
+#[test]
+fn a_list_of_models_runs_each_arm_once_per_model_under_predictable_names() {
+    let _offline = OFFLINE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let setup = Setup::new();
+    let path = setup.root().join("pipeline.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let url = setup.server.url("/v1");
+    let text = text
+        .replace(
+            "steps:\n",
+            &format!(
+                "  second: {{provider: openai, model: second-model, base_url: \"{url}\", api_key_env: {KEY_VARIABLE}}}\nsteps:\n"
+            ),
+        )
+        .replace(
+            "prompt: prompts/a6_risk.txt, model: judge}",
+            "prompt: prompts/a6_risk.txt, model: [judge, second]}",
+        )
+        .replace(
+            "prompt: prompts/prose_render.txt, model: judge}",
+            "prompt: prompts/prose_render.txt, model: [judge, second]}",
+        )
+        .replace(
+            "model: judge, notes: prose_render}",
+            "model: [judge, second], notes: prose_render}",
+        );
+    std::fs::write(&path, text).unwrap();
+    let pipeline = setup.pipeline();
+    let names: Vec<&str> = pipeline
+        .steps
+        .iter()
+        .map(|step| step.name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "claims",
+            "a5",
+            "a5c",
+            "a6_base",
+            "a6_risk@judge",
+            "a6_risk@second",
+            "prose_render@judge",
+            "prose_render@second",
+            "prose@judge",
+            "prose@second"
+        ]
+    );
+    assert_eq!(
+        pipeline.step("prose@second").unwrap().needs,
+        ["claims", "prose_render@second"]
+    );
+    setup.run().unwrap();
+    for model in ["judge", "second"] {
+        for step in ["a6_risk", "prose"] {
+            let predictions = setup.predictions(&format!("{step}@{model}"));
+            assert_eq!(predictions.len(), 5, "{step}@{model}");
+            let expected = if model == "judge" {
+                "test-model"
+            } else {
+                "second-model"
+            };
+            assert!(
+                predictions
+                    .iter()
+                    .filter(|p| p.verdict != Verdict::None)
+                    .all(|p| p.evidence["model"] == expected),
+                "{step}@{model}"
+            );
+        }
+    }
+    // Each rung asked its own model: a6_risk and the renderer once per claim, the prose arm once
+    // per rendered claim.
+    let by_model = |model: &str| {
+        setup
+            .server
+            .requests()
+            .into_iter()
+            .filter(|request| request.json()["model"] == model)
+            .count()
+    };
+    assert_eq!(by_model("second-model"), 5 + 5 + 4);
+}
+
+/// An entry whose key is not set runs as its fallback: the same keys as the fallback entry named
+/// directly, so what one run asked the other finds cached.
+#[test]
+fn an_entry_without_its_key_uses_its_fallback_with_the_fallbacks_keys() {
+    let _offline = OFFLINE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let setup = Setup::new();
+    let path = setup.root().join("pipeline.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let url = setup.server.url("/v1");
+    let text = text.replace(
+        "steps:\n",
+        &format!(
+            "  hosted: {{provider: openai, model: hosted-model, api_key_env: CLAIMFLOW_IT_NEVER_SET_KEY, fallback: judge}}\n  other: {{provider: openai, model: other-model, base_url: \"{url}\", api_key_env: CLAIMFLOW_IT_NEVER_SET_KEY, fallback: judge}}\nsteps:\n"
+        ),
+    );
+    std::fs::write(&path, &text).unwrap();
+    let pipeline = setup.pipeline();
+    assert_eq!(pipeline.models["hosted"].model, "test-model");
+    assert_eq!(
+        pipeline.notices(),
+        [
+            "model hosted: CLAIMFLOW_IT_NEVER_SET_KEY is not set; using judge (openai, test-model) — set CLAIMFLOW_IT_NEVER_SET_KEY to use hosted-model",
+            "model other: CLAIMFLOW_IT_NEVER_SET_KEY is not set; using judge (openai, test-model) — set CLAIMFLOW_IT_NEVER_SET_KEY to use other-model"
+        ]
+    );
+    setup.run().unwrap();
+    let asked = setup.server.count();
+    // The arms now name `hosted`: every call is the one `judge` already made.
+    std::fs::write(&path, text.replace("model: judge}", "model: hosted}")).unwrap();
+    assert!(setup.to_run().values().all(|count| *count == 0));
+    setup.run().unwrap();
+    assert_eq!(setup.server.count(), asked);
+}
