@@ -508,6 +508,10 @@ impl StepKind for LlmArm {
             &format!("predictions/{}.jsonl", ctx.step.name),
             &predictions,
         )?;
+        crate::notes::note(
+            &ctx.step.name,
+            &model_calls::describe(&totals, Some(cached)),
+        );
         let summary = json!({
             "step": ctx.step.name,
             "question": params.question,

@@ -15,7 +15,9 @@ use serde_json::{Value, json};
 
 use crate::cache::Digest;
 use crate::engine::{StepContext, StepError};
-use crate::models::{ChatRequest, Completion, ErrorClass, ModelClient, ModelError, Reading};
+use crate::models::{
+    ChatRequest, Completion, ErrorClass, ModelClient, ModelError, Reading, Totals,
+};
 use crate::pipeline::ModelSpec;
 
 /// The runtime model calls run on; engine workers block on it, one call each.
@@ -91,9 +93,59 @@ pub fn complete(
         )));
     }
     let client = client(ctx, name)?;
-    RUNTIME
+    let completion = RUNTIME
         .block_on(client.complete(request))
-        .map_err(|error| model_error(ctx, item, error))
+        .map_err(|error| model_error(ctx, item, error))?;
+    let price = model_spec(ctx, name)?.price_per_mtok;
+    spent(&ctx.step.name, &completion.usage, price);
+    Ok(completion)
+}
+
+/// What this process's model calls have cost so far, and when that was last said.
+struct Spent {
+    totals: Totals,
+    said: Option<std::time::Instant>,
+}
+
+static SPENT: Mutex<Spent> = Mutex::new(Spent {
+    totals: Totals {
+        calls: 0,
+        tokens_in: 0,
+        tokens_out: 0,
+        cost: 0.0,
+    },
+    said: None,
+});
+
+/// How often the running model totals are printed.
+const SAY_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Counts one call, and every few seconds tells the user the calls made so far, their tokens and
+/// their cost (a progress line).
+fn spent(step: &str, usage: &crate::models::Usage, price: Option<crate::pipeline::Price>) {
+    let line = {
+        let mut spent = SPENT
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        spent.totals.add(usage, price);
+        let due = spent.said.is_none_or(|said| said.elapsed() >= SAY_EVERY);
+        due.then(|| {
+            spent.said = Some(std::time::Instant::now());
+            describe(&spent.totals, None)
+        })
+    };
+    if let Some(line) = line {
+        crate::notes::note(step, &format!("model calls so far: {line}"));
+    }
+}
+
+/// `12 calls (3 cached), 10,234 tokens in, 512 out, $0.0041`.
+pub fn describe(totals: &Totals, cached: Option<usize>) -> String {
+    let cached = cached.map_or(String::new(), |cached| format!(" ({cached} cached)"));
+    format!(
+        "{} calls{cached}, {} tokens in, {} out, ${:.4}",
+        totals.calls, totals.tokens_in, totals.tokens_out, totals.cost
+    )
 }
 
 /// The shared client of entry `name`.

@@ -155,6 +155,7 @@ impl StepKind for ProseRender {
         let mut totals = Totals::default();
         let mut lines = Vec::new();
         let mut failed = 0;
+        let cached = items.iter().filter(|item| item.cached).count();
         for item in items {
             for record in item.output.decode::<RenderRecord>()? {
                 let usage = &record.call.completion.usage;
@@ -172,7 +173,15 @@ impl StepKind for ProseRender {
             }
         }
         ctx.write_jsonl(&format!("notes/{}.jsonl", ctx.step.name), &lines)?;
+        crate::notes::note(
+            &ctx.step.name,
+            &format!(
+                "{}; {failed} claims without a note",
+                model_calls::describe(&totals, Some(cached))
+            ),
+        );
         let summary = json!({
+            "cached": cached,
             "step": ctx.step.name,
             "model": params.model,
             "claims": lines.len(),

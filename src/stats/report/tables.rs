@@ -208,6 +208,7 @@ pub fn build(document: &StatsDocument, config: &ReportConfig) -> Vec<Section> {
     sections.push(practitioner(document, config));
     sections.push(prose(document, config));
     sections.push(ladder(document, config));
+    sections.extend(spend(document));
     match super::controls::cutoff(document) {
         Some(across) => sections.extend(across),
         None => sections.extend(cutoff(document, config)),
@@ -884,6 +885,49 @@ fn prose(document: &StatsDocument, config: &ReportConfig) -> Section {
         rows,
         notes,
     })
+}
+
+/// What each model arm spent: tokens each way, dollars in all and per evaluated claim. Left out
+/// when no arm recorded tokens.
+fn spend(document: &StatsDocument) -> Option<Section> {
+    let rows: Vec<Vec<Value>> = document
+        .arms
+        .iter()
+        .filter(|(_, stats)| stats.step.model.is_some())
+        .filter_map(|(step, stats)| {
+            let cost = stats.cost.as_ref()?;
+            Some(vec![
+                Value::text(step),
+                Value::text(stats.step.model_id.clone().unwrap_or_default()),
+                Value::Count(cost.tokens_in),
+                Value::Count(cost.tokens_out),
+                Value::Dollars(Some(cost.total)),
+                Value::Dollars(Some(cost.per_claim)),
+            ])
+        })
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    Some(Section::Table(Table {
+        slug: "model_spend".into(),
+        title: "Model spend".into(),
+        context: context(document),
+        columns: names(&[
+            "arm",
+            "model",
+            "tokens in",
+            "tokens out",
+            "cost",
+            "cost per claim",
+        ]),
+        rows,
+        notes: vec![
+            "Tokens as the API reported them, over the evaluated claims (an A5 call is charged to \
+             the first claim of its commit); cost at the entry's `price_per_mtok`."
+                .to_string(),
+        ],
+    }))
 }
 
 fn ladder(document: &StatsDocument, config: &ReportConfig) -> Section {
