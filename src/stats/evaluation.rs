@@ -44,6 +44,10 @@ pub struct ArmInfo {
     /// The sample (or split) the arm judged when it needs one: only those claims have its verdict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judged_selection: Option<JudgedSelection>,
+    /// Pairwise agreement between the arm's replicates (`replicates: k`, k > 1): run-to-run
+    /// variance, the yardstick for every other agreement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicates: Option<crate::controls::agreement::Agreement>,
 }
 
 /// The selection step an arm judged, and how many claims it judged there.

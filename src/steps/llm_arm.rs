@@ -60,7 +60,16 @@ const PARAMS: &[ParamSpec] = &[
         ParamType::Integer,
         "characters of the source-only diff shown (default 12000)",
     ),
+    ParamSpec::optional(
+        "replicates",
+        ParamType::Integer,
+        "ask every call this many times (sample index 0, 1, …): k prediction sets and their \
+         pairwise agreement (default 1)",
+    ),
 ];
+
+/// The most replicates a step may ask for.
+const MAX_REPLICATES: u32 = 100;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -72,9 +81,42 @@ struct Params {
     notes: Option<String>,
     #[serde(default)]
     diff_limit: Option<usize>,
+    #[serde(default)]
+    replicates: Option<u32>,
+}
+
+impl Params {
+    /// Replicates asked for, checked.
+    fn replicates(&self, ctx: &StepContext) -> Result<u32, StepError> {
+        match self.replicates.unwrap_or(1) {
+            count @ 1..=MAX_REPLICATES => Ok(count),
+            count => Err(StepError::Input(format!(
+                "step `{}`: `replicates: {count}` must be between 1 and {MAX_REPLICATES}",
+                ctx.step.name
+            ))),
+        }
+    }
+}
+
+/// Verdicts by claim, for agreement between replicates.
+fn verdicts(predictions: &[PredictionRecord]) -> BTreeMap<String, Verdict> {
+    predictions
+        .iter()
+        .map(|prediction| (prediction.claim.clone(), prediction.verdict))
+        .collect()
+}
+
+/// The item of replicate `replicate` of call `id`: replicate 0 is the call itself.
+fn replicate_id(id: &str, replicate: u32) -> String {
+    if replicate == 0 {
+        id.to_string()
+    } else {
+        format!("{id}#{replicate}")
+    }
 }
 
 /// What a planned call needs to be sent.
+#[derive(Clone)]
 struct Prepared {
     prompt: Arc<str>,
     /// The claim's text (its source, or its note); empty for A5.
@@ -101,6 +143,8 @@ enum Slot {
 struct StepPlan {
     calls: BTreeMap<String, Prepared>,
     slots: Vec<Slot>,
+    /// Replicates of every call (1: the call alone).
+    replicates: u32,
 }
 
 /// The `llm-arm` step kind.
@@ -235,6 +279,17 @@ pub(super) fn published_predictions(
                 .map_err(|error| StepError::Message(format!("{}: {error}", path.display())))
         })
         .collect()
+}
+
+/// The agreement between the replicates the `llm-arm` step `step` published in this run (its
+/// `calls/<step>.json`), when it asked for more than one.
+pub(super) fn published_agreement(
+    ctx: &StepContext,
+    step: &str,
+) -> Option<crate::controls::agreement::Agreement> {
+    let path = ctx.results.join("calls").join(format!("{step}.json"));
+    let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+    serde_json::from_value(summary.get("replicate_agreement")?.clone()).ok()
 }
 
 /// The notes of the prose-render step `step`, by claim: the note or why there is none.
@@ -379,6 +434,20 @@ impl StepKind for LlmArm {
                 items.push(planned);
             }
         }
+        // Replicates ask the same calls again under another sample index (another key).
+        let replicates = params.replicates(ctx)?;
+        let firsts = items.clone();
+        for replicate in 1..replicates {
+            for first in &firsts {
+                let mut again = first.clone();
+                again.id = replicate_id(&first.id, replicate);
+                again.params["sample"] = json!(replicate);
+                let prepared = plan.calls[&first.id].clone();
+                plan.calls.insert(again.id.clone(), prepared);
+                items.push(again);
+            }
+        }
+        plan.replicates = replicates;
         self.plans
             .lock()
             .expect("plans lock")
@@ -452,58 +521,73 @@ impl StepKind for LlmArm {
             cached += usize::from(item.cached);
             calls.insert(item.plan.id.as_str(), record);
         }
-        let mut predictions = Vec::new();
-        for slot in &plan.slots {
-            predictions.push(match slot {
-                Slot::Unjudged { claim, problem } => PredictionRecord {
-                    claim: claim.clone(),
-                    verdict: Verdict::None,
-                    evidence: json!({"question": params.question, "problem": problem}),
-                    tokens_in: None,
-                    tokens_out: None,
-                    cost: None,
-                },
-                Slot::Call { claim, item, first } => {
-                    let record = calls.get(item.as_str()).ok_or_else(|| {
-                        StepError::Invariant(format!(
-                            "step `{}`: no answer for call {item}",
-                            ctx.step.name
-                        ))
-                    })?;
-                    let reading = record.reading.clone().ok_or_else(|| {
-                        StepError::Invariant(format!(
-                            "step `{}`: call {item} has no verdict reading",
-                            ctx.step.name
-                        ))
-                    })?;
-                    let usage = &record.completion.usage;
-                    // A shared call's usage is charged once, to the commit's first claim.
-                    let (tokens_in, tokens_out, cost) = if *first {
-                        (usage.tokens_in, usage.tokens_out, usage.cost(price))
-                    } else {
-                        (0, 0, 0.0)
-                    };
-                    PredictionRecord {
+        let predictions_of = |replicate: u32| -> Result<Vec<PredictionRecord>, StepError> {
+            let mut predictions = Vec::new();
+            for slot in &plan.slots {
+                predictions.push(match slot {
+                    Slot::Unjudged { claim, problem } => PredictionRecord {
                         claim: claim.clone(),
-                        verdict: reading.verdict,
-                        evidence: json!({
-                            "question": params.question,
-                            "provider": record.provider,
-                            "model": record.model,
-                            "call": item,
-                            "shared_call": !*first || params.question.per_commit(),
-                            "answer": record.completion.text,
-                            "problem": reading.problem,
-                            "stop": record.completion.stop,
-                            "latency_ms": usage.latency_ms,
-                        }),
-                        tokens_in: Some(tokens_in),
-                        tokens_out: Some(tokens_out),
-                        cost: Some(cost),
+                        verdict: Verdict::None,
+                        evidence: json!({"question": params.question, "problem": problem}),
+                        tokens_in: None,
+                        tokens_out: None,
+                        cost: None,
+                    },
+                    Slot::Call { claim, item, first } => {
+                        let item = &replicate_id(item, replicate);
+                        let record = calls.get(item.as_str()).ok_or_else(|| {
+                            StepError::Invariant(format!(
+                                "step `{}`: no answer for call {item}",
+                                ctx.step.name
+                            ))
+                        })?;
+                        let reading = record.reading.clone().ok_or_else(|| {
+                            StepError::Invariant(format!(
+                                "step `{}`: call {item} has no verdict reading",
+                                ctx.step.name
+                            ))
+                        })?;
+                        let usage = &record.completion.usage;
+                        // A shared call's usage is charged once, to the commit's first claim.
+                        let (tokens_in, tokens_out, cost) = if *first {
+                            (usage.tokens_in, usage.tokens_out, usage.cost(price))
+                        } else {
+                            (0, 0, 0.0)
+                        };
+                        PredictionRecord {
+                            claim: claim.clone(),
+                            verdict: reading.verdict,
+                            evidence: json!({
+                                "question": params.question,
+                                "provider": record.provider,
+                                "model": record.model,
+                                "call": item,
+                                "shared_call": !*first || params.question.per_commit(),
+                                "answer": record.completion.text,
+                                "problem": reading.problem,
+                                "stop": record.completion.stop,
+                                "latency_ms": usage.latency_ms,
+                            }),
+                            tokens_in: Some(tokens_in),
+                            tokens_out: Some(tokens_out),
+                            cost: Some(cost),
+                        }
                     }
-                }
-            });
+                });
+            }
+            Ok(predictions)
+        };
+        let predictions = predictions_of(0)?;
+        let mut sets = vec![("0".to_string(), verdicts(&predictions))];
+        for replicate in 1..plan.replicates {
+            let again = predictions_of(replicate)?;
+            sets.push((replicate.to_string(), verdicts(&again)));
+            ctx.write_jsonl(
+                &format!("replicates/{}/{replicate}.jsonl", ctx.step.name),
+                &again,
+            )?;
         }
+        let agreement = (plan.replicates > 1).then(|| crate::controls::agreement::pairwise(&sets));
         ctx.write_jsonl(
             &format!("predictions/{}.jsonl", ctx.step.name),
             &predictions,
@@ -523,6 +607,8 @@ impl StepKind for LlmArm {
             "cost": totals.cost,
             "claims": predictions.len(),
             "no_verdict": predictions.iter().filter(|p| p.verdict == Verdict::None).count(),
+            "replicates": plan.replicates,
+            "replicate_agreement": agreement,
         });
         ctx.write_result(
             &format!("calls/{}.json", ctx.step.name),

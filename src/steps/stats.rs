@@ -334,6 +334,7 @@ fn arm_infos(pipeline: &Pipeline, upstream: &Upstream) -> BTreeMap<String, ArmIn
                 })
             });
             let info = ArmInfo {
+                replicates: None,
                 model_id: spec.map(|spec| format!("{} {}", spec.provider, spec.model)),
                 judged_selection: judged_selection.map(|step| JudgedSelection {
                     step: step.clone(),
@@ -454,6 +455,9 @@ fn compute(
             )
         })?;
         let mut info = infos[&output.step].clone();
+        if output.kind == "llm-arm" {
+            info.replicates = super::llm_arm::published_agreement(ctx, &output.step);
+        }
         if let Some(selection) = info.judged_selection.as_mut() {
             selection.claims = predictions.len();
         }

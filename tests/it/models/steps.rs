@@ -95,6 +95,10 @@ struct Setup {
 
 impl Setup {
     fn new() -> Self {
+        Self::with_model(model)
+    }
+
+    fn with_model(script: fn(usize, &Recorded) -> Reply) -> Self {
         let mut repository = FixtureRepo::new();
         repository
             .commit(
@@ -155,7 +159,7 @@ impl Setup {
             let text = super::prompt(&format!("{name}.txt"));
             std::fs::write(root.join(format!("prompts/{name}.txt")), text).unwrap();
         }
-        let server = FakeServer::start(model);
+        let server = FakeServer::start(script);
         let pipeline = format!(
             r#"version: 1
 name: arms
@@ -508,4 +512,115 @@ fn an_entry_without_its_key_uses_its_fallback_with_the_fallbacks_keys() {
     assert!(setup.to_run().values().all(|count| *count == 0));
     setup.run().unwrap();
     assert_eq!(setup.server.count(), asked);
+}
+
+/// How often the coin has seen each request body.
+static SEEN: Mutex<BTreeMap<String, u64>> = Mutex::new(BTreeMap::new());
+
+/// A model that answers A6 at random, seeded: the n-th time a request is asked, the verdict is a
+/// seeded draw of (its text, n), so the answers a claim's replicates get are the same whatever the
+/// order the requests arrive in.
+fn coin(index: usize, request: &Recorded) -> Reply {
+    let body = request.json();
+    let system = body["messages"][0]["content"].as_str().unwrap_or_default();
+    if system.contains("prose") || system.contains("semantics_preserving") {
+        return model(index, request);
+    }
+    let user = body["messages"][1]["content"].as_str().unwrap_or_default();
+    let nth = {
+        let mut seen = SEEN.lock().unwrap();
+        let count = seen.entry(user.to_string()).or_insert(0);
+        *count += 1;
+        *count - 1
+    };
+    let seed = u64::from_le_bytes(
+        Digest::of(user.as_bytes()).as_bytes()[..8]
+            .try_into()
+            .unwrap(),
+    );
+    let draw = claimflow::stats::SplitMix64::new(seed).at(nth);
+    let verdict = if draw.is_multiple_of(2) { "held" } else { "flipped" };
+    Reply::json(answer(
+        Provider::Openai,
+        &format!(r#"{{"verdict": "{verdict}"}}"#),
+    ))
+}
+
+/// `replicates: k` asks each call k times under k sample indices: k prediction sets, their
+/// pairwise agreement recomputable from the sets, and one more replicate costs one more call per
+/// claim.
+#[test]
+fn replicates_ask_each_call_again_and_report_their_agreement() {
+    let _offline = OFFLINE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let setup = Setup::with_model(coin);
+    let path = setup.root().join("pipeline.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let with = |k: u32| {
+        text.replace(
+            "prompt: prompts/a6_risk.txt, model: judge}",
+            &format!("prompt: prompts/a6_risk.txt, model: judge, replicates: {k}}}"),
+        )
+    };
+    std::fs::write(&path, with(3)).unwrap();
+    setup.run().unwrap();
+    let sets: Vec<Vec<PredictionRecord>> = (0..3)
+        .map(|replicate| {
+            let file = if replicate == 0 {
+                "results/arms/predictions/a6_risk.jsonl".to_string()
+            } else {
+                format!("results/arms/replicates/a6_risk/{replicate}.jsonl")
+            };
+            std::fs::read_to_string(setup.root().join(file))
+                .unwrap()
+                .lines()
+                .map(|line| serde_json::from_str(line).unwrap())
+                .collect()
+        })
+        .collect();
+    for set in &sets {
+        assert_eq!(set.len(), 5);
+    }
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(setup.root().join("results/arms/calls/a6_risk.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(summary["replicates"], 3);
+    let pairs = summary["replicate_agreement"]["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 3);
+    let mut pooled = (0, 0);
+    for pair in pairs {
+        let (first, second) = (
+            pair["first"].as_str().unwrap().parse::<usize>().unwrap(),
+            pair["second"].as_str().unwrap().parse::<usize>().unwrap(),
+        );
+        let agreed = sets[first]
+            .iter()
+            .zip(&sets[second])
+            .filter(|(left, right)| {
+                assert_eq!(left.claim, right.claim);
+                left.verdict == right.verdict
+            })
+            .count();
+        assert_eq!(pair["agreed"], agreed, "{pair}");
+        assert_eq!(pair["compared"], 5, "{pair}");
+        pooled = (pooled.0 + agreed, pooled.1 + 5);
+    }
+    let expected = pooled.0 as f64 / pooled.1 as f64;
+    assert!((summary["replicate_agreement"]["pooled"].as_f64().unwrap() - expected).abs() < 1e-12);
+    // The coin is fair over 15 answers: not every replicate can agree with every other.
+    assert!(expected < 1.0, "{summary}");
+
+    // One more replicate: one more call per claim, and nothing else.
+    let before = setup.server.count();
+    std::fs::write(&path, with(4)).unwrap();
+    setup.run().unwrap();
+    assert_eq!(setup.server.count() - before, 5);
+    assert!(
+        setup
+            .root()
+            .join("results/arms/replicates/a6_risk/3.jsonl")
+            .is_file()
+    );
 }
