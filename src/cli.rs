@@ -203,6 +203,11 @@ pub fn run(cli: Cli) -> Result<()> {
             executor,
         } => {
             let pipeline = load(&pipeline, &root, &registry)?;
+            if verbosity == Verbosity::Normal {
+                for notice in pipeline.notices() {
+                    eprintln!("{notice}");
+                }
+            }
             let progress = std::sync::Arc::new(Progress::new(verbosity));
             crate::notes::install(progress.clone());
             let mut engine = Engine::new(&pipeline, &registry, progress.as_ref())?;

@@ -188,6 +188,8 @@ impl<'a> Engine<'a> {
         }
         let selected = self.selected(options.until.as_deref())?;
         let _lock = self.store.lock_shared()?;
+        // The local model a step starts lives as long as the run.
+        let _local_model = crate::local_model::RunScope::enter();
         let pools = Pools::new(PoolSizes {
             cpu: options.jobs,
             // On Slurm the pytest pool is the jobs in flight; the cluster schedules them.

@@ -126,7 +126,9 @@ impl LlmArm {
     }
 }
 
-/// Claims of the needed claim steps, grouped by commit in first-seen order.
+/// Claims of the needed claim steps, grouped by commit in first-seen order; with a `stratify`
+/// sample or a `cutoff` split among the needs, only the claims it selected (no call is spent on a
+/// claim the evaluation leaves out).
 pub(super) fn claims_by_commit(
     ctx: &StepContext,
     upstream: &Upstream,
@@ -134,12 +136,19 @@ pub(super) fn claims_by_commit(
     let mut groups: Vec<Vec<ClaimRecord>> = Vec::new();
     let mut index: BTreeMap<(String, String, String), usize> = BTreeMap::new();
     let mut found = false;
+    let selected = super::selection::selected_claims(upstream);
     for output in upstream.all() {
         if !CLAIM_KINDS.contains(&output.kind.as_str()) {
             continue;
         }
         found = true;
         for claim in output.decode_all::<ClaimRecord>()? {
+            if selected
+                .as_ref()
+                .is_some_and(|selected| !selected.contains(&claim.id))
+            {
+                continue;
+            }
             let commit = (
                 claim.repo.clone(),
                 claim.parent.clone(),
@@ -203,6 +212,29 @@ fn diff_of(
     )
     .map_err(|error| failed(&error))?;
     Ok((diff, rules))
+}
+
+/// The predictions the `llm-arm` step `step` published in this run (`predictions/<step>.jsonl`):
+/// its items are calls, and which claims a call answers is its plan's, not its output's.
+pub(super) fn published_predictions(
+    ctx: &StepContext,
+    step: &str,
+) -> Result<Vec<PredictionRecord>, StepError> {
+    let path = ctx
+        .results
+        .join("predictions")
+        .join(format!("{step}.jsonl"));
+    let text = std::fs::read_to_string(&path).map_err(|source| StepError::Io {
+        context: format!("read the predictions of step `{step}` ({})", path.display()),
+        source,
+    })?;
+    text.lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| {
+            serde_json::from_str(line)
+                .map_err(|error| StepError::Message(format!("{}: {error}", path.display())))
+        })
+        .collect()
 }
 
 /// The notes of the prose-render step `step`, by claim: the note or why there is none.

@@ -20,7 +20,7 @@ use crate::engine::{
 use crate::pipeline::{Pipeline, RepoSource, StepSpec};
 use crate::records::{ClaimRecord, CommitRecord, Label, PredictionRecord, TruthRecord};
 use crate::stats::corpus::{self, RepositoryInfo};
-use crate::stats::evaluation::{ArmInput, Origins};
+use crate::stats::evaluation::{ArmInput, JudgedSelection, Origins};
 use crate::stats::rankings::{self, DensitySettings, RankingInput};
 use crate::stats::reweight::NaturalRate;
 use crate::stats::{AnalysisOptions, ArmInfo, Evaluation, Resample, StatsDocument, analyze};
@@ -324,11 +324,21 @@ fn arm_infos(pipeline: &Pipeline, upstream: &Upstream) -> BTreeMap<String, ArmIn
                     .map(str::to_string)
             };
             let model = text("model");
-            let price = model
-                .as_ref()
-                .and_then(|model| pipeline.models.get(model))
-                .and_then(|model| model.price_per_mtok);
+            let spec = model.as_ref().and_then(|model| pipeline.models.get(model));
+            let price = spec.and_then(|model| model.price_per_mtok);
+            let judged_selection = pipeline.step(&output.step).and_then(|step| {
+                step.needs.iter().find(|need| {
+                    pipeline.step(need).is_some_and(|need| {
+                        super::selection::SELECTION_KINDS.contains(&need.uses.as_str())
+                    })
+                })
+            });
             let info = ArmInfo {
+                model_id: spec.map(|spec| format!("{} {}", spec.provider, spec.model)),
+                judged_selection: judged_selection.map(|step| JudgedSelection {
+                    step: step.clone(),
+                    claims: 0,
+                }),
                 kind: output.kind.clone(),
                 model,
                 price_input: price.map(|price| price.input),
@@ -425,7 +435,15 @@ fn compute(
     let infos = arm_infos(ctx.pipeline, upstream);
     let mut arms = BTreeMap::new();
     for output in upstream.all().filter(|output| is_arm(output)) {
-        let predictions: Vec<PredictionRecord> = output.decode_all().map_err(|error| {
+        // A model arm's items are its calls (one per commit for A5); the predictions it derived
+        // from them, claim by claim, are what it published this run.
+        let decoded = match output.decode_all::<PredictionRecord>() {
+            Err(_) if output.kind == "llm-arm" => {
+                super::llm_arm::published_predictions(ctx, &output.step)
+            }
+            decoded => decoded,
+        };
+        let predictions: Vec<PredictionRecord> = decoded.map_err(|error| {
             input_error(
                 ctx,
                 format!(
@@ -435,10 +453,11 @@ fn compute(
                 ),
             )
         })?;
-        let input = ArmInput {
-            info: infos[&output.step].clone(),
-            predictions,
-        };
+        let mut info = infos[&output.step].clone();
+        if let Some(selection) = info.judged_selection.as_mut() {
+            selection.claims = predictions.len();
+        }
+        let input = ArmInput { info, predictions };
         arms.insert(output.step.clone(), input);
     }
 
