@@ -253,19 +253,38 @@ impl Arm {
             rules: &rules,
             scratch: &scratch,
         };
-        let selection = request
-            .select(|worktree| {
-                let interpreter = crate::python::select_interpreters(worktree, &spec.python)
-                    .into_iter()
-                    .next()
-                    .ok_or_else(|| "no installed interpreter is allowed".to_string())?;
-                let mut pinned = settings.dependencies.clone();
-                pinned.push(testmon::TESTMON_REQUIREMENT.to_string());
-                let request =
-                    crate::python::EnvironmentRequest::for_commit(&interpreter, worktree, &pinned);
-                crate::python::ensure_environment(&request).map_err(|error| error.to_string())
-            })
-            .map_err(|error| failed(&error))?;
+        let selection = match request.select(|worktree| {
+            let interpreter = crate::python::select_interpreters(worktree, &spec.python)
+                .into_iter()
+                .next()
+                .ok_or_else(|| "no installed interpreter is allowed".to_string())?;
+            let mut pinned = settings.dependencies.clone();
+            pinned.push(testmon::TESTMON_REQUIREMENT.to_string());
+            let request =
+                crate::python::EnvironmentRequest::for_commit(&interpreter, worktree, &pinned);
+            crate::python::ensure_environment(&request).map_err(|error| error.to_string())
+        }) {
+            Ok(selection) => selection,
+            Err(error) if error.cannot_judge() => {
+                // testmon cannot run for this commit (it cannot start beside an old pytest, say):
+                // its claims get no verdict, counted against its coverage, and the run goes on.
+                crate::notes::note(
+                    &ctx.step.name,
+                    &format!(
+                        "testmon cannot judge {} ({} claims without a verdict): {}",
+                        item.id,
+                        claims.len(),
+                        error.to_string().lines().next().unwrap_or_default()
+                    ),
+                );
+                return Ok(ItemOutput::records(
+                    claims
+                        .iter()
+                        .map(|claim| testmon::unjudged(&claim.id, &error)),
+                ));
+            }
+            Err(error) => return Err(failed(&error)),
+        };
         Ok(ItemOutput::records(claims.iter().map(|claim| {
             testmon::predict(&claim.id, &claim.node, &selection)
         })))
