@@ -10,6 +10,7 @@ mod dsl;
 mod engine;
 mod environments;
 mod foreach_keys;
+mod hostile;
 mod invariants;
 mod local_model;
 mod mining;
