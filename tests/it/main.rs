@@ -9,6 +9,7 @@ mod demo;
 mod dsl;
 mod engine;
 mod environments;
+mod faults;
 mod foreach_keys;
 mod hostile;
 mod invariants;

@@ -1,7 +1,7 @@
 //! The paper's two named checks of the pipeline's invariants, `repro_smoke` and `test_miner`, as
 //! checked assertions with their snapshots in the project's top-level `snapshots/` directory.
 
-mod repro_smoke;
+pub(crate) mod repro_smoke;
 mod test_miner;
 
 /// Runs `body` with insta writing and reading snapshots in the top-level `snapshots/`.

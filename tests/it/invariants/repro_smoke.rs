@@ -28,7 +28,7 @@ const STORE: &str = "class Store(object):\n    def __init__(self):\n        self
 const TEST_STORE: &str = "from pkg.store import Store\n\n\ndef test_clear():\n    store = Store()\n    store.clear()\n    assert store.items == {}\n\n\ndef test_size():\n    assert Store().size() == 0\n";
 
 /// The fixture's history: a base and three commits that each delete assertions.
-fn fixture() -> FixtureRepo {
+pub(crate) fn fixture() -> FixtureRepo {
     let mut repository = FixtureRepo::new();
     repository
         .commit(
