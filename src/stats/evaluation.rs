@@ -37,6 +37,10 @@ pub struct ArmInfo {
     /// The arm a control wraps (`with: {arm: …}`); a control is reported beside its arm.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control_of: Option<String>,
+    /// The manipulation a control runs under, as the step it needs declares it
+    /// (`shuffled-diff`, `paraphrase`); `None` for a control that wraps its arm directly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control: Option<String>,
 }
 
 /// Token and cost totals of one arm's predictions over the evaluated claims.
