@@ -177,3 +177,30 @@ fn the_demo_controls_report_what_expected_md_documents() {
         &["Table VI", "Table IX", "Controls", "Rename class"]
     ));
 }
+
+#[test]
+fn a_cutoff_takes_its_date_from_a_models_entry_and_says_when_it_has_none() {
+    let text = |judge_cutoff: &str| {
+        format!(
+            "version: 1\nname: cut\nrepos:\n  - {{name: demo, corpus: corpus/demo, branch: main}}\n\
+             models:\n  judge: {{provider: llama-server, model: local{judge_cutoff}}}\n\
+             steps:\n  rank: {{uses: rank-commits}}\n  claims: {{uses: mine-claims, needs: [rank]}}\n  \
+             truth: {{uses: oracle, needs: [claims]}}\n  \
+             post: {{uses: cutoff, needs: [rank, truth], with: {{model: judge}}}}\n  \
+             both: {{uses: cutoff, needs: [rank, truth], with: {{model: judge, date: 2024-01-01}}}}\n"
+        )
+    };
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let file = std::path::Path::new("pipelines/cut.yaml");
+    let registry = claimflow::steps::Registry::builtin();
+    let problems = claimflow::pipeline::load_str(&text(""), file, root, &registry)
+        .unwrap_err()
+        .to_string();
+    insta::assert_snapshot!(problems);
+    let problems =
+        claimflow::pipeline::load_str(&text(", cutoff: 2024-03-10"), file, root, &registry)
+            .unwrap_err()
+            .to_string();
+    assert!(!problems.contains("`post`"), "{problems}");
+    assert!(problems.contains("both `date` and `model`"), "{problems}");
+}
