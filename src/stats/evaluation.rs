@@ -44,6 +44,10 @@ pub struct ArmInfo {
     /// The sample (or split) the arm judged when it needs one: only those claims have its verdict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judged_selection: Option<JudgedSelection>,
+    /// The manipulation a control runs under, as the step it needs declares it
+    /// (`shuffled-diff`, `paraphrase`); `None` for a control that wraps its arm directly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control: Option<String>,
 }
 
 /// The selection step an arm judged, and how many claims it judged there.
