@@ -48,6 +48,10 @@ pub struct ArmInfo {
     /// variance, the yardstick for every other agreement.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicates: Option<crate::controls::agreement::Agreement>,
+    /// The manipulation a control runs under, as the step it needs declares it
+    /// (`shuffled-diff`, `paraphrase`); `None` for a control that wraps its arm directly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control: Option<String>,
 }
 
 /// The selection step an arm judged, and how many claims it judged there.

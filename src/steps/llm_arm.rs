@@ -22,7 +22,9 @@ use serde_json::json;
 
 use super::model_calls::{self, CallRecord, call_params, model_spec, prompt_file};
 use super::prose_render::RenderRecord;
+use super::shuffle::group_by_shown;
 use crate::cache::Digest;
+use crate::controls::shuffle::CommitRef;
 use crate::engine::{
     ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, Pool, StepContext, StepError, StepKind,
     Upstream,
@@ -125,6 +127,8 @@ struct Prepared {
     rules: Arc<TestFileRules>,
     /// Every assertion of the commit's claims: none may show in the diff.
     assertions: Arc<Vec<String>>,
+    /// The paired commit whose diff stands in for the claims' own (the shuffled-diff null).
+    shuffled: Option<CommitRef>,
 }
 
 /// Where one claim's prediction comes from.
@@ -218,7 +222,7 @@ pub(super) fn claims_by_commit(
 /// The source-only diff of a commit and the repository's test-file rules.
 fn diff_of(
     ctx: &StepContext,
-    claim: &ClaimRecord,
+    claim: &CommitRef,
     limit: usize,
 ) -> Result<(SourceDiff, TestFileRules), StepError> {
     let failed = |error: &dyn std::fmt::Display| {
@@ -229,8 +233,10 @@ fn diff_of(
     };
     let spec = ctx.pipeline.repo(&claim.repo).ok_or_else(|| {
         StepError::Invariant(format!(
-            "step `{}`: claim {} names repository `{}`, which the pipeline does not declare",
-            ctx.step.name, claim.id, claim.repo
+            "step `{}`: commit {} names repository `{}`, which the pipeline does not declare",
+            ctx.step.name,
+            claim.name(),
+            claim.repo
         ))
     })?;
     let patterns: Vec<String> = match spec.extra.get("test_patterns") {
@@ -353,8 +359,11 @@ impl StepKind for LlmArm {
         let limit = params.diff_limit.unwrap_or(DEFAULT_DIFF_LIMIT);
         let mut plan = StepPlan::default();
         let mut items = Vec::new();
-        for group in claims_by_commit(ctx, upstream)? {
-            let first = &group[0];
+        // With a `shuffle` step needed, each claim is shown its paired commit's diff.
+        let shuffle_upstream = super::shuffle::shown_commits(upstream).is_some();
+        for (shown, group) in group_by_shown(claims_by_commit(ctx, upstream)?, upstream) {
+            let first = &shown;
+            let shuffled = shuffle_upstream.then(|| shown.clone());
             let (diff, rules) = diff_of(ctx, first, limit)?;
             let diff_digest = Digest::of(diff.text.as_bytes());
             let (diff, rules) = (Arc::new(diff), Arc::new(rules));
@@ -386,6 +395,7 @@ impl StepKind for LlmArm {
                     diff: Arc::clone(&diff),
                     rules: Arc::clone(&rules),
                     assertions: Arc::clone(&assertions),
+                    shuffled: shuffled.clone(),
                 };
                 (planned, prepared)
             };
@@ -554,7 +564,7 @@ impl StepKind for LlmArm {
                         } else {
                             (0, 0, 0.0)
                         };
-                        PredictionRecord {
+                        let mut prediction = PredictionRecord {
                             claim: claim.clone(),
                             verdict: reading.verdict,
                             evidence: json!({
@@ -571,7 +581,15 @@ impl StepKind for LlmArm {
                             tokens_in: Some(tokens_in),
                             tokens_out: Some(tokens_out),
                             cost: Some(cost),
+                        };
+                        if let Some(commit) = plan
+                            .calls
+                            .get(item.as_str())
+                            .and_then(|call| call.shuffled.as_ref())
+                        {
+                            super::shuffle::mark_shown(&mut prediction.evidence, commit);
                         }
+                        prediction
                     }
                 });
             }

@@ -33,6 +33,7 @@ const NOT_ARMS: &[&str] = &[
     "stratify",
     "cutoff",
     "rename-class",
+    "shuffle",
     "stats",
     "report",
 ];
@@ -333,6 +334,7 @@ fn arm_infos(pipeline: &Pipeline, upstream: &Upstream) -> BTreeMap<String, ArmIn
                     })
                 })
             });
+            let twin = control_twin(pipeline, upstream, &output.step);
             let info = ArmInfo {
                 replicates: None,
                 model_id: spec.map(|spec| format!("{} {}", spec.provider, spec.model)),
@@ -346,16 +348,69 @@ fn arm_infos(pipeline: &Pipeline, upstream: &Upstream) -> BTreeMap<String, ArmIn
                 price_output: price.map(|price| price.output),
                 // A control wraps another step it needs (`with: {arm: a6_risk}`); the arm kind's own
                 // `arm: a0` names a strategy, and may coincide with the step's own name.
-                control_of: text("arm").filter(|arm| {
-                    *arm != output.step
-                        && pipeline
-                            .step(&output.step)
-                            .is_some_and(|step| step.needs.iter().any(|need| need == arm))
-                }),
+                control_of: text("arm")
+                    .filter(|arm| {
+                        *arm != output.step
+                            && pipeline
+                                .step(&output.step)
+                                .is_some_and(|step| step.needs.iter().any(|need| need == arm))
+                    })
+                    .or_else(|| twin.as_ref().map(|(of, _)| of.clone())),
+                control: twin.map(|(_, by)| by),
             };
             (output.step.clone(), info)
         })
         .collect()
+}
+
+/// The manipulation an arm step's predictions declare they ran under (`evidence.control`, as an
+/// arm judging shuffled pairs or paraphrased claims writes it), if any.
+fn declared_control(output: &StepOutput) -> Option<String> {
+    output
+        .items
+        .iter()
+        .flat_map(|item| &item.output.records)
+        .find_map(|record| {
+            record
+                .get("evidence")?
+                .get("control")?
+                .as_str()
+                .map(str::to_string)
+        })
+}
+
+/// When the predictions of arm step `step` declare a manipulation, the arm they stand for and
+/// the manipulation's name. That arm is the control's twin: a needed arm step of the same kind
+/// with the same `with:`, itself no control, whose needs are among the control's (the control
+/// adds the manipulating step); the one with the most needs when several are. With no twin
+/// among the needs, the control is named by its kind and parameters and still never scored as
+/// an arm of its own.
+fn control_twin(pipeline: &Pipeline, upstream: &Upstream, step: &str) -> Option<(String, String)> {
+    let by = declared_control(upstream.steps.get(step)?)?;
+    let spec = pipeline.step(step)?;
+    let needs: BTreeSet<&String> = spec.needs.iter().collect();
+    let twin = upstream
+        .all()
+        .filter(|output| {
+            output.step != step && is_arm(output) && declared_control(output).is_none()
+        })
+        .filter_map(|output| pipeline.step(&output.step))
+        .filter(|candidate| {
+            candidate.uses == spec.uses
+                && candidate.with == spec.with
+                && candidate.needs.iter().all(|need| needs.contains(need))
+        })
+        .max_by_key(|candidate| {
+            (
+                candidate.needs.len(),
+                std::cmp::Reverse(candidate.name.clone()),
+            )
+        });
+    let of = match twin {
+        Some(twin) => twin.name.clone(),
+        None => format!("{} {}", spec.uses, spec.with),
+    };
+    Some((of, by))
 }
 
 /// Records of `output` that decode as `T`, skipping others (a summary line).

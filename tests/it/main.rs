@@ -1,6 +1,7 @@
 //! The integration tests: one binary, one module per area, shared helpers in `common`.
 
 mod arms;
+mod chosen;
 mod claims;
 mod common;
 mod controls;
@@ -9,7 +10,10 @@ mod demo;
 mod dsl;
 mod engine;
 mod environments;
+mod faults;
 mod foreach_keys;
+mod hostile;
+mod invariants;
 mod local_model;
 mod mining;
 mod models;

@@ -1163,8 +1163,9 @@ fn controls(document: &StatsDocument) -> Section {
     if document.controls.is_empty() {
         return Section::Omitted {
             title,
-            needs: "they need a step that wraps an arm (`with: {arm: <step>}`), such as a \
-                    shuffled-diff or paraphrase control."
+            needs: "they need an arm run on a `shuffle` step's pairs (the shuffled-diff null) \
+                    or on a `paraphrase` step's claims, or a step that wraps an arm \
+                    (`with: {arm: <step>}`)."
                 .into(),
         };
     }
@@ -1179,6 +1180,7 @@ fn controls(document: &StatsDocument) -> Section {
             vec![
                 Value::text(step),
                 Value::text(&control.of),
+                Value::text(control.by.as_deref().unwrap_or("wraps the arm")),
                 Value::Rate(control.metrics.fire_rate),
                 Value::Rate(arm_fire_rate),
                 Value::Rate(control.agreement),
@@ -1194,6 +1196,7 @@ fn controls(document: &StatsDocument) -> Section {
         columns: names(&[
             "control",
             "of arm",
+            "manipulation",
             "fire rate",
             "arm's fire rate",
             "agreement with arm",
@@ -1201,6 +1204,12 @@ fn controls(document: &StatsDocument) -> Section {
             "coverage",
         ]),
         rows,
-        notes: vec![],
+        notes: vec![
+            "The fire rate is the control's, on the manipulated claims (each claim shown \
+             another commit's diff, or its paraphrased test); the arm's fire rate is on the real \
+             pairs. An arm that reads the claim's dependence on the diff fires far less on \
+             shuffled pairs."
+                .into(),
+        ],
     })
 }

@@ -539,7 +539,11 @@ fn coin(index: usize, request: &Recorded) -> Reply {
             .unwrap(),
     );
     let draw = claimflow::stats::SplitMix64::new(seed).at(nth);
-    let verdict = if draw.is_multiple_of(2) { "held" } else { "flipped" };
+    let verdict = if draw.is_multiple_of(2) {
+        "held"
+    } else {
+        "flipped"
+    };
     Reply::json(answer(
         Provider::Openai,
         &format!(r#"{{"verdict": "{verdict}"}}"#),
