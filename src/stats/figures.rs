@@ -59,6 +59,9 @@ const PALETTE: [RGBColor; 8] = [
 /// The base rate's colour: what always-invalidate reaches.
 const BASE_RATE: RGBColor = RGBColor(180, 40, 40);
 
+/// The arms drawn at one pixel position (name and colour each), and that position.
+type LabelGroup<'a> = (Vec<(&'a str, RGBColor)>, (i32, i32));
+
 /// A label's box in pixels.
 #[derive(Clone, Copy)]
 struct Placed {
@@ -225,7 +228,7 @@ pub fn arms(document: &StatsDocument, arms: &[(&str, &ArmStats)]) -> Result<Stri
             )))?;
         }
         // One label per distinct point: arms within half a pixel-ish of each other share it.
-        let mut groups: Vec<(Vec<(&str, RGBColor)>, (i32, i32))> = Vec::new();
+        let mut groups: Vec<LabelGroup> = Vec::new();
         for (name, _, recall, precision, colour) in &points {
             let pixel = chart.backend_coord(&(*recall, *precision));
             match groups
