@@ -205,6 +205,11 @@ pub fn run(cli: Cli) -> Result<()> {
             executor,
         } => {
             let pipeline = load(&pipeline, &root, &registry)?;
+            if verbosity == Verbosity::Normal {
+                for notice in pipeline.notices() {
+                    eprintln!("{notice}");
+                }
+            }
             let progress = std::sync::Arc::new(Progress::new(verbosity));
             crate::notes::install(progress.clone());
             let mut engine = Engine::new(&pipeline, &registry, progress.as_ref())?;
@@ -381,8 +386,12 @@ fn worker(workdir: &Path, key: &str, registry: &Registry) -> Result<()> {
     let job =
         std::env::var("SLURM_JOB_ID").unwrap_or_else(|_| format!("pid-{}", std::process::id()));
     match crate::slurm::worker::work(workdir, &key, &job, registry)? {
-        crate::slurm::worker::Worked::Computed { item, output } => {
-            eprintln!("claimflow worker: item `{item}` computed and stored as {output}");
+        crate::slurm::worker::Worked::Computed {
+            item,
+            output,
+            phases,
+        } => {
+            eprintln!("claimflow worker: item `{item}` computed and stored as {output} ({phases})");
         }
         crate::slurm::worker::Worked::Cached => {
             eprintln!("claimflow worker: key {key} was already in the cache");

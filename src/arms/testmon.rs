@@ -70,6 +70,47 @@ pub enum TestmonError {
     },
 }
 
+impl TestmonError {
+    /// True when testmon cannot judge this commit at all, the same way on every run: pytest
+    /// exited without testmon's report (testmon cannot start beside the repository's plugins or
+    /// that pytest), its database lacks testmon's tables, or no environment could be built for
+    /// it. Its claims then get no verdict. A timeout, a crash, git or the disk failing are not
+    /// this: they fail the item, which the next run computes again.
+    pub fn cannot_judge(&self) -> bool {
+        match self {
+            TestmonError::NoReport { outcome, .. } => outcome.starts_with("Exited("),
+            TestmonError::Database { problem, .. } => {
+                problem.starts_with("could not list the database's tests")
+            }
+            TestmonError::Environment { .. } => true,
+            TestmonError::Git { .. } | TestmonError::Io { .. } => false,
+        }
+    }
+}
+
+/// The prediction for the claim `claim` when testmon could not judge its commit
+/// ([`TestmonError::cannot_judge`]): no verdict, and why (the error's first line and the last
+/// line of its log).
+pub fn unjudged(claim: &str, error: &TestmonError) -> crate::records::PredictionRecord {
+    let text = error.to_string();
+    let mut lines = text.lines().filter(|line| !line.trim().is_empty());
+    let first = lines.next().unwrap_or_default().to_string();
+    let last = lines.last().map(str::to_string);
+    crate::records::PredictionRecord {
+        claim: claim.to_string(),
+        verdict: crate::records::Verdict::None,
+        evidence: serde_json::json!({
+            "tracked": false,
+            "selected": false,
+            "unjudged": first,
+            "log": last,
+        }),
+        tokens_in: None,
+        tokens_out: None,
+        cost: None,
+    }
+}
+
 /// What testmon said about one commit.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TestmonSelection {

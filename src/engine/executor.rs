@@ -177,6 +177,21 @@ impl<'a> Engine<'a> {
             .collect())
     }
 
+    /// Runs the preflight check of every selected step, in file order, before anything is
+    /// computed: a repository that cannot be fetched, a missing branch or a listed commit that is
+    /// not on it stops the run here with exit code 2.
+    pub fn preflight(&self, selected: &BTreeSet<String>) -> Result<(), EngineError> {
+        for step in &self.pipeline.steps {
+            if !selected.contains(&step.name) {
+                continue;
+            }
+            self.kind(step)?
+                .preflight(&self.context(step))
+                .map_err(|error| EngineError::Input(format!("step `{}`: {error}", step.name)))?;
+        }
+        Ok(())
+    }
+
     /// Runs the pipeline.
     pub fn run(&self, options: &RunOptions) -> Result<RunSummary, EngineError> {
         for forced in &options.force {
@@ -188,6 +203,9 @@ impl<'a> Engine<'a> {
         }
         let selected = self.selected(options.until.as_deref())?;
         let _lock = self.store.lock_shared()?;
+        self.preflight(&selected)?;
+        // The local model a step starts lives as long as the run.
+        let _local_model = crate::local_model::RunScope::enter();
         let pools = Pools::new(PoolSizes {
             cpu: options.jobs,
             // On Slurm the pytest pool is the jobs in flight; the cluster schedules them.

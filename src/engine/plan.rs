@@ -56,6 +56,7 @@ impl Engine<'_> {
     /// Plans every step (or those `until` covers), without computing anything.
     pub fn plan(&self, force: &[String], until: Option<&str>) -> Result<Plan, EngineError> {
         let selected = self.selected(until)?;
+        self.preflight(&selected)?;
         let mut known: BTreeMap<String, Arc<StepOutput>> = BTreeMap::new();
         let mut steps = Vec::new();
         for name in self.order()? {

@@ -373,6 +373,13 @@ pub trait StepKind: Send + Sync {
         Vec::new()
     }
 
+    /// Checks, before any step of a run computes anything, what only the world can say: a
+    /// repository's URL answers, its branch exists, a listed commit is on it. An error here is
+    /// the user's input (exit code 2). Nothing to check by default.
+    fn preflight(&self, _ctx: &StepContext) -> Result<(), StepError> {
+        Ok(())
+    }
+
     /// Splits the step into items, given the outputs of the steps it needs.
     fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError>;
 

@@ -17,9 +17,24 @@ pub enum MiningError {
     },
     /// The branch a `repos:` entry names does not exist there.
     #[error(
-        "branch `{branch}` not found in repository `{repo}` (looked for refs/heads/{branch} and refs/remotes/origin/{branch}; HEAD is never used)"
+        "branch `{branch}` not found in repository `{repo}` (looked for refs/heads/{branch} and refs/remotes/origin/{branch}; HEAD is never used){hint}"
     )]
-    BranchNotFound { repo: String, branch: String },
+    BranchNotFound {
+        repo: String,
+        branch: String,
+        /// What to do: the branches there are (empty when none could be listed).
+        hint: String,
+    },
+    /// A `url:` repository could not be fetched (the URL does not answer, or is not a repository).
+    #[error(
+        "repository `{repo}`: cannot fetch branch `{branch}` from {url}: {message} (check the URL and the network; a `path:` entry reads a local clone instead)"
+    )]
+    Unreachable {
+        repo: String,
+        url: String,
+        branch: String,
+        message: String,
+    },
     /// A directory for a clone could not be created.
     #[error("create {path}: {source}")]
     Io {
@@ -36,6 +51,10 @@ pub enum MiningError {
     /// The repository's source is not available (a corpus without the corpus builder).
     #[error("repository `{repo}`: {message}")]
     Source { repo: String, message: String },
+    /// A listed commit cannot be mined: not a commit of the repository, not on the branch's
+    /// first-parent history, a root, a skipped merge, or listed twice.
+    #[error("repository `{repo}`: {message}")]
+    Chosen { repo: String, message: String },
     /// A source-only diff would have shown a test file (never written anywhere).
     #[error("{0}")]
     Invariant(String),
@@ -63,6 +82,8 @@ impl From<MiningError> for StepError {
             MiningError::Invariant(message) => StepError::Invariant(message),
             MiningError::Pattern { .. }
             | MiningError::Setting { .. }
+            | MiningError::Chosen { .. }
+            | MiningError::Unreachable { .. }
             | MiningError::BranchNotFound { .. } => StepError::Input(error.to_string()),
             other => StepError::Message(other.to_string()),
         }
@@ -84,6 +105,7 @@ mod tests {
         let error = StepError::from(MiningError::BranchNotFound {
             repo: "r".into(),
             branch: "release".into(),
+            hint: String::new(),
         });
         assert!(matches!(error, StepError::Input(_)), "{error:?}");
     }

@@ -2,6 +2,7 @@
 //! diffs a model is shown.
 
 pub mod assertions;
+pub mod chosen;
 mod error;
 pub mod history;
 mod line_diff;

@@ -105,26 +105,52 @@ pub fn rank(repo: &str, history: &[CommitScore], selection: Selection) -> Vec<Co
         .into_iter()
         .take(selection.top)
         .enumerate()
-        .map(|(index, (score, commit))| CommitRecord {
-            repo: repo.to_string(),
-            commit: commit.commit.to_string(),
-            parent: commit
-                .parent
-                .map(|parent| parent.to_string())
-                .unwrap_or_default(),
-            score: f64::from(score),
-            subject: commit.subject.clone(),
-            test_files: commit.test_files.clone(),
-            source_files: commit.source_files.clone(),
-            by: selection.by.name().to_string(),
-            rank: index as u32 + 1,
-            assertions_deleted: commit.assertions_deleted,
-            deleted_assertion_lines: commit.deleted_assertion_lines,
-            keyword_hits: keyword_hits(&commit.subject),
-            merge: commit.merge,
-            time: commit.time,
+        .map(|(index, (score, commit))| record(repo, commit, score, selection.by, index))
+        .collect()
+}
+
+/// The records of the commits `chosen` (in that order, ranked 1, 2, …) of repository `repo`,
+/// scored under `by` like a ranking's. Every chosen commit must be in `history` (the caller has
+/// checked it is on the first-parent chain).
+pub fn chosen(
+    repo: &str,
+    history: &[CommitScore],
+    chosen: &[git2::Oid],
+    by: RankBy,
+) -> Result<Vec<CommitRecord>, git2::Oid> {
+    chosen
+        .iter()
+        .enumerate()
+        .map(|(index, oid)| {
+            let commit = history
+                .iter()
+                .find(|commit| commit.commit == *oid)
+                .ok_or(*oid)?;
+            Ok(record(repo, commit, score_of(commit, by), by, index))
         })
         .collect()
+}
+
+fn record(repo: &str, commit: &CommitScore, score: u32, by: RankBy, index: usize) -> CommitRecord {
+    CommitRecord {
+        repo: repo.to_string(),
+        commit: commit.commit.to_string(),
+        parent: commit
+            .parent
+            .map(|parent| parent.to_string())
+            .unwrap_or_default(),
+        score: f64::from(score),
+        subject: commit.subject.clone(),
+        test_files: commit.test_files.clone(),
+        source_files: commit.source_files.clone(),
+        by: by.name().to_string(),
+        rank: index as u32 + 1,
+        assertions_deleted: commit.assertions_deleted,
+        deleted_assertion_lines: commit.deleted_assertion_lines,
+        keyword_hits: keyword_hits(&commit.subject),
+        merge: commit.merge,
+        time: commit.time,
+    }
 }
 
 #[cfg(test)]

@@ -55,6 +55,21 @@ pub fn prepare(spec: &RepoSpec, workdir: &Path) -> Result<PreparedRepository, Mi
     let path = match &spec.source {
         RepoSource::Url(url) => {
             let dir = clone_dir(workdir, &spec.name);
+            let fresh = !dir.join("HEAD").exists();
+            if !crate::engine::offline() && fresh {
+                // A first clone that fails (the URL does not answer, the branch is not there)
+                // leaves nothing behind in the workdir.
+                let prepared = fetch(spec, url, &dir).and_then(|()| resolve(spec, dir.clone()));
+                if prepared.is_err() {
+                    let _ = std::fs::remove_dir_all(&dir);
+                    let _ = std::fs::remove_file(lock_path(&dir));
+                    if let Some(parent) = dir.parent() {
+                        // Only when empty: another repository's clone may be there.
+                        let _ = std::fs::remove_dir(parent);
+                    }
+                }
+                return prepared;
+            }
             if crate::engine::offline() {
                 if !dir.join("HEAD").exists() {
                     return Err(MiningError::Source {
@@ -119,7 +134,65 @@ pub fn branch_tip(repository: &Repository, name: &str, branch: &str) -> Result<O
     Err(MiningError::BranchNotFound {
         repo: name.to_string(),
         branch: branch.to_string(),
+        hint: branch_hint(repository, branch),
     })
+}
+
+/// The branch names among a remote's advertised refs.
+trait HeadNames {
+    fn to_vec_names(&self) -> Vec<String>;
+}
+
+impl HeadNames for [git2::RemoteHead<'_>] {
+    fn to_vec_names(&self) -> Vec<String> {
+        self.iter()
+            .filter_map(|head| head.name().strip_prefix("refs/heads/"))
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+/// What to do about a missing branch, from the local branches and the fetched remote-tracking ones.
+fn branch_hint(repository: &Repository, branch: &str) -> String {
+    let names: Vec<String> = repository
+        .branches(None)
+        .map(|branches| {
+            branches
+                .filter_map(Result::ok)
+                .filter_map(|(found, _)| found.name().ok().flatten().map(str::to_string))
+                .map(|name| name.strip_prefix("origin/").unwrap_or(&name).to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    hint_from(names, branch)
+}
+
+/// `; set `branch:` to one it has: `a`, `b` (did you mean `x`?)` for a missing `branch`, given
+/// the branch names there are.
+fn hint_from(mut names: Vec<String>, branch: &str) -> String {
+    names.sort();
+    names.dedup();
+    if names.is_empty() {
+        return "; the repository has no such branch (name the branch to mine with `branch:`)"
+            .to_string();
+    }
+    let near = crate::pipeline::suggest::nearest(branch, names.iter().map(String::as_str))
+        .map(|near| format!(" (did you mean `{near}`?)"))
+        .unwrap_or_default();
+    let shown: Vec<String> = names
+        .iter()
+        .take(10)
+        .map(|name| format!("`{name}`"))
+        .collect();
+    let more = if names.len() > shown.len() {
+        format!(" and {} more", names.len() - shown.len())
+    } else {
+        String::new()
+    };
+    format!(
+        "; set `branch:` to one it has: {}{more}{near}",
+        shown.join(", ")
+    )
 }
 
 /// Initializes the bare clone if needed and fetches the branch into `refs/remotes/origin/<branch>`.
@@ -159,12 +232,35 @@ fn fetch(spec: &RepoSpec, url: &str, dir: &Path) -> Result<(), MiningError> {
         "+refs/heads/{branch}:refs/remotes/origin/{branch}",
         branch = spec.branch
     );
-    remote
-        .fetch(&[refspec.as_str()], None, None)
-        .map_err(MiningError::git(
-            format!("fetch branch `{}` from {url}", spec.branch),
-            &spec.name,
-        ))?;
+    let fetched = remote.fetch(&[refspec.as_str()], None, None);
+    let tracking = format!("refs/remotes/origin/{}", spec.branch);
+    let missing_ref = match &fetched {
+        Ok(()) => repository.find_reference(&tracking).is_err(),
+        Err(error) => {
+            error.message().contains("couldn't find remote ref")
+                || error.message().contains("could not find remote ref")
+        }
+    };
+    if missing_ref {
+        // The URL answers but has no such branch: a missing branch, not an unreachable URL.
+        let names = remote
+            .connect(git2::Direction::Fetch)
+            .and_then(|()| remote.list().map(|heads| heads.to_vec_names()))
+            .unwrap_or_default();
+        return Err(MiningError::BranchNotFound {
+            repo: spec.name.clone(),
+            branch: spec.branch.clone(),
+            hint: hint_from(names, &spec.branch),
+        });
+    }
+    if let Err(error) = fetched {
+        return Err(MiningError::Unreachable {
+            repo: spec.name.clone(),
+            url: url.to_string(),
+            branch: spec.branch.clone(),
+            message: error.message().to_string(),
+        });
+    }
     Ok(())
 }
 
@@ -176,11 +272,7 @@ fn lock_clone(dir: &Path) -> Result<std::fs::File, MiningError> {
     };
     let parent = dir.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(io(parent))?;
-    let name = dir.file_name().map_or_else(
-        || "clone".to_string(),
-        |name| name.to_string_lossy().into_owned(),
-    );
-    let path = parent.join(format!(".{name}.lock"));
+    let path = lock_path(dir);
     let file = std::fs::File::options()
         .create(true)
         .truncate(false)
@@ -189,6 +281,16 @@ fn lock_clone(dir: &Path) -> Result<std::fs::File, MiningError> {
         .map_err(io(&path))?;
     file.lock().map_err(io(&path))?;
     Ok(file)
+}
+
+/// The lock file beside the clone `dir`: `.<name>.lock`.
+fn lock_path(dir: &Path) -> PathBuf {
+    let parent = dir.parent().unwrap_or(Path::new("."));
+    let name = dir.file_name().map_or_else(
+        || "clone".to_string(),
+        |name| name.to_string_lossy().into_owned(),
+    );
+    parent.join(format!(".{name}.lock"))
 }
 
 /// Where a corpus entry is materialized.

@@ -4,17 +4,25 @@
 //! Planning fetches each repository and resolves its branch, so the branch tip's commit id enters the
 //! item's key: a moved branch re-ranks that repository, and an unchanged one is a cache hit. The
 //! computation reads the history from the tip recorded in the key, never from the branch again.
+//!
+//! With `commits:` (per repository, inline) or `commits_file:` (`repo commit` lines) the listed
+//! commits take the place of the ranking: each is checked at planning to be on the branch's
+//! first-parent history ([`crate::mining::chosen`]), and they keep the listed order as their rank.
+
+use std::collections::BTreeMap;
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::engine::{
-    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, StepContext, StepError, StepKind,
-    Upstream,
+    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, PipelineProblem, StepContext,
+    StepError, StepKind, Upstream,
 };
+use crate::mining::chosen::{self, Listed};
 use crate::mining::repository::{self, tool_name};
 use crate::mining::{Merges, RankBy, Selection, TestFileRules, rank, score_history};
-use crate::pipeline::RepoSpec;
+use crate::pipeline::{Pipeline, RepoSpec, StepSpec};
 use crate::records::CommitRecord;
 
 /// The `rank-commits` step kind.
@@ -53,6 +61,16 @@ const PARAMS: &[ParamSpec] = &[
         ParamType::Number,
         "drop candidates scoring below this (default 1)",
     ),
+    ParamSpec::optional(
+        "commits",
+        ParamType::Any,
+        "commits to take in place of a ranking, per repository: `{repo: [id, ...]}`, in rank order",
+    ),
+    ParamSpec::optional(
+        "commits_file",
+        ParamType::File,
+        "a file of `<repository> <commit>` lines to take in place of a ranking, in rank order",
+    ),
 ];
 
 /// The step's `with:` parameters.
@@ -71,6 +89,10 @@ struct Params {
     test_patterns: Vec<String>,
     #[serde(default = "default_min_score")]
     min_score: f64,
+    #[serde(default)]
+    commits: Option<BTreeMap<String, Vec<String>>>,
+    #[serde(default)]
+    commits_file: Option<String>,
 }
 
 fn default_top() -> usize {
@@ -90,6 +112,97 @@ struct ItemParams {
     merges: Merges,
     min_score: f64,
     test_patterns: Vec<String>,
+    /// The listed commits (full ids, rank order) when they take the place of the ranking.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    commits: Option<Vec<String>>,
+}
+
+/// The commits listed in place of a ranking, per repository, or `None` for a ranking. `root`
+/// resolves `commits_file`. A message says what is wrong and where.
+fn listed(
+    root: &Path,
+    step: &str,
+    params: &Params,
+) -> Result<Option<BTreeMap<String, Vec<Listed>>>, String> {
+    match (&params.commits, &params.commits_file) {
+        (Some(_), Some(_)) => Err(format!(
+            "step `{step}` gives both `commits` and `commits_file`: keep one"
+        )),
+        (Some(inline), None) => {
+            let mut listed = BTreeMap::new();
+            for (repo, ids) in inline {
+                let mut entries = Vec::new();
+                for (index, id) in ids.iter().enumerate() {
+                    let place = format!("item {} of `commits.{repo}` in step `{step}`", index + 1);
+                    chosen::check_id(id).map_err(|message| format!("{place}: {message}"))?;
+                    entries.push(Listed {
+                        id: id.clone(),
+                        place,
+                    });
+                }
+                listed.insert(repo.clone(), entries);
+            }
+            Ok(Some(listed))
+        }
+        (None, Some(file)) => {
+            let text = std::fs::read_to_string(root.join(file))
+                .map_err(|error| format!("read `{file}`: {error}"))?;
+            chosen::parse_file(file, &text)
+                .map(Some)
+                .map_err(|error| error.to_string())
+        }
+        (None, None) => Ok(None),
+    }
+}
+
+/// The load-time problems of a step's listed commits: their shape, and repositories that are not
+/// `repos:` entries.
+fn list_problems(step: &StepSpec, pipeline: &Pipeline) -> Vec<PipelineProblem> {
+    let param = if step.with.get("commits_file").is_some() {
+        "commits_file"
+    } else {
+        "commits"
+    };
+    let problem = |message: String, hint: &str| PipelineProblem {
+        param: Some(param.to_string()),
+        index: None,
+        message,
+        hint: hint.to_string(),
+    };
+    let params: Params = match serde_json::from_value(step.with.clone()) {
+        Ok(params) => params,
+        Err(_) if step.with.get("commits").is_some() => {
+            return vec![problem(
+                format!("`commits` of step `{}` is not a map of lists", step.name),
+                "write `commits: {repo: [<commit id>, ...]}`, one list per repository",
+            )];
+        }
+        Err(_) => return Vec::new(),
+    };
+    let listed = match listed(&pipeline.root, &step.name, &params) {
+        Ok(Some(listed)) => listed,
+        Ok(None) => return Vec::new(),
+        Err(message) => {
+            return vec![problem(
+                message,
+                "list commits by id (7 to 40 hex digits), one `<repository> <commit>` per line \
+                 in a file",
+            )];
+        }
+    };
+    listed
+        .iter()
+        .filter(|(repo, _)| pipeline.repo(repo).is_none())
+        .map(|(repo, entries)| {
+            problem(
+                format!(
+                    "{}: repository `{repo}` is not a `repos:` entry",
+                    entries.first().map_or("", |entry| entry.place.as_str())
+                ),
+                "name a repository the pipeline declares under `repos:`",
+            )
+        })
+        .collect()
 }
 
 fn params(ctx: &StepContext) -> Result<Params, StepError> {
@@ -132,8 +245,18 @@ impl StepKind for RankCommits {
         PARAMS
     }
 
+    fn check_pipeline(&self, step: &StepSpec, pipeline: &Pipeline) -> Vec<PipelineProblem> {
+        list_problems(step, pipeline)
+    }
+
+    fn preflight(&self, ctx: &StepContext) -> Result<(), StepError> {
+        // Fetching, resolving the branch and checking listed commits is all of planning.
+        self.items(ctx, &Upstream::default()).map(|_| ())
+    }
+
     fn items(&self, ctx: &StepContext, _upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
         let params = params(ctx)?;
+        let listed = listed(ctx.root, &ctx.step.name, &params).map_err(StepError::Input)?;
         if let Some(unknown) = params
             .repos
             .iter()
@@ -154,14 +277,31 @@ impl StepKind for RankCommits {
         let mut items = Vec::new();
         for spec in chosen {
             let prepared = repository::prepare(spec, ctx.workdir)?;
+            let merges = merges(ctx, spec, params.merges)?;
+            let commits = match &listed {
+                None => None,
+                Some(listed) => {
+                    let entries = listed.get(&spec.name).map_or(&[][..], Vec::as_slice);
+                    let oids = chosen::resolve(
+                        &prepared.open()?,
+                        &spec.name,
+                        &spec.branch,
+                        prepared.tip,
+                        entries,
+                        merges,
+                    )?;
+                    Some(oids.iter().map(ToString::to_string).collect())
+                }
+            };
             let item = ItemParams {
                 branch: spec.branch.clone(),
                 by: params.by,
                 top: params.top,
-                merges: merges(ctx, spec, params.merges)?,
+                merges,
                 min_score: params.min_score,
                 test_patterns: TestFileRules::for_repository(spec, &params.test_patterns)?
                     .patterns(),
+                commits,
             };
             items.push(
                 ItemPlan::new(&spec.name)
@@ -203,6 +343,22 @@ impl StepKind for RankCommits {
         let located = repository::locate(spec, ctx.workdir)?;
         let rules = TestFileRules::new(&params.test_patterns)?;
         let history = score_history(&located.path, &spec.name, tip, &rules, params.merges)?;
+        if let Some(commits) = &params.commits {
+            let oids = commits
+                .iter()
+                .map(|id| git2::Oid::from_str(id))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|error| StepError::Message(format!("item `{}`: {error}", item.id)))?;
+            let records = crate::mining::rank::chosen(&spec.name, &history, &oids, params.by)
+                .map_err(|missing| {
+                    StepError::Message(format!(
+                        "step `{}`: repository `{}`: listed commit {missing} is not in the \
+                             history from {tip}",
+                        ctx.step.name, spec.name
+                    ))
+                })?;
+            return Ok(ItemOutput::records(records));
+        }
         let selection = Selection {
             by: params.by,
             top: params.top,

@@ -424,6 +424,75 @@ fn testmon_selects_exactly_the_tests_that_execute_the_changed_function() {
     insta::assert_snapshot!("arms_a4b", without_seconds(&path, &parent));
 }
 
+/// Seen on cachetools, more-itertools, marshmallow, sortedcontainers and boltons: under an old
+/// interpreter's pytest, `pytest --testmon` stopped at start-up (`option names {'--lf'} already
+/// added`), and the item's error failed the whole `a4b` step, so `stats` and the report never ran.
+/// Here a repository's `conftest.py` adds the option testmon's plugins also add, the same failure.
+#[test]
+fn testmon_that_cannot_start_at_the_parent_gives_no_verdict_and_the_step_finishes() {
+    let mut repository = FixtureRepo::new();
+    let conftest =
+        "def pytest_addoption(parser):\n    parser.addoption('--lf', action='store_true')\n";
+    let parent = repository
+        .commit(
+            "parent",
+            &[
+                ("src/demo/__init__.py", Some("")),
+                ("src/demo/calc.py", Some(CALC)),
+                ("tests/conftest.py", Some(conftest)),
+                ("tests/test_calc.py", Some(TEST_CALC)),
+            ],
+        )
+        .head()
+        .to_string();
+    let child = repository
+        .commit(
+            "calc: multiply the other way round",
+            &[(
+                "src/demo/calc.py",
+                Some(&CALC.replace("return a * b", "return b * a")),
+            )],
+        )
+        .head()
+        .to_string();
+    let node = "tests/test_calc.py::test_mul";
+    let records = json!([{
+        "id": claim_id("demo", &parent, node),
+        "repo": "demo", "parent": parent, "commit": child, "node": node,
+        "source": "def test_mul():\n    pass\n",
+        "assertions": ["assert True"], "fixtures": [],
+    }]);
+    let project = tempfile::tempdir().unwrap();
+    let mut pipeline = pipeline(project.path(), repository.path(), records);
+    pipeline.repos[0].python = vec!["3.11".into()];
+    pipeline.steps.truncate(1);
+    pipeline.steps.push(StepSpec {
+        name: "a4b".into(),
+        uses: "arm".into(),
+        needs: vec!["claims".into()],
+        with: json!({"arm": "testmon"}),
+        line: 1,
+    });
+    let registry = Registry::with(vec![Arc::new(GivenClaims), Arc::new(Arm)]);
+    let events = Recording::default();
+    let engine = Engine::new(&pipeline, &registry, &events).unwrap();
+    engine
+        .run(&RunOptions::default())
+        .unwrap_or_else(|error| panic!("{error}: {:#?}", events.events()));
+    let text = std::fs::read_to_string(pipeline.results.join("predictions/a4b.jsonl")).unwrap();
+    let predictions: Vec<serde_json::Value> = text
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(predictions.len(), 1, "{text}");
+    assert_eq!(predictions[0]["verdict"], "none", "{text}");
+    let why = predictions[0]["evidence"]["unjudged"].as_str().unwrap();
+    assert!(why.starts_with("pytest --testmon at "), "{why}");
+    assert!(why.contains("gave no report (Exited("), "{why}");
+    let log = predictions[0]["evidence"]["log"].as_str().unwrap();
+    assert!(log.contains("--lf"), "{log}");
+}
+
 #[test]
 fn a_repositorys_test_patterns_decide_which_touched_files_carry_no_change() {
     let (repository, parent, child) = history();

@@ -195,24 +195,40 @@ fn a_byte_order_mark_is_not_part_of_the_first_key() {
     assert_eq!(pipeline.version, 1);
 }
 
-/// Every pipeline the project ships loads with the builtin step kinds.
+/// Every pipeline the project ships (`pipelines/` and `pipelines/real/`) loads with the builtin
+/// step kinds, its commit lists included, and the paper's pipelines are among them.
 #[test]
 fn every_shipped_pipeline_loads() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let registry = claimflow::steps::Registry::builtin();
-    let mut loaded = 0;
-    for entry in std::fs::read_dir(root.join("pipelines")).unwrap() {
-        let path = entry.unwrap().path();
-        if path
-            .extension()
-            .is_some_and(|extension| extension == "yaml")
-        {
-            let relative = path.strip_prefix(root).unwrap();
-            if let Err(diagnostics) = claimflow::pipeline::load(relative, root, &registry) {
-                panic!("{diagnostics}");
+    let mut loaded = Vec::new();
+    for directory in ["pipelines", "pipelines/real"] {
+        for entry in std::fs::read_dir(root.join(directory)).unwrap() {
+            let path = entry.unwrap().path();
+            if path
+                .extension()
+                .is_some_and(|extension| extension == "yaml")
+            {
+                let relative = path.strip_prefix(root).unwrap();
+                if let Err(diagnostics) = claimflow::pipeline::load(relative, root, &registry) {
+                    panic!("{diagnostics}");
+                }
+                loaded.push(relative.display().to_string());
             }
-            loaded += 1;
         }
     }
-    assert!(loaded >= 3, "found {loaded} pipelines");
+    for expected in [
+        "pipelines/demo.yaml",
+        "pipelines/smoke.yaml",
+        "pipelines/dev.yaml",
+        "pipelines/heldout.yaml",
+        "pipelines/post-cutoff.yaml",
+        "pipelines/real/dev.yaml",
+        "pipelines/real/heldout.yaml",
+    ] {
+        assert!(
+            loaded.iter().any(|path| path == expected),
+            "{expected} not loaded: {loaded:?}"
+        );
+    }
 }

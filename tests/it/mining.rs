@@ -864,7 +864,7 @@ fn head_is_never_used_for_a_missing_branch() {
     let mut missing = spec("r", RepoSource::Path(repo.path_buf()));
     missing.branch = "release".into();
     let error = repository::prepare(&missing, repo.path()).unwrap_err();
-    insta::assert_snapshot!(error.to_string(), @"branch `release` not found in repository `r` (looked for refs/heads/release and refs/remotes/origin/release; HEAD is never used)");
+    insta::assert_snapshot!(error.to_string(), @"branch `release` not found in repository `r` (looked for refs/heads/release and refs/remotes/origin/release; HEAD is never used); set `branch:` to one it has: `main`");
 }
 
 #[test]
