@@ -226,11 +226,11 @@ pub fn run(cli: Cli) -> Result<()> {
                 until,
             };
             crate::engine::set_offline(offline);
-            if verbosity == Verbosity::Normal {
-                eprintln!("{}", crate::sandbox::protections());
-            }
             let summary = engine.run(&options)?;
             if verbosity == Verbosity::Normal {
+                // Said once the run is through, not before it: a pipeline refused at planning
+                // prints its errors alone.
+                eprintln!("{}", crate::sandbox::protections());
                 eprintln!(
                     "run finished: {} computed, {} cached; results in {}",
                     summary.computed(),

@@ -10,7 +10,7 @@
 //! home stays visible: interpreters (pyenv) and environment caches usually live there.
 //!
 //! Whether namespaces work is probed once per process by starting `/bin/true` confined;
-//! [`protections`] says what is active, for `claimflow doctor` and the run header. Only test
+//! [`protections`] says what is active, for `claimflow doctor` and the run summary. Only test
 //! processes are confined: creating environments (venv, pip) needs PyPI.
 
 use std::ffi::CString;

@@ -2,8 +2,9 @@
 //! reader (and a test) can count the arms.
 //!
 //! - `arms.svg`: precision against recall per arm, with 95% intervals on both axes and the base
-//!   rate (what always-invalidate reaches) as a dashed line.
-//! - `question_information.svg`: the 2×2 arms' precision with intervals.
+//!   rate (what always-invalidate reaches) as a dashed line; every arm labelled where no other
+//!   label or point covers it.
+//! - `question_information.svg`: the paper's Figure 3, the 2×2 of question × information.
 //! - `cost.svg`: cost per claim against precision, the frontier joined by a line.
 
 use plotters::coord::Shift;
@@ -43,11 +44,109 @@ fn draw(
     Ok(svg)
 }
 
-/// Precision against recall for `arms` (those with both rates defined).
+/// Colours that stay distinct for readers with colour-blindness (Okabe and Ito), one per arm in
+/// the order the arms are given.
+const PALETTE: [RGBColor; 8] = [
+    RGBColor(0, 114, 178),
+    RGBColor(213, 94, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(204, 121, 167),
+    RGBColor(230, 159, 0),
+    RGBColor(86, 180, 233),
+    RGBColor(120, 120, 120),
+    RGBColor(0, 0, 0),
+];
+/// The base rate's colour: what always-invalidate reaches.
+const BASE_RATE: RGBColor = RGBColor(180, 40, 40);
+
+/// The arms drawn at one pixel position (name and colour each), and that position.
+type LabelGroup<'a> = (Vec<(&'a str, RGBColor)>, (i32, i32));
+
+/// A label's box in pixels.
+#[derive(Clone, Copy)]
+struct Placed {
+    left: i32,
+    top: i32,
+    right: i32,
+    bottom: i32,
+}
+
+impl Placed {
+    fn overlaps(&self, other: &Placed) -> bool {
+        self.left < other.right
+            && other.left < self.right
+            && self.top < other.bottom
+            && other.top < self.bottom
+    }
+}
+
+/// Where to write `text` (about `height` pixels tall) next to a point at pixel `anchor`, so that it
+/// covers no label already placed: the first free spot among right, left, above and below,
+/// then further and further down. Returns the text's top-left corner.
+fn place_label(
+    anchor: (i32, i32),
+    text: &str,
+    height: i32,
+    placed: &mut Vec<Placed>,
+    bounds: (i32, i32),
+) -> (i32, i32) {
+    // An average glyph of a 13-pixel sans-serif font is about 7 pixels wide.
+    let width = text.chars().count() as i32 * 7 + 2;
+    let (x, y) = anchor;
+    let mut candidates = vec![
+        (x + 9, y - height / 2),
+        (x - 9 - width, y - height / 2),
+        (x - width / 2, y - 9 - height),
+        (x - width / 2, y + 9),
+    ];
+    for step in 1..40 {
+        candidates.push((x + 9, y - height / 2 + step * (height + 2)));
+        candidates.push((x + 9, y - height / 2 - step * (height + 2)));
+    }
+    let fits = |(left, top): (i32, i32)| {
+        left >= 0 && top >= 0 && left + width <= bounds.0 && top + height <= bounds.1
+    };
+    let chosen = candidates
+        .iter()
+        .copied()
+        .filter(|corner| fits(*corner))
+        .find(|(left, top)| {
+            let candidate = Placed {
+                left: *left,
+                top: *top,
+                right: left + width,
+                bottom: top + height,
+            };
+            !placed.iter().any(|other| other.overlaps(&candidate))
+        })
+        .unwrap_or(candidates[0]);
+    placed.push(Placed {
+        left: chosen.0,
+        top: chosen.1,
+        right: chosen.0 + width,
+        bottom: chosen.1 + height,
+    });
+    chosen
+}
+
+/// Precision against recall for `arms` (those with both rates defined): one coloured circle per
+/// arm with its 95% intervals as capped bars, every arm's name placed where it covers no other
+/// (arms at the same point share one label, `a0 = a3`, so none hides behind another), the base
+/// rate as a labelled dashed line, on a faint grid.
 pub fn arms(document: &StatsDocument, arms: &[(&str, &ArmStats)]) -> Result<String, FigureError> {
-    let points: Vec<(&str, &ArmStats, f64, f64)> = arms
+    let points: Vec<(&str, &ArmStats, f64, f64, RGBColor)> = arms
         .iter()
         .filter_map(|(name, stats)| Some((*name, *stats, stats.recall?, stats.precision?)))
+        .enumerate()
+        .map(|(index, (name, stats, recall, precision))| {
+            (
+                name,
+                stats,
+                recall,
+                precision,
+                PALETTE[index % PALETTE.len()],
+            )
+        })
         .collect();
     let base_rate = document.sample.base_rate;
     draw("arms", |root| {
@@ -56,109 +155,293 @@ pub fn arms(document: &StatsDocument, arms: &[(&str, &ArmStats)]) -> Result<Stri
                 "Precision and recall per arm (95% bootstrap intervals)",
                 (FONT, 18),
             )
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(50)
+            .margin(16)
+            .x_label_area_size(44)
+            .y_label_area_size(56)
             .build_cartesian_2d(0f64..1.05f64, 0f64..1.05f64)?;
+        // A calm grid: faint major lines, no minor lines.
         chart
             .configure_mesh()
+            .bold_line_style(BLACK.mix(0.08))
+            .light_line_style(TRANSPARENT)
+            .axis_style(BLACK.mix(0.5))
+            .label_style((FONT, 13))
             .x_desc("recall")
             .y_desc("precision")
             .draw()?;
+        let mut placed: Vec<Placed> = Vec::new();
         if let Some(rate) = base_rate {
             chart.draw_series(DashedLineSeries::new(
                 [(0.0, rate), (1.05, rate)],
                 6,
                 4,
-                RED.stroke_width(1),
+                BASE_RATE.stroke_width(1),
             ))?;
-            chart.draw_series(std::iter::once(Text::new(
-                format!("base rate {rate:.3}"),
-                (0.01, rate + 0.015),
-                (FONT, 12).into_font().color(&RED),
-            )))?;
+            let label = format!("base rate {rate:.3} (always invalidate)");
+            let (x, y) = chart.backend_coord(&(0.02, rate));
+            let corner = (x, y - 17);
+            placed.push(Placed {
+                left: corner.0,
+                top: corner.1,
+                right: corner.0 + label.len() as i32 * 7,
+                bottom: corner.1 + 15,
+            });
+            root.draw(&Text::new(
+                label,
+                corner,
+                (FONT, 13).into_font().color(&BASE_RATE),
+            ))?;
         }
-        for (_, stats, recall, precision) in &points {
+        // Intervals first, capped, in the arm's colour, faint enough that the circles read first.
+        for (_, stats, recall, precision, colour) in &points {
+            let style = colour.mix(0.55).stroke_width(1);
             if let Some([low, high]) = stats.precision_ci {
                 chart.draw_series(std::iter::once(PathElement::new(
                     [(*recall, low), (*recall, high)],
-                    BLACK.stroke_width(1),
+                    style,
                 )))?;
+                for end in [low, high] {
+                    chart.draw_series(std::iter::once(PathElement::new(
+                        [(*recall - 0.008, end), (*recall + 0.008, end)],
+                        style,
+                    )))?;
+                }
             }
             if let Some([low, high]) = stats.recall_ci {
                 chart.draw_series(std::iter::once(PathElement::new(
                     [(low, *precision), (high, *precision)],
-                    BLACK.stroke_width(1),
+                    style,
                 )))?;
+                for end in [low, high] {
+                    chart.draw_series(std::iter::once(PathElement::new(
+                        [(end, *precision - 0.008), (end, *precision + 0.008)],
+                        style,
+                    )))?;
+                }
             }
         }
-        chart.draw_series(points.iter().map(|(_, _, recall, precision)| {
-            Circle::new((*recall, *precision), 5, BLUE.filled())
-        }))?;
-        chart.draw_series(points.iter().map(|(name, _, recall, precision)| {
-            Text::new(
-                name.to_string(),
-                (*recall + 0.012, *precision + 0.012),
-                (FONT, 13),
-            )
-        }))?;
+        for (_, _, recall, precision, colour) in &points {
+            chart.draw_series(std::iter::once(Circle::new(
+                (*recall, *precision),
+                5,
+                colour.filled(),
+            )))?;
+        }
+        // One label per distinct point: arms within half a pixel-ish of each other share it.
+        let mut groups: Vec<LabelGroup> = Vec::new();
+        for (name, _, recall, precision, colour) in &points {
+            let pixel = chart.backend_coord(&(*recall, *precision));
+            match groups
+                .iter_mut()
+                .find(|(_, at)| (at.0 - pixel.0).abs() <= 2 && (at.1 - pixel.1).abs() <= 2)
+            {
+                Some((names, _)) => names.push((name, *colour)),
+                None => groups.push((vec![(name, *colour)], pixel)),
+            }
+        }
+        // Reserve every circle first, so no label covers a point.
+        for (_, (x, y)) in &groups {
+            placed.push(Placed {
+                left: x - 6,
+                top: y - 6,
+                right: x + 6,
+                bottom: y + 6,
+            });
+        }
+        let bounds = (WIDTH as i32, HEIGHT as i32);
+        for (names, anchor) in &groups {
+            let text = names
+                .iter()
+                .map(|(name, _)| *name)
+                .collect::<Vec<_>>()
+                .join(" = ");
+            let corner = place_label(*anchor, &text, 15, &mut placed, bounds);
+            let colour = if names.len() == 1 { names[0].1 } else { BLACK };
+            let near = (corner.1 - anchor.1 + 7).abs() <= 12;
+            if !near {
+                // A label moved away from its point keeps a thin leader to it.
+                root.draw(&PathElement::new(
+                    [*anchor, (corner.0, corner.1 + 7)],
+                    BLACK.mix(0.3).stroke_width(1),
+                ))?;
+            }
+            root.draw(&Text::new(
+                text,
+                corner,
+                (FONT, 13).into_font().color(&colour),
+            ))?;
+        }
         Ok(())
     })
 }
 
-/// Precision with intervals for the 2×2 arms, in the order given.
+/// The paper's Figure 3: precision in a 2×2 of question (does the change preserve behaviour? / does
+/// this claim still hold?) by information (the diff / the claim and the diff). `arms` is in the
+/// order the report names them: the diff-only arm (A5), the behaviour question shown the claim
+/// (A5C), then the claim-question arms (A6 base, A6 risk, …), which share the lower-right cell.
+/// The claim question cannot be asked of the diff alone, so that cell says so. Each arm is one
+/// circle on its cell's precision scale, with its interval; the margins say what the information
+/// (across the top row) and the question (down the right column) buy.
 pub fn question_information(
     document: &StatsDocument,
     arms: &[(&str, &ArmStats)],
 ) -> Result<String, FigureError> {
-    let points: Vec<(usize, &str, &ArmStats, f64)> = arms
-        .iter()
-        .filter_map(|(name, stats)| Some((*name, *stats, stats.precision?)))
-        .enumerate()
-        .map(|(index, (name, stats, precision))| (index, name, stats, precision))
-        .collect();
     let base_rate = document.sample.base_rate;
-    let width = points.len() as f64;
+    let cell_of = |index: usize| match index {
+        0 => (0usize, 0usize),
+        1 => (0, 1),
+        _ => (1, 1),
+    };
+    let mut cells: [[Vec<(&str, &ArmStats)>; 2]; 2] = Default::default();
+    for (index, arm) in arms.iter().enumerate() {
+        let (row, column) = cell_of(index);
+        cells[row][column].push(*arm);
+    }
+    let best = |cell: &[(&str, &ArmStats)]| {
+        cell.iter()
+            .filter_map(|(_, stats)| stats.precision)
+            .fold(None, |best: Option<f64>, value| {
+                Some(best.map_or(value, |best| best.max(value)))
+            })
+    };
+    let information_buys = best(&cells[0][1])
+        .zip(best(&cells[0][0]))
+        .map(|(with, without)| with - without);
+    let question_buys = best(&cells[1][1])
+        .zip(best(&cells[0][1]))
+        .map(|(claim, behaviour)| claim - behaviour);
     draw("question_information", |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption("Precision by question and information", (FONT, 18))
-            .margin(12)
-            .x_label_area_size(30)
-            .y_label_area_size(50)
-            .build_cartesian_2d(-0.5f64..width - 0.5, 0f64..1.05f64)?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(0)
-            .y_desc("precision")
-            .draw()?;
-        if let Some(rate) = base_rate {
-            chart.draw_series(DashedLineSeries::new(
-                [(-0.5, rate), (width - 0.5, rate)],
-                6,
-                4,
-                RED.stroke_width(1),
+        let title = (FONT, 18).into_font();
+        root.draw(&Text::new(
+            "Precision by question and information (95% intervals)",
+            (150, 10),
+            title,
+        ))?;
+        // The grid: two columns of cells right of the row headers, two rows under the column
+        // headers.
+        let (left, top, cell_width, cell_height) = (170i32, 70i32, 250i32, 170i32);
+        let header = (FONT, 14).into_font();
+        let small = (FONT, 12).into_font();
+        for (column, text) in ["the diff", "the claim + the diff"].iter().enumerate() {
+            root.draw(&Text::new(
+                format!("shown {text}"),
+                (left + column as i32 * cell_width + 60, top - 22),
+                header.clone(),
             ))?;
         }
-        for (index, _, stats, _) in &points {
-            if let Some([low, high]) = stats.precision_ci {
-                let x = *index as f64;
-                chart.draw_series(std::iter::once(PathElement::new(
-                    [(x, low), (x, high)],
-                    BLACK.stroke_width(1),
-                )))?;
+        for (row, lines) in [
+            ["does the change", "preserve behaviour?"],
+            ["does this claim", "still hold?"],
+        ]
+        .iter()
+        .enumerate()
+        {
+            for (line, text) in lines.iter().enumerate() {
+                root.draw(&Text::new(
+                    *text,
+                    (14, top + row as i32 * cell_height + 70 + line as i32 * 18),
+                    header.clone(),
+                ))?;
             }
         }
-        chart.draw_series(points.iter().map(|(index, _, _, precision)| {
-            Circle::new((*index as f64, *precision), 6, BLUE.filled())
-        }))?;
-        chart.draw_series(points.iter().map(|(index, name, _, precision)| {
-            Text::new(
-                name.to_string(),
-                (*index as f64 + 0.06, *precision),
-                (FONT, 13),
-            )
-        }))?;
+        let mut colour_index = 0;
+        for (row, cells_of_row) in cells.iter().enumerate() {
+            for (column, cell) in cells_of_row.iter().enumerate() {
+                let x0 = left + column as i32 * cell_width;
+                let y0 = top + row as i32 * cell_height;
+                let frame = [(x0, y0), (x0 + cell_width - 8, y0 + cell_height - 8)];
+                if row == 1 && column == 0 {
+                    root.draw(&Rectangle::new(frame, BLACK.mix(0.04).filled()))?;
+                    root.draw(&Text::new(
+                        "cannot be asked of",
+                        (x0 + 60, y0 + 65),
+                        small.clone().color(&BLACK.mix(0.6)),
+                    ))?;
+                    root.draw(&Text::new(
+                        "the diff alone",
+                        (x0 + 72, y0 + 83),
+                        small.clone().color(&BLACK.mix(0.6)),
+                    ))?;
+                    continue;
+                }
+                root.draw(&Rectangle::new(frame, BLACK.mix(0.25).stroke_width(1)))?;
+                // A precision scale across the cell: 0 at the left, 1 at the right.
+                let scale = |value: f64| x0 + 16 + ((cell_width - 40) as f64 * value) as i32;
+                let axis_y = y0 + cell_height - 34;
+                root.draw(&PathElement::new(
+                    [(scale(0.0), axis_y), (scale(1.0), axis_y)],
+                    BLACK.mix(0.3).stroke_width(1),
+                ))?;
+                for tick in [0.0, 0.5, 1.0] {
+                    root.draw(&Text::new(
+                        format!("{tick}"),
+                        (scale(tick) - 6, axis_y + 5),
+                        small.clone().color(&BLACK.mix(0.5)),
+                    ))?;
+                }
+                for (slot, (name, stats)) in cell.iter().enumerate() {
+                    let colour = PALETTE[colour_index % PALETTE.len()];
+                    colour_index += 1;
+                    let y = y0 + 40 + slot as i32 * 44;
+                    let value = stats
+                        .precision
+                        .map_or("precision —".to_string(), |precision| {
+                            format!("{precision:.2}")
+                        });
+                    let interval = stats.precision_ci.map_or(String::new(), |[low, high]| {
+                        format!(" [{low:.2}, {high:.2}]")
+                    });
+                    root.draw(&Text::new(
+                        format!("{name}  {value}{interval}"),
+                        (x0 + 14, y - 24),
+                        (FONT, 14).into_font().color(&colour),
+                    ))?;
+                    if let Some(rate) = base_rate {
+                        // The base rate as a short tick on the arm's own line, clear of the text.
+                        let x = scale(rate);
+                        root.draw(&PathElement::new(
+                            [(x, y - 8), (x, y + 8)],
+                            BASE_RATE.stroke_width(2),
+                        ))?;
+                    }
+                    if let Some([low, high]) = stats.precision_ci {
+                        root.draw(&PathElement::new(
+                            [(scale(low), y), (scale(high), y)],
+                            colour.mix(0.6).stroke_width(2),
+                        ))?;
+                    }
+                    if let Some(precision) = stats.precision {
+                        root.draw(&Circle::new((scale(precision), y), 5, colour.filled()))?;
+                    }
+                }
+            }
+        }
+        let note = (FONT, 13).into_font().color(&BLACK.mix(0.7));
+        let gap =
+            |value: Option<f64>| value.map_or("—".to_string(), |value| format!("{value:+.2}"));
+        root.draw(&Text::new(
+            format!(
+                "information buys {} (top row, left to right)",
+                gap(information_buys)
+            ),
+            (left, top + 2 * cell_height + 4),
+            note.clone(),
+        ))?;
+        root.draw(&Text::new(
+            format!(
+                "question buys {} (right column, top to bottom)",
+                gap(question_buys)
+            ),
+            (left, top + 2 * cell_height + 22),
+            note,
+        ))?;
+        if let Some(rate) = base_rate {
+            root.draw(&Text::new(
+                format!("red tick: base rate {rate:.3}"),
+                (left + 2 * cell_width - 170, top + 2 * cell_height + 4),
+                (FONT, 12).into_font().color(&BASE_RATE),
+            ))?;
+        }
         Ok(())
     })
 }

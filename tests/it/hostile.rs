@@ -141,7 +141,7 @@ fn hostile_code_sees_no_secret_no_real_home_and_no_network() {
     assert!(ran.status.success(), "{stderr}");
     let doctor = project.ok(&["doctor"]).stdout;
     let isolated = doctor.contains("active    no network");
-    // The run's header says the same as doctor.
+    // The run's summary says the same as doctor.
     assert!(
         stderr.contains("test processes: allow-listed environment"),
         "{stderr}"

@@ -11,6 +11,7 @@ mod dsl;
 mod engine;
 mod environments;
 mod faults;
+mod figures;
 mod foreach_keys;
 mod hostile;
 mod invariants;

@@ -421,7 +421,7 @@ fn run_kind(
 }
 
 /// Runs `stats` then `report` over the fixture with `arms`; returns the results directory.
-fn run_pipeline(
+pub(crate) fn run_pipeline(
     root: &Path,
     arms: &[&str],
     stats_with: serde_json::Value,
@@ -452,11 +452,11 @@ fn run_pipeline(
     Ok(pipeline)
 }
 
-fn all_arms() -> Vec<&'static str> {
+pub(crate) fn all_arms() -> Vec<&'static str> {
     ARMS.iter().map(|arm| arm.step).collect()
 }
 
-fn read(pipeline: &Pipeline, relative: &str) -> String {
+pub(crate) fn read(pipeline: &Pipeline, relative: &str) -> String {
     std::fs::read_to_string(pipeline.results.join(relative))
         .unwrap_or_else(|error| panic!("read {relative}: {error}"))
 }
