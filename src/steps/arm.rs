@@ -10,7 +10,8 @@
 //! computes. The testmon arm is one item per commit (its database is built once per parent), run
 //! in the pytest pool. With a `stratify` or `cutoff` step among its needs, an arm judges only the
 //! claims that step selected; with a `shuffle` step, it judges each claim it paired against the
-//! paired commit's diff (the shuffled-diff null, a control of the same arm without the shuffle).
+//! paired commit's diff (the shuffled-diff null, a control of the same arm without the shuffle);
+//! with a `paraphrase` step, the claims it kept, as rewritten.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -135,6 +136,11 @@ impl RepositorySettings {
     }
 }
 
+/// Whether a claim record is a `paraphrase` step's rewrite.
+fn is_paraphrased(record: &serde_json::Value) -> bool {
+    record.get("record").and_then(|value| value.as_str()) == Some("paraphrased")
+}
+
 /// The other commit a shuffled claim is shown, as an item carries it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Shown {
@@ -176,11 +182,20 @@ impl Arm {
         let selected = super::selection::selected_claims(upstream);
         // A shuffle upstream: only the claims it paired are judged (each against its pair).
         let shown = super::shuffle::shown_commits(upstream);
+        // A paraphrase upstream: only the claims it kept are judged, as rewritten.
+        let paraphrased = super::paraphrase::paraphrased_claims(upstream);
         let mut claims = Vec::new();
         let mut seen = BTreeSet::new();
         for output in steps {
             for item in &output.items {
                 for record in &item.output.records {
+                    let record = match &paraphrased {
+                        None => record,
+                        Some(kept) => match record.get("id").and_then(|id| id.as_str()) {
+                            Some(id) if kept.contains_key(id) => &kept[id],
+                            _ => continue,
+                        },
+                    };
                     let claim = Claim::from_record(record).map_err(|error| {
                         StepError::Message(format!(
                             "step `{}`: read a claim of step `{}` item {}: {error}",
@@ -505,6 +520,9 @@ impl StepKind for Arm {
                 if let Some(commit) = shown.get(&claim.claim.id) {
                     super::shuffle::mark_shown(&mut prediction.evidence, commit);
                 }
+                if is_paraphrased(&claim.record) {
+                    super::paraphrase::mark_paraphrased(&mut prediction.evidence);
+                }
                 prediction
             })))
         };
@@ -532,6 +550,10 @@ impl StepKind for Arm {
                 SymbolAnchoring.predict(claim, change)
             })?,
         };
+        let mut prediction = prediction;
+        if is_paraphrased(&item.params["claim"]) {
+            super::paraphrase::mark_paraphrased(&mut prediction.evidence);
+        }
         Ok(ItemOutput::records([prediction]))
     }
 

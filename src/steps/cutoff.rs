@@ -220,24 +220,7 @@ impl StepKind for CutoffStep {
     }
 
     fn publish(&self, ctx: &StepContext, items: &[ItemResult]) -> Result<(), StepError> {
-        let mut summary = None;
-        let mut claims = Vec::new();
-        for item in items {
-            for record in &item.output.records {
-                if record.get("record").and_then(|value| value.as_str()) == Some("cutoff") {
-                    summary = Some(record.clone());
-                } else {
-                    claims.push(record.clone());
-                }
-            }
-        }
-        let summary = summary.ok_or_else(|| {
-            StepError::Invariant(format!("step `{}` produced no summary", ctx.step.name))
-        })?;
-        let mut bytes = serde_json::to_vec_pretty(&summary).expect("a summary serializes");
-        bytes.push(b'\n');
-        ctx.write_result(&ctx.own_result("cutoff.json"), &bytes)?;
-        ctx.write_jsonl(&ctx.own_result("cutoff.jsonl"), claims)
+        selection::publish_with_summary(ctx, items, "cutoff", "cutoff")
     }
 }
 

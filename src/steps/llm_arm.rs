@@ -129,6 +129,8 @@ struct Prepared {
     assertions: Arc<Vec<String>>,
     /// The paired commit whose diff stands in for the claims' own (the shuffled-diff null).
     shuffled: Option<CommitRef>,
+    /// Whether the claims are a `paraphrase` step's rewrites.
+    paraphrased: bool,
 }
 
 /// Where one claim's prediction comes from.
@@ -185,6 +187,8 @@ pub(super) fn claims_by_commit(
     let mut index: BTreeMap<(String, String, String), usize> = BTreeMap::new();
     let mut found = false;
     let selected = super::selection::selected_claims(upstream);
+    // A paraphrase upstream: only the claims it kept, as rewritten.
+    let paraphrased = super::paraphrase::paraphrased_claims(upstream);
     for output in upstream.all() {
         if !CLAIM_KINDS.contains(&output.kind.as_str()) {
             continue;
@@ -197,6 +201,18 @@ pub(super) fn claims_by_commit(
             {
                 continue;
             }
+            let claim = match &paraphrased {
+                None => claim,
+                Some(kept) => match kept.get(&claim.id) {
+                    Some(record) => serde_json::from_value(record.clone()).map_err(|error| {
+                        StepError::Message(format!(
+                            "step `{}`: read the paraphrase of {}: {error}",
+                            ctx.step.name, claim.id
+                        ))
+                    })?,
+                    None => continue,
+                },
+            };
             let commit = (
                 claim.repo.clone(),
                 claim.parent.clone(),
@@ -361,6 +377,7 @@ impl StepKind for LlmArm {
         let mut items = Vec::new();
         // With a `shuffle` step needed, each claim is shown its paired commit's diff.
         let shuffle_upstream = super::shuffle::shown_commits(upstream).is_some();
+        let paraphrased = super::paraphrase::paraphrased_claims(upstream).is_some();
         for (shown, group) in group_by_shown(claims_by_commit(ctx, upstream)?, upstream) {
             let first = &shown;
             let shuffled = shuffle_upstream.then(|| shown.clone());
@@ -396,6 +413,7 @@ impl StepKind for LlmArm {
                     rules: Arc::clone(&rules),
                     assertions: Arc::clone(&assertions),
                     shuffled: shuffled.clone(),
+                    paraphrased,
                 };
                 (planned, prepared)
             };
@@ -582,12 +600,12 @@ impl StepKind for LlmArm {
                             tokens_out: Some(tokens_out),
                             cost: Some(cost),
                         };
-                        if let Some(commit) = plan
-                            .calls
-                            .get(item.as_str())
-                            .and_then(|call| call.shuffled.as_ref())
-                        {
+                        let call = plan.calls.get(item.as_str());
+                        if let Some(commit) = call.and_then(|call| call.shuffled.as_ref()) {
                             super::shuffle::mark_shown(&mut prediction.evidence, commit);
+                        }
+                        if call.is_some_and(|call| call.paraphrased) {
+                            super::paraphrase::mark_paraphrased(&mut prediction.evidence);
                         }
                         prediction
                     }

@@ -12,6 +12,7 @@ mod llm_arm;
 mod mine_claims;
 mod model_calls;
 mod oracle;
+mod paraphrase;
 mod prose_render;
 mod rank_commits;
 mod rename_class;
@@ -28,6 +29,7 @@ pub use mine_claims::MineClaims;
 pub use oracle::{
     EnvironmentFailure, Environments, FixedEnvironment, OracleStep, PythonEnvironments,
 };
+pub use paraphrase::ParaphraseStep;
 pub use prose_render::{ProseRender, RenderRecord};
 pub use rank_commits::RankCommits;
 pub use rename_class::RenameClass;
@@ -61,6 +63,7 @@ impl Registry {
         kinds.push(Arc::new(CutoffStep));
         kinds.push(Arc::new(RenameClass));
         kinds.push(Arc::new(ShuffleStep));
+        kinds.push(Arc::new(ParaphraseStep::new(Arc::new(PythonEnvironments))));
         Registry { kinds }
     }
 

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::engine::{StepContext, StepError, StepOutput, Upstream};
+use crate::engine::{ItemResult, StepContext, StepError, StepOutput, Upstream};
 use crate::records::TruthRecord;
 
 /// Kinds whose records are a selection of labelled claims.
@@ -64,4 +64,32 @@ pub fn selected_claims(upstream: &Upstream) -> Option<BTreeSet<String>> {
         });
     }
     selected
+}
+
+/// Publishes a step whose items hold one summary record (`record: <summary>`) beside its other
+/// records: the summary to `<name>.json`, the rest to `<name>.jsonl` (under the step's own name
+/// when an earlier step of its kind took those files). A `stratify` sample, a `cutoff` split and
+/// a `shuffle` publish so.
+pub fn publish_with_summary(
+    ctx: &StepContext,
+    items: &[ItemResult],
+    summary: &str,
+    name: &str,
+) -> Result<(), StepError> {
+    let mut found = None;
+    let mut records = Vec::new();
+    for record in items.iter().flat_map(|item| &item.output.records) {
+        if record.get("record").and_then(|value| value.as_str()) == Some(summary) {
+            found = Some(record.clone());
+        } else {
+            records.push(record.clone());
+        }
+    }
+    let found = found.ok_or_else(|| {
+        StepError::Invariant(format!("step `{}` produced no summary", ctx.step.name))
+    })?;
+    let mut bytes = serde_json::to_vec_pretty(&found).expect("a summary serializes");
+    bytes.push(b'\n');
+    ctx.write_result(&ctx.own_result(&format!("{name}.json")), &bytes)?;
+    ctx.write_jsonl(&ctx.own_result(&format!("{name}.jsonl")), records)
 }

@@ -87,7 +87,7 @@ pub fn shown_commits(upstream: &Upstream) -> Option<BTreeMap<String, CommitRef>>
                 .get_or_insert_with(BTreeMap::new)
                 .insert(pairing.pairing.claim, pairing.pairing.paired);
         }
-        if found.is_none() && declares_control(output).is_some() {
+        if found.is_none() && declares_control(output).as_deref() == Some(SHUFFLED_DIFF) {
             // A shuffle that paired nothing still shuffles: every claim goes unjudged.
             found = Some(BTreeMap::new());
         }
@@ -216,22 +216,7 @@ impl StepKind for ShuffleStep {
     }
 
     fn publish(&self, ctx: &StepContext, items: &[ItemResult]) -> Result<(), StepError> {
-        let mut summary = None;
-        let mut pairings = Vec::new();
-        for record in items.iter().flat_map(|item| &item.output.records) {
-            if record.get("record").and_then(|value| value.as_str()) == Some("shuffle") {
-                summary = Some(record.clone());
-            } else {
-                pairings.push(record.clone());
-            }
-        }
-        let summary = summary.ok_or_else(|| {
-            StepError::Invariant(format!("step `{}` produced no summary", ctx.step.name))
-        })?;
-        let mut bytes = serde_json::to_vec_pretty(&summary).expect("a summary serializes");
-        bytes.push(b'\n');
-        ctx.write_result(&ctx.own_result("shuffle.json"), &bytes)?;
-        ctx.write_jsonl(&ctx.own_result("shuffle.jsonl"), pairings)
+        super::selection::publish_with_summary(ctx, items, "shuffle", "shuffle")
     }
 }
 

@@ -34,6 +34,7 @@ const NOT_ARMS: &[&str] = &[
     "cutoff",
     "rename-class",
     "shuffle",
+    "paraphrase",
     "stats",
     "report",
 ];

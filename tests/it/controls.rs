@@ -26,9 +26,12 @@ steps:
   shuffled: {uses: shuffle, needs: [rank, claims], with: {seed: 1}}
   a3_shuffled: {uses: arm, needs: [claims, shuffled], with: {arm: file-anchoring}}
   a4_shuffled: {uses: arm, needs: [claims, shuffled], with: {arm: symbol-anchoring}}
+  paraphrased: {uses: paraphrase, needs: [claims, sample], with: {runs: 2}}
+  a4_paraphrased: {uses: arm, needs: [claims, sample, paraphrased], with: {arm: symbol-anchoring}}
   stats:
     uses: stats
-    needs: [truth, sample, post, renames, a3, a4, a4_sampled, a3_shuffled, a4_shuffled]
+    needs: [truth, sample, post, renames, a3, a4, a4_sampled, a3_shuffled, a4_shuffled,
+            a4_paraphrased]
     with: {bootstrap: 1000, seed: 1}
   report: {uses: report, needs: [stats]}
 "#;
@@ -170,6 +173,33 @@ fn the_demo_controls_report_what_expected_md_documents() {
         assert_eq!(stats["controls"][control]["by"], "shuffled-diff");
         assert!(stats["arms"].get(control).is_none());
     }
+
+    // The paraphrase control: each sampled claim rewritten and run at the parent; kept only
+    // when it passed, else listed with why. The arm over the rewrites is a control of its twin.
+    let summary: serde_json::Value =
+        serde_json::from_str(&project.read("results/demo/paraphrase.json")).unwrap();
+    let kept: Vec<serde_json::Value> = project
+        .read("results/demo/paraphrase.jsonl")
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(summary["kept"], kept.len(), "{summary}");
+    assert_eq!(
+        kept.len() + summary["refused"].as_u64().unwrap() as usize,
+        28
+    );
+    assert!(!kept.is_empty(), "{summary}");
+    for record in &kept {
+        assert!(sampled.contains(record["id"].as_str().unwrap()));
+        assert_ne!(record["source"], record["original_source"], "{record}");
+        assert_eq!(record["paraphrase"]["runs_passed"], 2, "{record}");
+    }
+    for refusal in summary["refusals"].as_array().unwrap() {
+        assert!(!refusal["why"].as_str().unwrap().is_empty(), "{refusal}");
+    }
+    assert_eq!(stats["controls"]["a4_paraphrased"]["of"], "a4_sampled");
+    assert_eq!(stats["controls"]["a4_paraphrased"]["by"], "paraphrase");
+    insta::assert_json_snapshot!("demo_paraphrase_summary", summary);
 
     let report = project.read("results/demo/report.md");
     insta::assert_snapshot!(sections(
