@@ -95,7 +95,7 @@ pub fn unjudged(claim: &str, error: &TestmonError) -> crate::records::Prediction
     let text = error.to_string();
     let mut lines = text.lines().filter(|line| !line.trim().is_empty());
     let first = lines.next().unwrap_or_default().to_string();
-    let last = lines.last().map(str::to_string);
+    let last = lines.next_back().map(str::to_string);
     crate::records::PredictionRecord {
         claim: claim.to_string(),
         verdict: crate::records::Verdict::None,
