@@ -106,6 +106,8 @@ pub enum Verb {
         /// The item's content key (`blake3:<hex>`).
         key: String,
     },
+    /// Say which protections confine the test processes of mined repositories on this machine.
+    Doctor,
     /// Manage the local model that model arms run on when no API key is set.
     Models {
         #[command(subcommand)]
@@ -203,6 +205,11 @@ pub fn run(cli: Cli) -> Result<()> {
             executor,
         } => {
             let pipeline = load(&pipeline, &root, &registry)?;
+            if verbosity == Verbosity::Normal {
+                for notice in pipeline.notices() {
+                    eprintln!("{notice}");
+                }
+            }
             let progress = std::sync::Arc::new(Progress::new(verbosity));
             crate::notes::install(progress.clone());
             let mut engine = Engine::new(&pipeline, &registry, progress.as_ref())?;
@@ -219,6 +226,9 @@ pub fn run(cli: Cli) -> Result<()> {
                 until,
             };
             crate::engine::set_offline(offline);
+            if verbosity == Verbosity::Normal {
+                eprintln!("{}", crate::sandbox::protections());
+            }
             let summary = engine.run(&options)?;
             if verbosity == Verbosity::Normal {
                 eprintln!(
@@ -301,6 +311,11 @@ pub fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Verb::Cache { action } => cache(action, &root, &registry),
+        Verb::Doctor => {
+            let mut out = std::io::stdout().lock();
+            write!(out, "{}", render_doctor(crate::sandbox::protections()))?;
+            Ok(())
+        }
         Verb::Models {
             action: ModelsAction::Provision,
         } => {
@@ -371,8 +386,12 @@ fn worker(workdir: &Path, key: &str, registry: &Registry) -> Result<()> {
     let job =
         std::env::var("SLURM_JOB_ID").unwrap_or_else(|_| format!("pid-{}", std::process::id()));
     match crate::slurm::worker::work(workdir, &key, &job, registry)? {
-        crate::slurm::worker::Worked::Computed { item, output } => {
-            eprintln!("claimflow worker: item `{item}` computed and stored as {output}");
+        crate::slurm::worker::Worked::Computed {
+            item,
+            output,
+            phases,
+        } => {
+            eprintln!("claimflow worker: item `{item}` computed and stored as {output} ({phases})");
         }
         crate::slurm::worker::Worked::Cached => {
             eprintln!("claimflow worker: key {key} was already in the cache");
@@ -529,4 +548,32 @@ fn display_relative(path: &Path, root: &Path) -> String {
         .unwrap_or(path)
         .display()
         .to_string()
+}
+
+/// `claimflow doctor`: each protection of test processes on its own line, active or not, and why.
+fn render_doctor(protections: &crate::sandbox::Protections) -> String {
+    use crate::sandbox::Network;
+    let network = match &protections.network {
+        Network::Isolated => format!(
+            "active    no network: a fresh user + network namespace (loopback only)\n\
+             active    credentials of the real home hidden ({}): a mount namespace",
+            crate::sandbox::HIDDEN.join(" ")
+        ),
+        Network::Open(reason) => format!(
+            "MISSING   no network: the kernel refused a user + network namespace ({reason}); test processes can reach the network\n\
+             MISSING   credentials of the real home hidden: needs the same namespaces"
+        ),
+        Network::Disabled => format!(
+            "MISSING   no network: turned off by {0}=off; test processes can reach the network\n\
+             MISSING   credentials of the real home hidden: turned off by {0}=off",
+            crate::sandbox::SWITCH
+        ),
+    };
+    format!(
+        "Protections for the test processes of mined repositories (pytest: collection, oracle runs, testmon):\n\
+         active    allow-listed environment: no API keys, tokens or other variables of this shell\n\
+         active    private HOME and TMPDIR inside the workdir\n\
+         {network}\n\
+         Environment creation (venv, pip) is not confined: it needs the package index.\n"
+    )
 }

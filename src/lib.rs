@@ -25,6 +25,7 @@ pub mod process_groups;
 pub mod progress;
 pub mod python;
 pub mod records;
+pub mod sandbox;
 pub mod slurm;
 pub mod stats;
 pub mod steps;

@@ -17,7 +17,11 @@ fn main() -> ExitCode {
         eprintln!("error: cannot handle signals: {error}");
         return ExitCode::from(1);
     }
-    match cli::run(cli) {
+    let outcome = cli::run(cli);
+    if claimflow::process_groups::stopping() {
+        claimflow::process_groups::await_stop();
+    }
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             // A closed pipe (`claimflow plan … | head`) is not a failure.

@@ -138,7 +138,25 @@ pub fn on_stop(name: &'static str, action: fn()) {
 /// The write end of the signal pipe (-1 until [`stop_on_signals`] ran).
 static SIGNAL_PIPE: AtomicI32 = AtomicI32::new(-1);
 
+/// The signal that is stopping the process (0 while none arrived).
+static STOPPING_SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+/// Whether a signal is stopping the process. The cleanup kills the children a step waits for, so
+/// the step fails and `main` may reach its end first: it must then leave the exit to the signals
+/// thread (128 + the signal, after the cleanup), not report the failure the cleanup caused.
+pub fn stopping() -> bool {
+    STOPPING_SIGNAL.load(Ordering::SeqCst) != 0
+}
+
+/// Waits for the signals thread to finish its cleanup and exit the process.
+pub fn await_stop() -> ! {
+    loop {
+        std::thread::park();
+    }
+}
+
 extern "C" fn on_signal(signal: libc::c_int) {
+    STOPPING_SIGNAL.store(signal, Ordering::SeqCst);
     let byte = u8::try_from(signal).unwrap_or(0);
     // SAFETY: write(2) is async-signal-safe; the buffer is a local byte.
     unsafe {

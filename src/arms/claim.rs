@@ -78,6 +78,10 @@ pub struct Change<'r> {
     pub parent_modules: ModuleIndex,
     pub child_modules: ModuleIndex,
     pub touched: TouchedFiles,
+    /// Another commit's change shown in place of this one's diff (the shuffled-diff null): the
+    /// claim is still read and resolved in this change's trees, its changed files and
+    /// definitions come from the other.
+    pub shown: Option<Box<Change<'r>>>,
 }
 
 impl<'r> Change<'r> {
@@ -104,19 +108,32 @@ impl<'r> Change<'r> {
             parent_modules,
             child_modules,
             touched,
+            shown: None,
         })
+    }
+
+    /// This change with `other`'s diff shown in place of its own.
+    pub fn showing(mut self, other: Change<'r>) -> Self {
+        self.shown = Some(Box::new(other));
+        self
+    }
+
+    /// The change whose diff an arm reads: the shown one if any, else this one.
+    pub fn diff(&self) -> &Change<'r> {
+        self.shown.as_deref().unwrap_or(self)
     }
 
     /// The module names of the touched source files (at the commit where each path exists).
     pub fn touched_modules(&self) -> BTreeSet<String> {
-        self.touched
+        let diff = self.diff();
+        diff.touched
             .source
             .iter()
             .map(|path| {
-                if self.parent.exists(path) {
-                    self.parent_modules.module_name(path)
+                if diff.parent.exists(path) {
+                    diff.parent_modules.module_name(path)
                 } else {
-                    self.child_modules.module_name(path)
+                    diff.child_modules.module_name(path)
                 }
             })
             .collect()

@@ -55,7 +55,7 @@ impl FileAnchoring {
             .collect();
         let matched = imported
             .iter()
-            .find(|(_, path)| change.touched.source.contains(*path))
+            .find(|(_, path)| change.diff().touched.source.contains(*path))
             .map(|(module, _)| module.clone());
         let mut evidence = json!({
             "touched_modules": touched_modules,

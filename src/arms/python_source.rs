@@ -373,7 +373,7 @@ pub fn parse_function(path: &str, source: &str) -> Result<ast::StmtFunctionDef, 
 }
 
 /// Removes the indentation common to every non-blank line.
-fn dedent(source: &str) -> String {
+pub fn dedent(source: &str) -> String {
     let indent = source
         .lines()
         .filter(|line| !line.trim().is_empty())

@@ -64,7 +64,7 @@ pub struct SymbolAnchoring;
 impl SymbolAnchoring {
     /// The arm's prediction for `claim` under `change`.
     pub fn predict(&self, claim: &Claim, change: &Change) -> Result<PredictionRecord, ArmError> {
-        let changed = changed_definitions(change)?;
+        let changed = changed_definitions(change.diff())?;
         let world = Resolver::new(change);
         let mut unparsed: BTreeSet<String> = changed.unparsed.iter().cloned().collect();
         let analysis = match analyse(claim, change, &world) {

@@ -226,10 +226,18 @@ impl Store {
     }
 
     /// The bytes of an object.
+    ///
+    /// Bytes that do not hash to `digest` (a flipped byte, a truncated file) are never served: the
+    /// object is removed, so the next `put` of the right bytes writes it again, and it reads as
+    /// missing, which makes the item that needs it a cache miss.
     pub fn get(&self, digest: &Digest) -> Result<Vec<u8>, StoreError> {
         let path = self.object_path(digest);
         match fs::read(&path) {
-            Ok(bytes) => Ok(bytes),
+            Ok(bytes) if Digest::of(&bytes) == *digest => Ok(bytes),
+            Ok(_) => {
+                let _ = fs::remove_file(&path);
+                Err(StoreError::Missing(*digest))
+            }
             Err(error) if error.kind() == io::ErrorKind::NotFound => {
                 Err(StoreError::Missing(*digest))
             }
@@ -662,6 +670,21 @@ fn files_under(dir: &Path) -> Result<Vec<PathBuf>, StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression: `get` served an object's bytes without hashing them, so a flipped byte reached a
+    /// step as if it were the cached output.
+    #[test]
+    fn a_corrupt_object_is_never_served_and_put_writes_it_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let digest = store.put(b"hello world").unwrap();
+        let path = store.object_path(&digest);
+        std::fs::write(&path, b"hello worle").unwrap();
+        assert!(matches!(store.get(&digest), Err(StoreError::Missing(_))));
+        assert!(!path.exists(), "the corrupt object is removed");
+        store.put(b"hello world").unwrap();
+        assert_eq!(store.get(&digest).unwrap(), b"hello world");
+    }
 
     #[test]
     fn put_then_get_returns_the_bytes() {

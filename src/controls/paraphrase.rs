@@ -32,6 +32,8 @@ use rustpython_parser::lexer::lex;
 use rustpython_parser::{Mode, Parse, Tok};
 use serde::{Deserialize, Serialize};
 
+use crate::arms::python_source::dedent;
+
 /// What replaces every docstring.
 pub const DOCSTRING: &str = "\"\"\"Check this case.\"\"\"";
 
@@ -70,22 +72,6 @@ const INTROSPECTION: &[&str] = &["locals", "vars", "eval", "exec", "globals", "d
 
 /// Attributes that reach a function's code or frame.
 const CODE_ATTRIBUTES: &[&str] = &["f_locals", "__code__", "co_varnames", "f_code"];
-
-/// Removes the indentation common to every non-blank line.
-fn dedent(source: &str) -> String {
-    let indent = source
-        .lines()
-        .filter(|line| !line.trim().is_empty())
-        .map(|line| line.len() - line.trim_start().len())
-        .min()
-        .unwrap_or(0);
-    let mut out = String::with_capacity(source.len());
-    for line in source.lines() {
-        out.push_str(line.get(indent..).unwrap_or("").trim_end_matches('\r'));
-        out.push('\n');
-    }
-    out
-}
 
 fn parse_suite(source: &str) -> Result<ast::Suite, Refusal> {
     ast::Suite::parse(source, "<claim>").map_err(|error| Refusal::Parse(error.to_string()))

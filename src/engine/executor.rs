@@ -204,6 +204,8 @@ impl<'a> Engine<'a> {
         let selected = self.selected(options.until.as_deref())?;
         let _lock = self.store.lock_shared()?;
         self.preflight(&selected)?;
+        // The local model a step starts lives as long as the run.
+        let _local_model = crate::local_model::RunScope::enter();
         let pools = Pools::new(PoolSizes {
             cpu: options.jobs,
             // On Slurm the pytest pool is the jobs in flight; the cluster schedules them.
@@ -483,7 +485,7 @@ impl<'a> Engine<'a> {
 
     /// The cached output of a content key, if present.
     pub(crate) fn lookup(&self, key: &Digest) -> Result<Option<(Digest, ItemOutput)>, StoreError> {
-        decode_output(self.store.cached_output(key)?)
+        decode_output(&self.store, self.store.cached_output(key)?)
     }
 
     /// Computes one item and caches it: output object first, action record last. It holds the key's
@@ -513,7 +515,7 @@ impl<'a> Engine<'a> {
         let cached = if force {
             None
         } else {
-            decode_output(self.store.cached_output_now(key)?)?
+            decode_output(&self.store, self.store.cached_output_now(key)?)?
         };
         if let Some((digest, output)) = cached {
             return Ok(ItemResult {
@@ -556,14 +558,28 @@ impl<'a> Engine<'a> {
 
 /// An item output as the store holds it, decoded; an output that no longer decodes (a format change
 /// without a version bump) is a miss.
+/// A stored output as an item's result, or None (a miss: the item is computed again) when it does
+/// not decode or one of its blobs is missing or does not hash to its digest. A cached output whose
+/// side objects are gone is never served: publishing it would fail on every later run.
 fn decode_output(
+    store: &Store,
     stored: Option<(Digest, Vec<u8>)>,
 ) -> Result<Option<(Digest, ItemOutput)>, StoreError> {
-    Ok(stored.and_then(|(digest, bytes)| {
+    let Some((digest, output)) = stored.and_then(|(digest, bytes)| {
         serde_json::from_slice::<ItemOutput>(&bytes)
             .ok()
             .map(|output| (digest, output))
-    }))
+    }) else {
+        return Ok(None);
+    };
+    for blob in output.blobs.values() {
+        match store.get(blob) {
+            Ok(_) => {}
+            Err(StoreError::Missing(_)) => return Ok(None),
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(Some((digest, output)))
 }
 
 impl Engine<'_> {
@@ -580,8 +596,8 @@ impl Engine<'_> {
             .compute(step, kind.name(), plan, (record, key), upstream, force)
             .map_err(|error| StepError::Message(error.to_string()))?;
         // The job appended its action record from another process: read the log again.
-        let (digest, output) =
-            decode_output(self.store.cached_output_now(key)?)?.ok_or_else(|| {
+        let (digest, output) = decode_output(&self.store, self.store.cached_output_now(key)?)?
+            .ok_or_else(|| {
                 StepError::Message(format!(
                     "slurm job {job} completed but the cache has no readable result for item `{}`",
                     plan.id

@@ -4,11 +4,14 @@
 //! it as to any OpenAI-compatible provider. The model is tiny: it proves the path, not the paper.
 
 mod commands;
+pub mod embedded;
 mod provision;
 mod server;
 
+pub use embedded::{EmbeddedError, RunScope};
 pub use provision::{
-    LLAMA_CPP_PROJECT, LLAMA_CPP_VERSION, MODEL_FILE, MODEL_PROJECT, MODEL_VERSION, ProvisionError,
-    Provisioned, models_dir, provision,
+    LLAMA_CPP_PROJECT, LLAMA_CPP_SOURCE_BLAKE3, LLAMA_CPP_VERSION, MODEL_BLAKE3, MODEL_FILE,
+    MODEL_ID, MODEL_PROJECT, MODEL_VERSION, ProvisionError, Provisioned, models_dir,
+    pinned_fingerprint, provision,
 };
 pub use server::{LocalServer, ServerError, ServerOptions, TRAINED_CONTEXT};

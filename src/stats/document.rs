@@ -137,6 +137,9 @@ impl ArmStats {
 pub struct ControlStats {
     /// The arm step it wraps.
     pub of: String,
+    /// The manipulation it runs under (`shuffled-diff`, `paraphrase`), when a step declares one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
     /// The share of claims on which the control's verdict equals the arm's.
     pub agreement: Option<f64>,
     pub metrics: ArmStats,

@@ -37,6 +37,24 @@ pub struct ArmInfo {
     /// The arm a control wraps (`with: {arm: …}`); a control is reported beside its arm.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control_of: Option<String>,
+    /// What the `models:` entry resolved to for the run (`llama-server SmolLM2-…`): an entry
+    /// whose key was not set is its fallback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_id: Option<String>,
+    /// The sample (or split) the arm judged when it needs one: only those claims have its verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judged_selection: Option<JudgedSelection>,
+    /// The manipulation a control runs under, as the step it needs declares it
+    /// (`shuffled-diff`, `paraphrase`); `None` for a control that wraps its arm directly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control: Option<String>,
+}
+
+/// The selection step an arm judged, and how many claims it judged there.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct JudgedSelection {
+    pub step: String,
+    pub claims: usize,
 }
 
 /// Token and cost totals of one arm's predictions over the evaluated claims.

@@ -9,7 +9,8 @@
 //! digest and the parent and child commit ids, so a new claim or a changed one is all a re-run
 //! computes. The testmon arm is one item per commit (its database is built once per parent), run
 //! in the pytest pool. With a `stratify` or `cutoff` step among its needs, an arm judges only the
-//! claims that step selected.
+//! claims that step selected; with a `shuffle` step, it judges each claim it paired against the
+//! paired commit's diff (the shuffled-diff null, a control of the same arm without the shuffle).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -18,6 +19,7 @@ use serde_json::json;
 
 use crate::arms::{Change, Claim, ConstantArm, FileAnchoring, SymbolAnchoring, testmon};
 use crate::cache::Digest;
+use crate::controls::shuffle::CommitRef;
 use crate::engine::{
     ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, Pool, StepContext, StepError, StepKind,
     Upstream,
@@ -133,6 +135,29 @@ impl RepositorySettings {
     }
 }
 
+/// The other commit a shuffled claim is shown, as an item carries it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Shown {
+    commit: CommitRef,
+    settings: RepositorySettings,
+}
+
+impl Shown {
+    fn from_item(ctx: &StepContext, item: &ItemPlan) -> Result<Option<Self>, StepError> {
+        match item.params.get("shown") {
+            None | Some(serde_json::Value::Null) => Ok(None),
+            Some(value) => serde_json::from_value(value.clone())
+                .map(Some)
+                .map_err(|error| {
+                    StepError::Message(format!(
+                        "step `{}` item {}: read the shown commit: {error}",
+                        ctx.step.name, item.id
+                    ))
+                }),
+        }
+    }
+}
+
 impl Arm {
     /// Every claim record of the needed claim steps, in step and item order.
     fn claims(ctx: &StepContext, upstream: &Upstream) -> Result<Vec<UpstreamClaim>, StepError> {
@@ -149,6 +174,8 @@ impl Arm {
         }
         // A sample or a cutoff split upstream: only its claims are judged.
         let selected = super::selection::selected_claims(upstream);
+        // A shuffle upstream: only the claims it paired are judged (each against its pair).
+        let shown = super::shuffle::shown_commits(upstream);
         let mut claims = Vec::new();
         let mut seen = BTreeSet::new();
         for output in steps {
@@ -163,6 +190,12 @@ impl Arm {
                     if selected
                         .as_ref()
                         .is_some_and(|selected| !selected.contains(&claim.id))
+                    {
+                        continue;
+                    }
+                    if shown
+                        .as_ref()
+                        .is_some_and(|shown| !shown.contains_key(&claim.id))
                     {
                         continue;
                     }
@@ -186,9 +219,10 @@ impl Arm {
     fn anchor(
         ctx: &StepContext,
         claim: &Claim,
-        rules: &TestFileRules,
+        item: &ItemPlan,
         predict: impl Fn(&Claim, &Change) -> Result<PredictionRecord, crate::arms::ArmError>,
     ) -> Result<PredictionRecord, StepError> {
+        let rules = RepositorySettings::from_item(ctx, item)?.rules();
         let failed = |error: &dyn std::fmt::Display| {
             StepError::Message(format!(
                 "step `{}`: claim {}: {error}",
@@ -204,9 +238,34 @@ impl Arm {
         let repository = crate::mining::repository::locate(spec, ctx.workdir)
             .and_then(|prepared| prepared.open())
             .map_err(|error| failed(&error))?;
-        let change = Change::load_with(&repository, &claim.parent, &claim.commit, rules)
+        let change = Change::load_with(&repository, &claim.parent, &claim.commit, &rules)
             .map_err(|error| failed(&error))?;
-        predict(claim, &change).map_err(|error| failed(&error))
+        let Some(shown) = Shown::from_item(ctx, item)? else {
+            return predict(claim, &change).map_err(|error| failed(&error));
+        };
+        // The shuffled-diff null: the claim read in its own trees, another commit's diff shown.
+        let spec = ctx.pipeline.repo(&shown.commit.repo).ok_or_else(|| {
+            StepError::Invariant(format!(
+                "step `{}`: claim {} is paired with repository `{}`, which the pipeline does not \
+                 declare",
+                ctx.step.name, claim.id, shown.commit.repo
+            ))
+        })?;
+        let other = crate::mining::repository::locate(spec, ctx.workdir)
+            .and_then(|prepared| prepared.open())
+            .map_err(|error| failed(&error))?;
+        let other_rules = shown.settings.rules();
+        let other_change = Change::load_with(
+            &other,
+            &shown.commit.parent,
+            &shown.commit.commit,
+            &other_rules,
+        )
+        .map_err(|error| failed(&error))?;
+        let mut prediction =
+            predict(claim, &change.showing(other_change)).map_err(|error| failed(&error))?;
+        super::shuffle::mark_shown(&mut prediction.evidence, &shown.commit);
+        Ok(prediction)
     }
 }
 
@@ -329,6 +388,7 @@ impl StepKind for Arm {
                 for output in upstream.all() {
                     if CLAIM_KINDS.contains(&output.kind.as_str())
                         || super::selection::SELECTION_KINDS.contains(&output.kind.as_str())
+                        || super::shuffle::declares_control(output).is_some()
                     {
                         for item in &output.items {
                             plan =
@@ -339,6 +399,14 @@ impl StepKind for Arm {
                 Ok(vec![plan])
             }
             ArmName::Testmon => {
+                if super::shuffle::shown_commits(upstream).is_some() {
+                    return Err(StepError::Input(format!(
+                        "step `{}`: the testmon arm cannot judge shuffled pairs (its database is \
+                         built at the claim's own parent); run a file- or symbol-anchoring arm \
+                         on the shuffle instead",
+                        ctx.step.name
+                    )));
+                }
                 let mut commits: BTreeMap<(String, String, String), Vec<UpstreamClaim>> =
                     BTreeMap::new();
                 for upstream_claim in Self::claims(ctx, upstream)? {
@@ -378,28 +446,44 @@ impl StepKind for Arm {
             ArmName::FileAnchoring | ArmName::SymbolAnchoring => {
                 let mut settings = BTreeMap::new();
                 let mut plans = Vec::new();
+                let shown = super::shuffle::shown_commits(upstream);
                 for upstream_claim in Self::claims(ctx, upstream)? {
                     let claim = &upstream_claim.claim;
-                    if !settings.contains_key(&claim.repo) {
-                        settings.insert(
-                            claim.repo.clone(),
-                            RepositorySettings::of(ctx, &claim.repo)?,
-                        );
+                    let paired = shown.as_ref().and_then(|shown| shown.get(&claim.id));
+                    for repo in std::iter::once(&claim.repo).chain(paired.map(|c| &c.repo)) {
+                        if !settings.contains_key(repo) {
+                            settings.insert(repo.clone(), RepositorySettings::of(ctx, repo)?);
+                        }
                     }
                     let bytes = serde_json::to_vec(&upstream_claim.record)
                         .expect("a JSON value serializes");
                     // Only the test patterns can change an anchoring arm's result.
                     let repository = json!({"test_patterns": settings[&claim.repo].test_patterns});
-                    plans.push(
-                        ItemPlan::new(claim.id.clone())
-                            .params(json!({
-                                "claim": upstream_claim.record,
-                                "repository": repository,
-                            }))
-                            .read("claim", Digest::of(&bytes))
-                            .tool("parent", claim.parent.clone())
-                            .tool("child", claim.commit.clone()),
-                    );
+                    let mut params = json!({
+                        "claim": upstream_claim.record,
+                        "repository": repository,
+                    });
+                    if let Some(commit) = paired {
+                        // Only a shuffled item carries the key, so the unshuffled keys stay.
+                        params["shown"] = json!(Shown {
+                            commit: commit.clone(),
+                            settings: RepositorySettings {
+                                test_patterns: settings[&commit.repo].test_patterns.clone(),
+                                dependencies: Vec::new(),
+                            },
+                        });
+                    }
+                    let mut plan = ItemPlan::new(claim.id.clone())
+                        .params(params)
+                        .read("claim", Digest::of(&bytes))
+                        .tool("parent", claim.parent.clone())
+                        .tool("child", claim.commit.clone());
+                    if let Some(commit) = paired {
+                        plan = plan
+                            .tool("shown_parent", commit.parent.clone())
+                            .tool("shown_child", commit.commit.clone());
+                    }
+                    plans.push(plan);
                 }
                 Ok(plans)
             }
@@ -415,9 +499,14 @@ impl StepKind for Arm {
         let params: Params = ctx.params()?;
         let constant = |arm: ConstantArm| -> Result<ItemOutput, StepError> {
             let claims = Self::claims(ctx, upstream)?;
-            Ok(ItemOutput::records(
-                claims.iter().map(|claim| arm.predict(&claim.claim.id)),
-            ))
+            let shown = super::shuffle::shown_commits(upstream).unwrap_or_default();
+            Ok(ItemOutput::records(claims.iter().map(|claim| {
+                let mut prediction = arm.predict(&claim.claim.id);
+                if let Some(commit) = shown.get(&claim.claim.id) {
+                    super::shuffle::mark_shown(&mut prediction.evidence, commit);
+                }
+                prediction
+            })))
         };
         let claim = || {
             Claim::from_record(&item.params["claim"]).map_err(|error| {
@@ -435,17 +524,13 @@ impl StepKind for Arm {
                 let arm = FileAnchoring {
                     transitive: params.transitive,
                 };
-                let rules = RepositorySettings::from_item(ctx, item)?.rules();
-                Self::anchor(ctx, &claim()?, &rules, |claim, change| {
+                Self::anchor(ctx, &claim()?, item, |claim, change| {
                     arm.predict(claim, change)
                 })?
             }
-            ArmName::SymbolAnchoring => {
-                let rules = RepositorySettings::from_item(ctx, item)?.rules();
-                Self::anchor(ctx, &claim()?, &rules, |claim, change| {
-                    SymbolAnchoring.predict(claim, change)
-                })?
-            }
+            ArmName::SymbolAnchoring => Self::anchor(ctx, &claim()?, item, |claim, change| {
+                SymbolAnchoring.predict(claim, change)
+            })?,
         };
         Ok(ItemOutput::records([prediction]))
     }

@@ -2,6 +2,7 @@
 //!
 //! ```yaml
 //! post: {uses: cutoff, needs: [rank, truth], with: {date: 2024-05-01}}
+//! post_judge: {uses: cutoff, needs: [rank, truth], with: {model: judge}}   # its `cutoff:`
 //! ```
 //! A model cannot have read in training a commit made after its training cutoff, so the claims of
 //! those commits are the split on which an arm's numbers cannot be recall of the repository. The
@@ -18,9 +19,10 @@ use serde::{Deserialize, Serialize};
 use super::selection;
 use crate::controls::cutoff::{Cutoff, Side};
 use crate::engine::{
-    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, StepContext, StepError, StepKind,
-    Upstream,
+    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, PipelineProblem, StepContext,
+    StepError, StepKind, Upstream,
 };
+use crate::pipeline::{Pipeline, StepSpec};
 use crate::records::{CommitRecord, Label, TruthRecord};
 use crate::stats::evaluation::parse_claim_id;
 
@@ -31,16 +33,25 @@ pub struct CutoffStep;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Params {
-    date: String,
+    #[serde(default)]
+    date: Option<String>,
+    #[serde(default)]
+    model: Option<String>,
     #[serde(default)]
     split: Option<String>,
 }
 
 const PARAMS: &[ParamSpec] = &[
-    ParamSpec::required(
+    ParamSpec::optional(
         "date",
         ParamType::String,
-        "the training cutoff: `2024-05-01` (that whole day is before it) or an RFC 3339 time",
+        "the training cutoff: `2024-05-01` (that whole day is before it) or an RFC 3339 time; \
+         give this or `model`",
+    ),
+    ParamSpec::optional(
+        "model",
+        ParamType::String,
+        "a `models:` entry whose `cutoff:` is the date; give this or `date`",
     ),
     ParamSpec::optional(
         "split",
@@ -89,12 +100,34 @@ impl StepKind for CutoffStep {
         PARAMS
     }
 
+    fn check_pipeline(&self, step: &StepSpec, pipeline: &Pipeline) -> Vec<PipelineProblem> {
+        let Ok(params) = serde_json::from_value::<Params>(step.with.clone()) else {
+            return Vec::new();
+        };
+        match date_of(&params, pipeline) {
+            Ok(_) => Vec::new(),
+            Err((param, message, hint)) => vec![PipelineProblem {
+                param,
+                index: None,
+                message,
+                hint,
+            }],
+        }
+    }
+
     fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
         let params: Params = ctx.params()?;
         cutoff_of(ctx, &params)?;
         let labels = oracle(ctx, upstream)?;
         let commits = commits(ctx, upstream)?;
         let mut plan = ItemPlan::new("cutoff");
+        if params.model.is_some() {
+            // The date comes from the `models:` entry: it enters the key, not the entry's name.
+            let date = date_of(&params, ctx.pipeline).map_err(|(_, message, _)| {
+                StepError::Input(format!("step `{}`: {message}", ctx.step.name))
+            })?;
+            plan = plan.params(serde_json::json!({ "cutoff": date }));
+        }
         for output in [labels, commits] {
             for item in &output.items {
                 plan = plan.read(format!("{}/{}", output.step, item.plan.id), item.digest);
@@ -208,8 +241,48 @@ impl StepKind for CutoffStep {
     }
 }
 
+/// A problem with the date: the parameter it is about, what is wrong, what to do.
+type DateProblem = (Option<String>, String, String);
+
+/// The cutoff date the step names: its `date`, or its `model`'s `cutoff:`.
+fn date_of(params: &Params, pipeline: &Pipeline) -> Result<String, DateProblem> {
+    match (&params.date, &params.model) {
+        (Some(date), None) => Ok(date.clone()),
+        (None, Some(model)) => {
+            let entry = pipeline.models.get(model).ok_or_else(|| {
+                (
+                    Some("model".to_string()),
+                    format!("`model: {model}` names no `models:` entry"),
+                    "name an entry of `models:`, or give `date:`".to_string(),
+                )
+            })?;
+            entry.cutoff.clone().ok_or_else(|| {
+                (
+                    Some("model".to_string()),
+                    format!("the `models:` entry `{model}` has no `cutoff:`"),
+                    format!("add `cutoff: YYYY-MM-DD` to `models: {model}`, or give `date:`"),
+                )
+            })
+        }
+        (Some(_), Some(_)) => Err((
+            None,
+            "both `date` and `model` give the cutoff".to_string(),
+            "keep one of them".to_string(),
+        )),
+        (None, None) => Err((
+            None,
+            "no cutoff: neither `date` nor `model` is given".to_string(),
+            "give `date: YYYY-MM-DD`, or `model:` naming a `models:` entry with a `cutoff:`"
+                .to_string(),
+        )),
+    }
+}
+
 fn cutoff_of(ctx: &StepContext, params: &Params) -> Result<Cutoff, StepError> {
-    Cutoff::parse(&params.date)
+    let date = date_of(params, ctx.pipeline).map_err(|(_, message, hint)| {
+        StepError::Input(format!("step `{}`: {message}; {hint}", ctx.step.name))
+    })?;
+    Cutoff::parse(&date)
         .map_err(|error| StepError::Input(format!("step `{}`: {error}", ctx.step.name)))
 }
 

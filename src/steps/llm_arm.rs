@@ -22,7 +22,9 @@ use serde_json::json;
 
 use super::model_calls::{self, CallRecord, call_params, model_spec, prompt_file};
 use super::prose_render::RenderRecord;
+use super::shuffle::group_by_shown;
 use crate::cache::Digest;
+use crate::controls::shuffle::CommitRef;
 use crate::engine::{
     ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, Pool, StepContext, StepError, StepKind,
     Upstream,
@@ -83,6 +85,8 @@ struct Prepared {
     rules: Arc<TestFileRules>,
     /// Every assertion of the commit's claims: none may show in the diff.
     assertions: Arc<Vec<String>>,
+    /// The paired commit whose diff stands in for the claims' own (the shuffled-diff null).
+    shuffled: Option<CommitRef>,
 }
 
 /// Where one claim's prediction comes from.
@@ -126,7 +130,9 @@ impl LlmArm {
     }
 }
 
-/// Claims of the needed claim steps, grouped by commit in first-seen order.
+/// Claims of the needed claim steps, grouped by commit in first-seen order; with a `stratify`
+/// sample or a `cutoff` split among the needs, only the claims it selected (no call is spent on a
+/// claim the evaluation leaves out).
 pub(super) fn claims_by_commit(
     ctx: &StepContext,
     upstream: &Upstream,
@@ -134,12 +140,19 @@ pub(super) fn claims_by_commit(
     let mut groups: Vec<Vec<ClaimRecord>> = Vec::new();
     let mut index: BTreeMap<(String, String, String), usize> = BTreeMap::new();
     let mut found = false;
+    let selected = super::selection::selected_claims(upstream);
     for output in upstream.all() {
         if !CLAIM_KINDS.contains(&output.kind.as_str()) {
             continue;
         }
         found = true;
         for claim in output.decode_all::<ClaimRecord>()? {
+            if selected
+                .as_ref()
+                .is_some_and(|selected| !selected.contains(&claim.id))
+            {
+                continue;
+            }
             let commit = (
                 claim.repo.clone(),
                 claim.parent.clone(),
@@ -165,7 +178,7 @@ pub(super) fn claims_by_commit(
 /// The source-only diff of a commit and the repository's test-file rules.
 fn diff_of(
     ctx: &StepContext,
-    claim: &ClaimRecord,
+    claim: &CommitRef,
     limit: usize,
 ) -> Result<(SourceDiff, TestFileRules), StepError> {
     let failed = |error: &dyn std::fmt::Display| {
@@ -176,8 +189,10 @@ fn diff_of(
     };
     let spec = ctx.pipeline.repo(&claim.repo).ok_or_else(|| {
         StepError::Invariant(format!(
-            "step `{}`: claim {} names repository `{}`, which the pipeline does not declare",
-            ctx.step.name, claim.id, claim.repo
+            "step `{}`: commit {} names repository `{}`, which the pipeline does not declare",
+            ctx.step.name,
+            claim.name(),
+            claim.repo
         ))
     })?;
     let patterns: Vec<String> = match spec.extra.get("test_patterns") {
@@ -203,6 +218,29 @@ fn diff_of(
     )
     .map_err(|error| failed(&error))?;
     Ok((diff, rules))
+}
+
+/// The predictions the `llm-arm` step `step` published in this run (`predictions/<step>.jsonl`):
+/// its items are calls, and which claims a call answers is its plan's, not its output's.
+pub(super) fn published_predictions(
+    ctx: &StepContext,
+    step: &str,
+) -> Result<Vec<PredictionRecord>, StepError> {
+    let path = ctx
+        .results
+        .join("predictions")
+        .join(format!("{step}.jsonl"));
+    let text = std::fs::read_to_string(&path).map_err(|source| StepError::Io {
+        context: format!("read the predictions of step `{step}` ({})", path.display()),
+        source,
+    })?;
+    text.lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| {
+            serde_json::from_str(line)
+                .map_err(|error| StepError::Message(format!("{}: {error}", path.display())))
+        })
+        .collect()
 }
 
 /// The notes of the prose-render step `step`, by claim: the note or why there is none.
@@ -266,8 +304,11 @@ impl StepKind for LlmArm {
         let limit = params.diff_limit.unwrap_or(DEFAULT_DIFF_LIMIT);
         let mut plan = StepPlan::default();
         let mut items = Vec::new();
-        for group in claims_by_commit(ctx, upstream)? {
-            let first = &group[0];
+        // With a `shuffle` step needed, each claim is shown its paired commit's diff.
+        let shuffle_upstream = super::shuffle::shown_commits(upstream).is_some();
+        for (shown, group) in group_by_shown(claims_by_commit(ctx, upstream)?, upstream) {
+            let first = &shown;
+            let shuffled = shuffle_upstream.then(|| shown.clone());
             let (diff, rules) = diff_of(ctx, first, limit)?;
             let diff_digest = Digest::of(diff.text.as_bytes());
             let (diff, rules) = (Arc::new(diff), Arc::new(rules));
@@ -299,6 +340,7 @@ impl StepKind for LlmArm {
                     diff: Arc::clone(&diff),
                     rules: Arc::clone(&rules),
                     assertions: Arc::clone(&assertions),
+                    shuffled: shuffled.clone(),
                 };
                 (planned, prepared)
             };
@@ -451,7 +493,7 @@ impl StepKind for LlmArm {
                     } else {
                         (0, 0, 0.0)
                     };
-                    PredictionRecord {
+                    let mut prediction = PredictionRecord {
                         claim: claim.clone(),
                         verdict: reading.verdict,
                         evidence: json!({
@@ -468,7 +510,15 @@ impl StepKind for LlmArm {
                         tokens_in: Some(tokens_in),
                         tokens_out: Some(tokens_out),
                         cost: Some(cost),
+                    };
+                    if let Some(commit) = plan
+                        .calls
+                        .get(item.as_str())
+                        .and_then(|call| call.shuffled.as_ref())
+                    {
+                        super::shuffle::mark_shown(&mut prediction.evidence, commit);
                     }
+                    prediction
                 }
             });
         }

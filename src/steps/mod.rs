@@ -17,6 +17,7 @@ mod rank_commits;
 mod rename_class;
 mod report;
 pub mod selection;
+mod shuffle;
 mod stats;
 mod stratify;
 
@@ -31,6 +32,7 @@ pub use prose_render::{ProseRender, RenderRecord};
 pub use rank_commits::RankCommits;
 pub use rename_class::RenameClass;
 pub use report::ReportStep;
+pub use shuffle::ShuffleStep;
 pub use stats::StatsStep;
 pub use stratify::Stratify;
 
@@ -58,6 +60,7 @@ impl Registry {
         kinds.push(Arc::new(Stratify));
         kinds.push(Arc::new(CutoffStep));
         kinds.push(Arc::new(RenameClass));
+        kinds.push(Arc::new(ShuffleStep));
         Registry { kinds }
     }
 

@@ -2,9 +2,10 @@
 //! per model entry (so an entry's limits hold across steps), the part of a model entry that enters
 //! a call's key, prompt files, and the record a call leaves in the cache.
 //!
-//! A call's item key holds the provider, model id, the entry's `base_url` as written, the sampling
-//! settings, the prompt file's content, the user message's digests and the sample index; never the
-//! key, the entry's name, its concurrency, rates, timeout or retries.
+//! A call's item key holds the provider, model id, the entry's `base_url` as written (none for the
+//! local model claimflow starts: its pinned fingerprint instead), the sampling settings, the
+//! prompt file's content, the user message's digests and the sample index; never the key, the
+//! entry's name, its concurrency, rates, timeout or retries.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, LazyLock, Mutex};
@@ -41,16 +42,21 @@ pub fn model_spec<'a>(ctx: &'a StepContext, name: &str) -> Result<&'a ModelSpec,
     })
 }
 
-/// What of a model entry enters a call's key.
+/// What of a model entry enters a call's key. The local model claimflow starts itself is named by
+/// its pinned fingerprint (model file digest, llama.cpp source), never by the port it listens on.
 pub fn call_params(spec: &ModelSpec) -> Value {
-    json!({
+    let mut params = json!({
         "provider": spec.provider,
         "model": spec.model,
         "base_url": spec.base_url,
         "temperature": spec.temperature,
         "max_output_tokens": spec.max_output_tokens,
         "structured_output": spec.structured_output,
-    })
+    });
+    if spec.is_embedded() {
+        params["local_model"] = json!(crate::local_model::pinned_fingerprint());
+    }
+    params
 }
 
 /// A prompt file's text and its content digest.
@@ -93,23 +99,32 @@ pub fn complete(
 /// The shared client of entry `name`.
 fn client(ctx: &StepContext, name: &str) -> Result<Arc<ModelClient>, StepError> {
     let spec = model_spec(ctx, name)?;
+    // The embedded server is started by the first call that needs it; its address (a new one for
+    // each server) names the client, so a later run's server gets a client of its own.
+    let started = if spec.is_embedded() {
+        let log = ctx.workdir.join("logs").join("llama-server.log");
+        let step = ctx.step.name.clone();
+        let url =
+            crate::local_model::embedded::base_url(&log, &|line| crate::notes::note(&step, line))
+                .map_err(|error| {
+                StepError::Message(format!("step `{}`: model `{name}`: {error}", ctx.step.name))
+            })?;
+        Some(url)
+    } else {
+        None
+    };
     let identity = format!(
-        "{name}\n{}",
-        serde_json::to_string(spec).expect("a spec serializes")
+        "{name}\n{}\n{}",
+        serde_json::to_string(spec).expect("a spec serializes"),
+        started.as_deref().unwrap_or("")
     );
     let mut clients = CLIENTS.lock().expect("clients lock");
     if let Some(client) = clients.get(&identity) {
         return Ok(Arc::clone(client));
     }
-    if spec.base_url.is_none() && spec.provider.default_base_url().is_none() {
-        return Err(StepError::Input(format!(
-            "step `{}`: model `{name}` (provider {}) has no `base_url`; give the address of a \
-             running llama-server, e.g. `base_url: http://127.0.0.1:8080/v1`",
-            ctx.step.name, spec.provider
-        )));
-    }
     let client = Arc::new(
-        ModelClient::from_spec(name, spec, None).map_err(|error| model_error(ctx, name, error))?,
+        ModelClient::from_spec(name, spec, started.as_deref())
+            .map_err(|error| model_error(ctx, name, error))?,
     );
     clients.insert(identity, Arc::clone(&client));
     Ok(client)

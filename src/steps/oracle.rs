@@ -266,27 +266,43 @@ impl OracleStep {
     }
 }
 
-/// The free slots of one workdir.
+/// The free slots of one workdir. A slot's directories belong to this process alone for as long as
+/// the pool lives: each is claimed with a lock file (`oracle/slot-N.lock`), so two runs on one
+/// workdir never check out two commits into one worktree; a slot another run holds is skipped.
 struct SlotPool {
     free: Mutex<Vec<(usize, Slot)>>,
     released: Condvar,
+    /// The lock files of the claimed slots, held until the pool is dropped.
+    _claims: Vec<std::fs::File>,
 }
 
 impl SlotPool {
     fn new(workdir: &Path, slots: usize) -> Self {
-        let free = (0..slots.max(1))
-            .rev()
-            .map(|index| {
-                let slot = Slot {
-                    worktree: Worktree::new(slot_dir(workdir, index)),
-                    runs: workdir.join("oracle").join(format!("slot-{index}")),
-                };
-                (index, slot)
-            })
-            .collect();
+        let mut claims = Vec::new();
+        let mut free = Vec::new();
+        let mut candidate = 0;
+        while free.len() < slots.max(1) {
+            let index = candidate;
+            candidate += 1;
+            let runs = workdir.join("oracle").join(format!("slot-{index}"));
+            // A slot whose lock cannot be made (a read-only workdir) is used unlocked: the run
+            // fails later, naming the path, where it writes.
+            match claim_slot(&runs) {
+                Some(Ok(file)) => claims.push(file),
+                Some(Err(())) => continue,
+                None => {}
+            }
+            let slot = Slot {
+                worktree: Worktree::new(slot_dir(workdir, index)),
+                runs,
+            };
+            free.push((index, slot));
+        }
+        free.reverse();
         SlotPool {
             free: Mutex::new(free),
             released: Condvar::new(),
+            _claims: claims,
         }
     }
 
@@ -303,6 +319,24 @@ impl SlotPool {
     fn release(&self, slot: (usize, Slot)) {
         self.free.lock().expect("slot pool lock").push(slot);
         self.released.notify_one();
+    }
+}
+
+/// Takes the lock of the slot whose run directory is `runs`: `Some(Ok(file))` when this process now
+/// holds it, `Some(Err(()))` when another process does, `None` when no lock file can be made.
+fn claim_slot(runs: &Path) -> Option<Result<std::fs::File, ()>> {
+    let path = runs.with_extension("lock");
+    std::fs::create_dir_all(path.parent()?).ok()?;
+    let file = std::fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .ok()?;
+    match file.try_lock() {
+        Ok(()) => Some(Ok(file)),
+        Err(std::fs::TryLockError::WouldBlock) => Some(Err(())),
+        Err(std::fs::TryLockError::Error(_)) => None,
     }
 }
 

@@ -20,7 +20,7 @@ use crate::engine::{
 use crate::pipeline::{Pipeline, RepoSource, StepSpec};
 use crate::records::{ClaimRecord, CommitRecord, Label, PredictionRecord, TruthRecord};
 use crate::stats::corpus::{self, RepositoryInfo};
-use crate::stats::evaluation::{ArmInput, Origins};
+use crate::stats::evaluation::{ArmInput, JudgedSelection, Origins};
 use crate::stats::rankings::{self, DensitySettings, RankingInput};
 use crate::stats::reweight::NaturalRate;
 use crate::stats::{AnalysisOptions, ArmInfo, Evaluation, Resample, StatsDocument, analyze};
@@ -33,6 +33,7 @@ const NOT_ARMS: &[&str] = &[
     "stratify",
     "cutoff",
     "rename-class",
+    "shuffle",
     "stats",
     "report",
 ];
@@ -324,27 +325,91 @@ fn arm_infos(pipeline: &Pipeline, upstream: &Upstream) -> BTreeMap<String, ArmIn
                     .map(str::to_string)
             };
             let model = text("model");
-            let price = model
-                .as_ref()
-                .and_then(|model| pipeline.models.get(model))
-                .and_then(|model| model.price_per_mtok);
+            let spec = model.as_ref().and_then(|model| pipeline.models.get(model));
+            let price = spec.and_then(|model| model.price_per_mtok);
+            let judged_selection = pipeline.step(&output.step).and_then(|step| {
+                step.needs.iter().find(|need| {
+                    pipeline.step(need).is_some_and(|need| {
+                        super::selection::SELECTION_KINDS.contains(&need.uses.as_str())
+                    })
+                })
+            });
+            let twin = control_twin(pipeline, upstream, &output.step);
             let info = ArmInfo {
+                model_id: spec.map(|spec| format!("{} {}", spec.provider, spec.model)),
+                judged_selection: judged_selection.map(|step| JudgedSelection {
+                    step: step.clone(),
+                    claims: 0,
+                }),
                 kind: output.kind.clone(),
                 model,
                 price_input: price.map(|price| price.input),
                 price_output: price.map(|price| price.output),
                 // A control wraps another step it needs (`with: {arm: a6_risk}`); the arm kind's own
                 // `arm: a0` names a strategy, and may coincide with the step's own name.
-                control_of: text("arm").filter(|arm| {
-                    *arm != output.step
-                        && pipeline
-                            .step(&output.step)
-                            .is_some_and(|step| step.needs.iter().any(|need| need == arm))
-                }),
+                control_of: text("arm")
+                    .filter(|arm| {
+                        *arm != output.step
+                            && pipeline
+                                .step(&output.step)
+                                .is_some_and(|step| step.needs.iter().any(|need| need == arm))
+                    })
+                    .or_else(|| twin.as_ref().map(|(of, _)| of.clone())),
+                control: twin.map(|(_, by)| by),
             };
             (output.step.clone(), info)
         })
         .collect()
+}
+
+/// The manipulation an arm step's predictions declare they ran under (`evidence.control`, as an
+/// arm judging shuffled pairs or paraphrased claims writes it), if any.
+fn declared_control(output: &StepOutput) -> Option<String> {
+    output
+        .items
+        .iter()
+        .flat_map(|item| &item.output.records)
+        .find_map(|record| {
+            record
+                .get("evidence")?
+                .get("control")?
+                .as_str()
+                .map(str::to_string)
+        })
+}
+
+/// When the predictions of arm step `step` declare a manipulation, the arm they stand for and
+/// the manipulation's name. That arm is the control's twin: a needed arm step of the same kind
+/// with the same `with:`, itself no control, whose needs are among the control's (the control
+/// adds the manipulating step); the one with the most needs when several are. With no twin
+/// among the needs, the control is named by its kind and parameters and still never scored as
+/// an arm of its own.
+fn control_twin(pipeline: &Pipeline, upstream: &Upstream, step: &str) -> Option<(String, String)> {
+    let by = declared_control(upstream.steps.get(step)?)?;
+    let spec = pipeline.step(step)?;
+    let needs: BTreeSet<&String> = spec.needs.iter().collect();
+    let twin = upstream
+        .all()
+        .filter(|output| {
+            output.step != step && is_arm(output) && declared_control(output).is_none()
+        })
+        .filter_map(|output| pipeline.step(&output.step))
+        .filter(|candidate| {
+            candidate.uses == spec.uses
+                && candidate.with == spec.with
+                && candidate.needs.iter().all(|need| needs.contains(need))
+        })
+        .max_by_key(|candidate| {
+            (
+                candidate.needs.len(),
+                std::cmp::Reverse(candidate.name.clone()),
+            )
+        });
+    let of = match twin {
+        Some(twin) => twin.name.clone(),
+        None => format!("{} {}", spec.uses, spec.with),
+    };
+    Some((of, by))
 }
 
 /// Records of `output` that decode as `T`, skipping others (a summary line).
@@ -425,7 +490,15 @@ fn compute(
     let infos = arm_infos(ctx.pipeline, upstream);
     let mut arms = BTreeMap::new();
     for output in upstream.all().filter(|output| is_arm(output)) {
-        let predictions: Vec<PredictionRecord> = output.decode_all().map_err(|error| {
+        // A model arm's items are its calls (one per commit for A5); the predictions it derived
+        // from them, claim by claim, are what it published this run.
+        let decoded = match output.decode_all::<PredictionRecord>() {
+            Err(_) if output.kind == "llm-arm" => {
+                super::llm_arm::published_predictions(ctx, &output.step)
+            }
+            decoded => decoded,
+        };
+        let predictions: Vec<PredictionRecord> = decoded.map_err(|error| {
             input_error(
                 ctx,
                 format!(
@@ -435,10 +508,11 @@ fn compute(
                 ),
             )
         })?;
-        let input = ArmInput {
-            info: infos[&output.step].clone(),
-            predictions,
-        };
+        let mut info = infos[&output.step].clone();
+        if let Some(selection) = info.judged_selection.as_mut() {
+            selection.claims = predictions.len();
+        }
+        let input = ArmInput { info, predictions };
         arms.insert(output.step.clone(), input);
     }
 

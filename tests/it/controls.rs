@@ -23,9 +23,12 @@ steps:
   a3:      {uses: arm, needs: [claims], with: {arm: file-anchoring}}
   a4:      {uses: arm, needs: [claims], with: {arm: symbol-anchoring}}
   a4_sampled: {uses: arm, needs: [claims, sample], with: {arm: symbol-anchoring}}
+  shuffled: {uses: shuffle, needs: [rank, claims], with: {seed: 1}}
+  a3_shuffled: {uses: arm, needs: [claims, shuffled], with: {arm: file-anchoring}}
+  a4_shuffled: {uses: arm, needs: [claims, shuffled], with: {arm: symbol-anchoring}}
   stats:
     uses: stats
-    needs: [truth, sample, post, renames, a3, a4, a4_sampled]
+    needs: [truth, sample, post, renames, a3, a4, a4_sampled, a3_shuffled, a4_shuffled]
     with: {bootstrap: 1000, seed: 1}
   report: {uses: report, needs: [stats]}
 "#;
@@ -135,6 +138,69 @@ fn the_demo_controls_report_what_expected_md_documents() {
         ]
     );
 
+    // The shuffled-diff null: every claim paired with another commit of the one repository,
+    // never its own; the arms over the pairs are reported as controls of their twins.
+    let pairings: Vec<serde_json::Value> = project
+        .read("results/demo/shuffle.jsonl")
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let claims = project.read("results/demo/claims.jsonl").lines().count();
+    assert_eq!(pairings.len(), claims);
+    for pairing in &pairings {
+        assert_ne!(
+            pairing["paired"]["commit"], pairing["own"]["commit"],
+            "{pairing}"
+        );
+        assert_eq!(pairing["other_repository"], false, "{pairing}");
+    }
+    let paired_commits: BTreeSet<&str> = pairings
+        .iter()
+        .map(|pairing| pairing["paired"]["commit"].as_str().unwrap())
+        .collect();
+    assert!(paired_commits.len() > 1, "{paired_commits:?}");
+    let stats: serde_json::Value =
+        serde_json::from_str(&project.read("results/demo/stats.json")).unwrap();
+    for (control, arm) in [("a3_shuffled", "a3"), ("a4_shuffled", "a4")] {
+        assert_eq!(
+            stats["controls"][control]["of"], arm,
+            "{}",
+            stats["controls"]
+        );
+        assert_eq!(stats["controls"][control]["by"], "shuffled-diff");
+        assert!(stats["arms"].get(control).is_none());
+    }
+
     let report = project.read("results/demo/report.md");
-    insta::assert_snapshot!(sections(&report, &["Table VI", "Table IX", "Rename class"]));
+    insta::assert_snapshot!(sections(
+        &report,
+        &["Table VI", "Table IX", "Controls", "Rename class"]
+    ));
+}
+
+#[test]
+fn a_cutoff_takes_its_date_from_a_models_entry_and_says_when_it_has_none() {
+    let text = |judge_cutoff: &str| {
+        format!(
+            "version: 1\nname: cut\nrepos:\n  - {{name: demo, corpus: corpus/demo, branch: main}}\n\
+             models:\n  judge: {{provider: llama-server, model: local{judge_cutoff}}}\n\
+             steps:\n  rank: {{uses: rank-commits}}\n  claims: {{uses: mine-claims, needs: [rank]}}\n  \
+             truth: {{uses: oracle, needs: [claims]}}\n  \
+             post: {{uses: cutoff, needs: [rank, truth], with: {{model: judge}}}}\n  \
+             both: {{uses: cutoff, needs: [rank, truth], with: {{model: judge, date: 2024-01-01}}}}\n"
+        )
+    };
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let file = std::path::Path::new("pipelines/cut.yaml");
+    let registry = claimflow::steps::Registry::builtin();
+    let problems = claimflow::pipeline::load_str(&text(""), file, root, &registry)
+        .unwrap_err()
+        .to_string();
+    insta::assert_snapshot!(problems);
+    let problems =
+        claimflow::pipeline::load_str(&text(", cutoff: 2024-03-10"), file, root, &registry)
+            .unwrap_err()
+            .to_string();
+    assert!(!problems.contains("`post`"), "{problems}");
+    assert!(problems.contains("both `date` and `model`"), "{problems}");
 }

@@ -219,3 +219,120 @@ fn models_provision_prints_where_the_local_model_is() {
     // Already there: nothing to say on stderr, nothing rebuilt.
     assert_eq!(ran.stderr, "");
 }
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// The model arms of the demo, as `pipelines/demo.yaml` writes them (`judge` falling back to the
+/// local model when its key is not set), over a 4-claim seeded sample of a few demo commits.
+const DEMO_MODEL_ARMS: &str = r#"version: 1
+name: demo
+repos:
+  - {name: demo, corpus: corpus/demo, branch: main, split: dev, python: ["3.11"]}
+models:
+  judge: {provider: openai, model: gpt-4.1-mini, api_key_env: CLAIMFLOW_IT_UNSET_KEY, fallback: local}
+  local: {provider: llama-server}
+steps:
+  rank:   {uses: rank-commits, with: {top: 4}}
+  claims: {uses: mine-claims, needs: [rank]}
+  truth:  {uses: oracle, needs: [claims], with: {runs: 2}}
+  sample: {uses: stratify, needs: [truth], with: {flip_rate: 0.25, seed: 1, size: 4}}
+  a5:      {uses: llm-arm, needs: [claims, sample], with: {question: a5, prompt: prompts/a5.txt, model: judge}}
+  a5c:     {uses: llm-arm, needs: [claims, sample], with: {question: a5c, prompt: prompts/a5c.txt, model: judge}}
+  a6_base: {uses: llm-arm, needs: [claims, sample], with: {question: a6_base, prompt: prompts/a6_base.txt, model: judge}}
+  a6_risk: {uses: llm-arm, needs: [claims, sample], with: {question: a6_risk, prompt: prompts/a6_risk.txt, model: judge}}
+  prose_render: {uses: prose-render, needs: [claims, sample], with: {prompt: prompts/prose_render.txt, model: judge}}
+  prose:
+    uses: llm-arm
+    needs: [claims, sample, prose_render]
+    with: {question: a6_risk, prompt: prompts/a6_risk.txt, model: judge, notes: prose_render}
+  stats:
+    uses: stats
+    needs: [truth, sample, a5, a5c, a6_base, a6_risk, prose]
+    with: {bootstrap: 200, seed: 1}
+  report: {uses: report, needs: [stats]}
+"#;
+
+/// The one run of the demo's model arms on the real local model: claimflow starts the server
+/// itself (no `base_url`), every model arm writes a prediction for each sampled claim, coverage is
+/// reported, the server is gone when the run ends, and a second run is all cache hits and starts
+/// no server.
+#[test]
+fn the_demo_model_arms_run_on_the_local_model_claimflow_starts() {
+    if provisioned().is_none() {
+        return;
+    }
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let project = Project::new();
+    copy_dir(&manifest.join("corpus/demo"), &project.path("corpus/demo"));
+    copy_dir(&manifest.join("prompts"), &project.path("prompts"));
+    project.file("pipeline.yaml", DEMO_MODEL_ARMS);
+    let ran = project.ok(&["run", "pipeline.yaml", "-j", "2"]);
+    assert!(
+        ran.stderr.contains(
+            "model judge: CLAIMFLOW_IT_UNSET_KEY is not set; using local (llama-server, \
+             SmolLM2-135M-Instruct.Q4_1) — set CLAIMFLOW_IT_UNSET_KEY to use gpt-4.1-mini"
+        ),
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(
+        ran.stderr.matches("starting the local model").count(),
+        1,
+        "one server for every step: {}",
+        ran.stderr
+    );
+    let sampled = project.read("results/demo/sample.jsonl").lines().count();
+    assert!(sampled >= 2, "the sample has claims to judge");
+    let stats: Value = serde_json::from_str(&project.read("results/demo/stats.json")).unwrap();
+    for arm in ["a5", "a5c", "a6_base", "a6_risk", "prose"] {
+        let predictions = project.read(&format!("results/demo/predictions/{arm}.jsonl"));
+        assert_eq!(predictions.lines().count(), sampled, "{arm}: {predictions}");
+        for line in predictions.lines() {
+            let prediction: Value = serde_json::from_str(line).unwrap();
+            assert!(
+                ["held", "flipped", "none"].contains(&prediction["verdict"].as_str().unwrap()),
+                "{arm}: {line}"
+            );
+        }
+        let coverage = &stats["arms"][arm]["coverage"];
+        assert!(
+            coverage.is_number(),
+            "{arm}: no coverage in {}",
+            stats["arms"][arm]
+        );
+    }
+    let notes = project.read("results/demo/notes/prose_render.jsonl");
+    assert_eq!(notes.lines().count(), sampled, "{notes}");
+    // The server stopped with the run: its port answers no more.
+    let log = std::fs::read_to_string(project.path(".claimflow/logs/llama-server.log")).unwrap();
+    let port: u16 = log
+        .split("listening on http://127.0.0.1:")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|digits| digits.parse().ok())
+        .expect("the server logged its port");
+    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err());
+    // Everything cached: no server is started at all.
+    let again = project.ok(&["run", "pipeline.yaml", "-j", "2"]);
+    assert!(
+        !again.stderr.contains("starting the local model"),
+        "{}",
+        again.stderr
+    );
+    assert!(
+        again.stderr.contains("run finished: 0 computed"),
+        "{}",
+        again.stderr
+    );
+}

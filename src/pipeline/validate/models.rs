@@ -26,34 +26,156 @@ const KEYS: &[&str] = &[
     "timeout",
     "retries",
     "cutoff",
+    "fallback",
 ];
 
 /// What the section yielded.
 #[derive(Debug, Default)]
 pub struct Checked {
-    /// The valid entries, in file order.
+    /// The valid entries, in file order, each entry whose key is not set already replaced by its
+    /// `fallback:` (see [`resolve_fallbacks`]).
     pub specs: Vec<(String, ModelSpec)>,
     /// Every name declared, valid entry or not.
     pub names: Vec<String>,
 }
 
-/// Checks the `models:` map.
+/// Checks the `models:` map, then puts each entry's `fallback:` in its place when the variable
+/// its `api_key_env` names is unset or empty in this process's environment.
 pub fn check(checker: &mut Checker, node: &Node) -> Checked {
     let mut checked = Checked::default();
     let Some(models) = checker.map(node, "`models`") else {
         return checked;
     };
+    let mut fallbacks: Vec<(String, String, Mark)> = Vec::new();
     for entry in models.entries() {
         checked.names.push(entry.key.clone());
         let owner = format!("model `{}`", entry.key);
         let Some(fields) = checker.map(&entry.value, &owner) else {
             continue;
         };
+        if let Some(node) = fields.get("fallback")
+            && let Value::String(target) = &node.value
+        {
+            fallbacks.push((entry.key.clone(), target.clone(), node.mark));
+        }
         if let Some(spec) = model(checker, &fields, &owner, entry.key_mark) {
             checked.specs.push((entry.key.clone(), spec));
         }
     }
+    check_fallbacks(checker, &checked.names, &fallbacks);
+    if checker.is_clean() {
+        resolve_fallbacks(&mut checked.specs, &|variable| {
+            std::env::var_os(variable).is_some_and(|value| !value.is_empty())
+        });
+    }
     checked
+}
+
+/// Every `fallback:` names another declared entry, and following them never comes back.
+fn check_fallbacks(checker: &mut Checker, names: &[String], fallbacks: &[(String, String, Mark)]) {
+    let target = |name: &str| {
+        fallbacks
+            .iter()
+            .find(|(owner, _, _)| owner == name)
+            .map(|(_, target, _)| target.as_str())
+    };
+    for (owner, fallback, mark) in fallbacks {
+        if fallback == owner {
+            checker.error(
+                *mark,
+                format!("model `{owner}` falls back to itself"),
+                Some(
+                    "name another `models:` entry, e.g. a local `{provider: llama-server}`".into(),
+                ),
+            );
+            continue;
+        }
+        if !names.iter().any(|name| name == fallback) {
+            let hint = match suggest::nearest(fallback, names.iter().map(String::as_str)) {
+                Some(near) => format!("did you mean `{near}`?"),
+                None => format!(
+                    "declare it under `models:`, e.g. `{fallback}: {{provider: llama-server}}`"
+                ),
+            };
+            checker.error(
+                *mark,
+                format!("`fallback` of model `{owner}` names no model `{fallback}`"),
+                Some(hint),
+            );
+            continue;
+        }
+        // Follow the chain from the fallback: reaching `owner` again is a cycle.
+        let mut chain = vec![owner.as_str(), fallback.as_str()];
+        let mut next = target(fallback);
+        while let Some(name) = next {
+            if name == owner {
+                chain.push(name);
+                checker.error(
+                    *mark,
+                    format!(
+                        "model fallbacks go round in a cycle: {}",
+                        chain.join(" -> ")
+                    ),
+                    Some("end the chain at an entry with no `fallback:`".into()),
+                );
+                break;
+            }
+            if chain.contains(&name) {
+                break; // a cycle further on, reported at its own entry
+            }
+            chain.push(name);
+            next = target(name);
+        }
+    }
+}
+
+/// Replaces every entry whose key variable is not set (`is_set` false) and that has a `fallback:`
+/// by the entry it falls back to (followed until an entry whose key is set, or that needs none),
+/// marked with the line the run prints about it. The fallbacks were checked: no cycle.
+pub fn resolve_fallbacks(specs: &mut [(String, ModelSpec)], is_set: &dyn Fn(&str) -> bool) {
+    let original: Vec<(String, ModelSpec)> = specs.to_vec();
+    let find = |name: &str| {
+        original
+            .iter()
+            .find(|(entry, _)| entry == name)
+            .map(|(_, spec)| spec)
+    };
+    fn missing_key<'s>(spec: &'s ModelSpec, is_set: &dyn Fn(&str) -> bool) -> Option<&'s str> {
+        spec.api_key_env
+            .as_deref()
+            .filter(|variable| !is_set(variable))
+    }
+    for (name, spec) in specs.iter_mut() {
+        let Some(variable) = missing_key(spec, is_set).map(str::to_string) else {
+            continue;
+        };
+        if spec.fallback.is_none() {
+            continue;
+        }
+        let wanted = spec.model.clone();
+        let mut used = spec.fallback.clone().expect("checked above");
+        let mut effective = match find(&used) {
+            Some(found) => found.clone(),
+            None => continue,
+        };
+        for _ in 0..original.len() {
+            match (missing_key(&effective, is_set), effective.fallback.clone()) {
+                (Some(_), Some(next)) => match find(&next) {
+                    Some(found) => {
+                        used = next;
+                        effective = found.clone();
+                    }
+                    None => break,
+                },
+                _ => break,
+            }
+        }
+        effective.stands_in = Some(format!(
+            "model {name}: {variable} is not set; using {used} ({}, {}) — set {variable} to use {wanted}",
+            effective.provider, effective.model
+        ));
+        *spec = effective;
+    }
 }
 
 fn model(checker: &mut Checker, fields: &Fields, owner: &str, at: Mark) -> Option<ModelSpec> {
@@ -86,15 +208,19 @@ fn model(checker: &mut Checker, fields: &Fields, owner: &str, at: Mark) -> Optio
             );
             None
         });
-    let model = checker
-        .required(
-            fields,
-            "model",
-            owner,
-            at,
-            "add `model:` with the provider's model id",
-        )
-        .and_then(|node| checker.string(node, &format!("`model` of {owner}")));
+    let model = match (fields.get("model"), provider) {
+        // The local model claimflow provisions answers to its own id.
+        (None, Some(Provider::LlamaServer)) => Some(crate::local_model::MODEL_ID.to_string()),
+        _ => checker
+            .required(
+                fields,
+                "model",
+                owner,
+                at,
+                "add `model:` with the provider's model id",
+            )
+            .and_then(|node| checker.string(node, &format!("`model` of {owner}"))),
+    };
     let base_url = optional(fields.get("base_url").map(|node| {
         let url = checker.string(node, &format!("`base_url` of {owner}"))?;
         if url.starts_with("http://") || url.starts_with("https://") {
@@ -201,20 +327,43 @@ fn model(checker: &mut Checker, fields: &Fields, owner: &str, at: Mark) -> Optio
             .get("cutoff")
             .map(|node| cutoff(checker, node, owner)),
     );
+    let fallback = optional(fields.get("fallback").map(|node| {
+        let target = checker.string(node, &format!("`fallback` of {owner}"))?;
+        if fields.get("api_key_env").is_none() {
+            checker.error(
+                node.mark,
+                format!("`fallback` of {owner} is used only when its key is not set, and it names no `api_key_env`"),
+                Some("add `api_key_env: <VARIABLE>`, or remove `fallback:`".into()),
+            );
+            return None;
+        }
+        Some(target)
+    }));
     let defaults = ModelSpec::new(provider?, model?);
+    let base_url = base_url?;
+    // The local server decodes one request at a time (more slots are slower on few cores): more
+    // in flight would only queue there, each waiting out the others' time against its timeout.
+    let embedded = defaults.provider == Provider::LlamaServer && base_url.is_none();
+    let default_concurrency = if embedded { 1 } else { defaults.concurrency };
+    // The local model costs nothing per token.
+    let default_price = embedded.then_some(Price {
+        input: 0.0,
+        output: 0.0,
+    });
     Some(ModelSpec {
-        base_url: base_url?,
+        base_url,
         api_key_env: api_key_env?,
         temperature: temperature?.unwrap_or(defaults.temperature),
         max_output_tokens: max_output_tokens?.unwrap_or(defaults.max_output_tokens),
         structured_output: structured_output?.unwrap_or(defaults.structured_output),
-        price_per_mtok: price?,
-        concurrency: concurrency?.unwrap_or(defaults.concurrency),
+        price_per_mtok: price?.or(default_price),
+        concurrency: concurrency?.unwrap_or(default_concurrency),
         requests_per_minute: requests_per_minute?,
         tokens_per_minute: tokens_per_minute?,
         timeout: timeout?.unwrap_or(defaults.timeout),
         retries: retries?.unwrap_or(defaults.retries),
         cutoff: cutoff?,
+        fallback: fallback?,
         ..defaults
     })
 }
@@ -454,5 +603,74 @@ mod tests {
         ] {
             assert!(looks_like_a_key(key), "{key}");
         }
+    }
+}
+
+#[cfg(test)]
+mod fallback_tests {
+    use super::*;
+
+    fn entry(
+        name: &str,
+        provider: Provider,
+        key: Option<&str>,
+        fallback: Option<&str>,
+    ) -> (String, ModelSpec) {
+        let mut spec = ModelSpec::new(provider, format!("{name}-model"));
+        spec.api_key_env = key.map(str::to_string);
+        spec.fallback = fallback.map(str::to_string);
+        (name.to_string(), spec)
+    }
+
+    fn entries() -> Vec<(String, ModelSpec)> {
+        vec![
+            entry("judge", Provider::Openai, Some("JUDGE_KEY"), Some("middle")),
+            entry(
+                "middle",
+                Provider::Anthropic,
+                Some("MIDDLE_KEY"),
+                Some("local"),
+            ),
+            entry("local", Provider::LlamaServer, None, None),
+        ]
+    }
+
+    #[test]
+    fn an_entry_whose_key_is_set_stays_itself() {
+        let mut specs = entries();
+        resolve_fallbacks(&mut specs, &|_| true);
+        assert_eq!(specs, entries());
+        assert!(specs.iter().all(|(_, spec)| spec.stands_in.is_none()));
+    }
+
+    #[test]
+    fn an_entry_without_its_key_becomes_its_fallback_followed_to_one_that_can_run() {
+        let mut specs = entries();
+        resolve_fallbacks(&mut specs, &|variable| variable == "MIDDLE_KEY");
+        assert_eq!(specs[0].1.provider, Provider::Anthropic);
+        assert_eq!(specs[0].1.model, "middle-model");
+        assert_eq!(
+            specs[0].1.stands_in.as_deref(),
+            Some(
+                "model judge: JUDGE_KEY is not set; using middle (anthropic, middle-model) — set \
+                 JUDGE_KEY to use judge-model"
+            )
+        );
+        assert!(specs[1].1.stands_in.is_none());
+
+        let mut specs = entries();
+        resolve_fallbacks(&mut specs, &|_| false);
+        for index in [0, 1] {
+            assert_eq!(specs[index].1.provider, Provider::LlamaServer);
+            assert!(
+                specs[index]
+                    .1
+                    .stands_in
+                    .as_deref()
+                    .unwrap()
+                    .contains("using local (llama-server, local-model)")
+            );
+        }
+        assert!(specs[2].1.stands_in.is_none());
     }
 }

@@ -464,6 +464,36 @@ fn interval_note(document: &StatsDocument) -> String {
     )
 }
 
+/// Which arms judged only a sample, and its size: their coverage counts the rest as unjudged.
+fn selection_note(document: &StatsDocument) -> Option<String> {
+    let mut by_selection: BTreeMap<(&str, usize), Vec<&str>> = BTreeMap::new();
+    for (step, stats) in &document.arms {
+        if let Some(selection) = &stats.step.judged_selection {
+            by_selection
+                .entry((selection.step.as_str(), selection.claims))
+                .or_default()
+                .push(step);
+        }
+    }
+    if by_selection.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = by_selection
+        .iter()
+        .map(|((selection, claims), arms)| {
+            let arms: Vec<String> = arms.iter().map(|arm| format!("`{arm}`")).collect();
+            format!(
+                "{} judged only the {claims} claims of the sample `{selection}`",
+                arms.join(", ")
+            )
+        })
+        .collect();
+    Some(format!(
+        "{}; the other claims have no verdict of theirs, which their coverage shows.",
+        parts.join("; ")
+    ))
+}
+
 fn arms(document: &StatsDocument, config: &ReportConfig) -> Section {
     let title = "Table II. Arms on the evaluated split".to_string();
     let shown = present(document, &config.arms);
@@ -477,6 +507,7 @@ fn arms(document: &StatsDocument, config: &ReportConfig) -> Section {
         };
     }
     let mut notes = vec![interval_note(document)];
+    notes.extend(selection_note(document));
     let absent = missing(document, &config.arms);
     if !absent.is_empty() {
         notes.push(format!("Not in this pipeline: {}.", absent.join(", ")));
@@ -874,10 +905,11 @@ fn ladder(document: &StatsDocument, config: &ReportConfig) -> Section {
         .iter()
         .filter_map(|(_, stats)| stats.step.model.as_deref())
         .collect();
-    if models.len() < 2 {
+    if models.is_empty() {
         return Section::Omitted {
             title,
-            needs: "it needs model arms on at least two `models:` entries (`with: {model: …}`)."
+            needs: "it needs model arms (`with: {model: …}`); a list `model: [a, b]` makes a rung \
+                    per `models:` entry."
                 .into(),
         };
     }
@@ -902,7 +934,10 @@ fn ladder(document: &StatsDocument, config: &ReportConfig) -> Section {
         .map(|(step, stats)| {
             vec![
                 Value::text(*step),
-                Value::text(stats.step.model.as_deref().unwrap_or("")),
+                Value::text(match (&stats.step.model, &stats.step.model_id) {
+                    (Some(entry), Some(id)) => format!("{entry} ({id})"),
+                    (entry, _) => entry.clone().unwrap_or_default(),
+                }),
                 Value::Dollars(stats.step.price_input),
                 Value::Dollars(stats.step.price_output),
                 Value::RateInterval(stats.precision, stats.precision_ci),
@@ -929,10 +964,20 @@ fn ladder(document: &StatsDocument, config: &ReportConfig) -> Section {
             "on cost frontier",
         ]),
         rows,
-        notes: vec![
-            "On the cost frontier: no arm is at most as expensive and at least as precise."
-                .to_string(),
-        ],
+        notes: {
+            let mut notes = vec![
+                "On the cost frontier: no arm is at most as expensive and at least as precise."
+                    .to_string(),
+            ];
+            if models.len() == 1 {
+                notes.push(
+                    "One model: a list `model: [a, b]` on the arm steps adds a rung per \
+                     `models:` entry."
+                        .to_string(),
+                );
+            }
+            notes
+        },
     })
 }
 
@@ -1025,8 +1070,9 @@ fn controls(document: &StatsDocument) -> Section {
     if document.controls.is_empty() {
         return Section::Omitted {
             title,
-            needs: "they need a step that wraps an arm (`with: {arm: <step>}`), such as a \
-                    shuffled-diff or paraphrase control."
+            needs: "they need an arm run on a `shuffle` step's pairs (the shuffled-diff null) \
+                    or on a `paraphrase` step's claims, or a step that wraps an arm \
+                    (`with: {arm: <step>}`)."
                 .into(),
         };
     }
@@ -1041,6 +1087,7 @@ fn controls(document: &StatsDocument) -> Section {
             vec![
                 Value::text(step),
                 Value::text(&control.of),
+                Value::text(control.by.as_deref().unwrap_or("wraps the arm")),
                 Value::Rate(control.metrics.fire_rate),
                 Value::Rate(arm_fire_rate),
                 Value::Rate(control.agreement),
@@ -1056,6 +1103,7 @@ fn controls(document: &StatsDocument) -> Section {
         columns: names(&[
             "control",
             "of arm",
+            "manipulation",
             "fire rate",
             "arm's fire rate",
             "agreement with arm",
@@ -1063,6 +1111,12 @@ fn controls(document: &StatsDocument) -> Section {
             "coverage",
         ]),
         rows,
-        notes: vec![],
+        notes: vec![
+            "The fire rate is the control's, on the manipulated claims (each claim shown \
+             another commit's diff, or its paraphrased test); the arm's fire rate is on the real \
+             pairs. An arm that reads the claim's dependence on the diff fires far less on \
+             shuffled pairs."
+                .into(),
+        ],
     })
 }

@@ -2,7 +2,7 @@
 //! answers good and bad, transport faults, limits, the test-file guard and the key.
 
 mod answers;
-mod fake_server;
+pub(crate) mod fake_server;
 mod requests;
 mod secrets;
 mod steps;

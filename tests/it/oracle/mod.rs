@@ -9,7 +9,7 @@ mod inherited;
 mod library;
 mod pipeline;
 mod procedure;
-mod python;
+pub(crate) mod python;
 mod runner;
 mod step;
 mod subtests;

@@ -44,33 +44,52 @@ fn run(
     (report.outcome, verdicts)
 }
 
-/// True once the process is gone (or a zombie waiting for its new parent to reap it).
-fn gone(pid: u32) -> bool {
-    for _ in 0..50 {
-        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-            Err(_) => return true,
-            Ok(stat)
-                if stat
-                    .split(") ")
-                    .nth(1)
-                    .is_some_and(|rest| rest.starts_with('Z')) =>
-            {
-                return true;
-            }
-            Ok(_) => std::thread::sleep(Duration::from_millis(100)),
-        }
-    }
-    false
-}
-
-const SPAWN_SLEEPER: &str = r#"import subprocess, sys
+/// A helper module whose `spawn()` starts a sleeper marked with `marker` on its command line (its
+/// pid would be of no use: the test process may run in a PID namespace of its own).
+fn spawn_sleeper(marker: &Path) -> String {
+    format!(
+        r#"import subprocess, sys
 
 
 def spawn():
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-    with open("sleeper.pid", "w") as handle:
-        handle.write(str(sleeper.pid))
-"#;
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", {marker:?}])
+    with open("sleeper.started", "w") as handle:
+        handle.write("yes")
+"#,
+        marker = marker.display().to_string()
+    )
+}
+
+/// True once no process has `marker` on its command line (a zombie does not count).
+fn none_running(marker: &Path) -> bool {
+    let marker = marker.display().to_string();
+    gone_when(|| {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter(|entry| {
+                std::fs::read(entry.path().join("cmdline"))
+                    .is_ok_and(|bytes| String::from_utf8_lossy(&bytes).contains(&marker))
+            })
+            .all(|entry| {
+                std::fs::read_to_string(entry.path().join("stat")).is_ok_and(|stat| {
+                    stat.split(") ")
+                        .nth(1)
+                        .is_some_and(|rest| rest.starts_with('Z'))
+                })
+            })
+    })
+}
+
+fn gone_when(mut done: impl FnMut() -> bool) -> bool {
+    for _ in 0..50 {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
 
 #[test]
 fn mined_code_sees_only_the_allow_listed_environment() {
@@ -109,7 +128,7 @@ fn mined_code_sees_only_the_allow_listed_environment() {
 fn a_process_started_by_a_test_does_not_outlive_the_run() {
     let dir = tempfile::tempdir().unwrap();
     let worktree = dir.path().join("worktree");
-    write(&worktree, "tests/helper.py", SPAWN_SLEEPER);
+    write(&worktree, "tests/helper.py", &spawn_sleeper(dir.path()));
     write(
         &worktree,
         "tests/test_spawn.py",
@@ -124,18 +143,15 @@ fn a_process_started_by_a_test_does_not_outlive_the_run() {
     );
     assert_eq!(outcome, RunOutcome::Exited(0));
     assert_eq!(verdicts[0].1, Verdict::Passed);
-    let pid: u32 = std::fs::read_to_string(worktree.join("sleeper.pid"))
-        .unwrap()
-        .parse()
-        .unwrap();
-    assert!(gone(pid), "process {pid} survived the run");
+    assert!(worktree.join("sleeper.started").is_file());
+    assert!(none_running(dir.path()), "the sleeper survived the run");
 }
 
 #[test]
 fn a_hanging_test_times_out_with_no_verdict_and_its_group_is_killed() {
     let dir = tempfile::tempdir().unwrap();
     let worktree = dir.path().join("worktree");
-    write(&worktree, "tests/helper.py", SPAWN_SLEEPER);
+    write(&worktree, "tests/helper.py", &spawn_sleeper(dir.path()));
     write(
         &worktree,
         "tests/test_hang.py",
@@ -152,11 +168,8 @@ fn a_hanging_test_times_out_with_no_verdict_and_its_group_is_killed() {
     assert!(started.elapsed() < Duration::from_secs(30));
     assert_eq!(outcome, RunOutcome::TimedOut);
     assert_eq!(verdicts[0].1, Verdict::Unknown(UnknownReason::Timeout));
-    let pid: u32 = std::fs::read_to_string(worktree.join("sleeper.pid"))
-        .unwrap()
-        .parse()
-        .unwrap();
-    assert!(gone(pid), "process {pid} survived the timeout");
+    assert!(worktree.join("sleeper.started").is_file());
+    assert!(none_running(dir.path()), "the sleeper survived the timeout");
 }
 
 /// The real-pytest counterpart of the classifier's regression test of the same name.

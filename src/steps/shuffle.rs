@@ -1,0 +1,281 @@
+//! The `shuffle` step kind: the shuffled-diff null, each claim paired with another commit.
+//!
+//! ```yaml
+//! shuffled:    {uses: shuffle, needs: [rank, claims], with: {seed: 1}}
+//! a4_shuffled: {uses: arm, needs: [claims, shuffled], with: {arm: symbol-anchoring}}
+//! ```
+//! It pairs every claim of the needed `mine-claims` step with a commit that is never the claim's
+//! own and, when the corpus has several repositories, from another one
+//! ([`crate::controls::shuffle`]). The commits come from a needed `rank-commits` step (those
+//! whose diff touches a source file), else from the claims' own commits. An arm that needs the
+//! step judges each claim against its paired commit's source-only diff instead of its own: the
+//! static arms see that commit's changed files and symbols, a model arm its diff. Such an arm is a
+//! control of the arm with the same `uses:` and `with:` that needs the same steps but this one,
+//! which is what the summary record declares (`control: shuffled-diff`); `stats` reports the two
+//! fire rates side by side. One item, keyed by every upstream record it reads.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::controls::shuffle::{CommitRef, Pairing, ShuffleClaim, shuffle};
+use crate::engine::{
+    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, StepContext, StepError, StepKind,
+    StepOutput, Upstream,
+};
+use crate::records::{ClaimRecord, CommitRecord};
+
+/// The `shuffle` step kind.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ShuffleStep;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Params {
+    #[serde(default)]
+    seed: u64,
+}
+
+const PARAMS: &[ParamSpec] = &[ParamSpec::optional(
+    "seed",
+    ParamType::Integer,
+    "seed of the pairing (default 0)",
+)];
+
+/// What a control step's summary record declares: the manipulation its dependants run under.
+pub const CONTROL_FIELD: &str = "control";
+
+/// The summary record of a shuffle (`shuffle.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShuffleSummary {
+    /// Always `shuffle`: tells the summary from the pairings beside it.
+    pub record: String,
+    /// Always `shuffled-diff`: an arm needing this step is a control of its unshuffled twin.
+    pub control: String,
+    pub seed: u64,
+    /// Commits a claim could be paired with.
+    pub commits: usize,
+    pub paired: usize,
+    /// Pairs whose commit is from another repository.
+    pub other_repository: usize,
+    pub unpaired: Vec<crate::controls::shuffle::Unpaired>,
+}
+
+/// One pairing as a record (`shuffle.jsonl`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairingRecord {
+    /// Always `pairing`.
+    pub record: String,
+    #[serde(flatten)]
+    pub pairing: Pairing,
+}
+
+/// The commit whose diff each claim is shown, when a `shuffle` step is needed: by claim id.
+/// `None` when no needed step pairs claims.
+pub fn shown_commits(upstream: &Upstream) -> Option<BTreeMap<String, CommitRef>> {
+    let mut found = None;
+    for output in upstream.all() {
+        for record in output.items.iter().flat_map(|item| &item.output.records) {
+            if record.get("record").and_then(|value| value.as_str()) != Some("pairing") {
+                continue;
+            }
+            let Ok(pairing) = serde_json::from_value::<PairingRecord>(record.clone()) else {
+                continue;
+            };
+            found
+                .get_or_insert_with(BTreeMap::new)
+                .insert(pairing.pairing.claim, pairing.pairing.paired);
+        }
+        if found.is_none() && declares_control(output).is_some() {
+            // A shuffle that paired nothing still shuffles: every claim goes unjudged.
+            found = Some(BTreeMap::new());
+        }
+    }
+    found
+}
+
+/// The manipulation a needed step declares in its summary record (`control: …`), if any.
+pub fn declares_control(output: &StepOutput) -> Option<String> {
+    output
+        .items
+        .iter()
+        .flat_map(|item| &item.output.records)
+        .find_map(|record| record.get(CONTROL_FIELD)?.as_str().map(str::to_string))
+}
+
+/// Every needed step's records of kind `kind`, decoded as `T`, skipping summary records.
+fn records_of<T: serde::de::DeserializeOwned>(upstream: &Upstream, kind: &str) -> Vec<T> {
+    upstream
+        .all()
+        .filter(|output| output.kind == kind)
+        .flat_map(|output| output.items.iter())
+        .flat_map(|item| item.output.records.iter())
+        .filter_map(|record| serde_json::from_value(record.clone()).ok())
+        .collect()
+}
+
+impl StepKind for ShuffleStep {
+    fn name(&self) -> &'static str {
+        "shuffle"
+    }
+
+    fn version(&self) -> u32 {
+        1
+    }
+
+    fn about(&self) -> &'static str {
+        "the shuffled-diff null: each claim paired with another commit's diff, seeded"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
+
+    fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
+        ctx.params::<Params>()?;
+        if upstream.of_kind("mine-claims").is_none() {
+            return Err(StepError::Input(format!(
+                "step `{}`: needs a `mine-claims` step for the claims to pair; add it to `needs:`",
+                ctx.step.name
+            )));
+        }
+        let mut plan = ItemPlan::new("pairs");
+        for output in upstream
+            .all()
+            .filter(|output| ["mine-claims", "rank-commits"].contains(&output.kind.as_str()))
+        {
+            for item in &output.items {
+                plan = plan.read(format!("{}/{}", output.step, item.plan.id), item.digest);
+            }
+        }
+        Ok(vec![plan])
+    }
+
+    fn run(
+        &self,
+        ctx: &StepContext,
+        _item: &ItemPlan,
+        upstream: &Upstream,
+    ) -> Result<ItemOutput, StepError> {
+        let params: Params = ctx.params()?;
+        let claims: Vec<ClaimRecord> = records_of(upstream, "mine-claims");
+        let ranked: Vec<CommitRecord> = records_of(upstream, "rank-commits");
+        let as_ref = |repo: &str, parent: &str, commit: &str| CommitRef {
+            repo: repo.to_string(),
+            parent: parent.to_string(),
+            commit: commit.to_string(),
+        };
+        let commits: BTreeSet<CommitRef> = if ranked.is_empty() {
+            claims
+                .iter()
+                .map(|claim| as_ref(&claim.repo, &claim.parent, &claim.commit))
+                .collect()
+        } else {
+            // A commit that changes no source file has an empty source-only diff: no null at all.
+            ranked
+                .iter()
+                .filter(|commit| !commit.source_files.is_empty())
+                .map(|commit| as_ref(&commit.repo, &commit.parent, &commit.commit))
+                .collect()
+        };
+        let commits: Vec<CommitRef> = commits.into_iter().collect();
+        let to_pair: Vec<ShuffleClaim> = claims
+            .iter()
+            .map(|claim| ShuffleClaim {
+                claim: claim.id.clone(),
+                own: as_ref(&claim.repo, &claim.parent, &claim.commit),
+            })
+            .collect();
+        let result = shuffle(&to_pair, &commits, params.seed);
+        let summary = ShuffleSummary {
+            record: "shuffle".into(),
+            control: "shuffled-diff".into(),
+            seed: params.seed,
+            commits: commits.len(),
+            paired: result.pairings.len(),
+            other_repository: result
+                .pairings
+                .iter()
+                .filter(|pairing| pairing.other_repository)
+                .count(),
+            unpaired: result.unpaired,
+        };
+        let mut records = vec![serde_json::to_value(&summary).expect("a summary serializes")];
+        records.extend(result.pairings.into_iter().map(|pairing| {
+            serde_json::to_value(PairingRecord {
+                record: "pairing".into(),
+                pairing,
+            })
+            .expect("a pairing serializes")
+        }));
+        Ok(ItemOutput {
+            records,
+            blobs: Default::default(),
+        })
+    }
+
+    fn publish(&self, ctx: &StepContext, items: &[ItemResult]) -> Result<(), StepError> {
+        let mut summary = None;
+        let mut pairings = Vec::new();
+        for record in items.iter().flat_map(|item| &item.output.records) {
+            if record.get("record").and_then(|value| value.as_str()) == Some("shuffle") {
+                summary = Some(record.clone());
+            } else {
+                pairings.push(record.clone());
+            }
+        }
+        let summary = summary.ok_or_else(|| {
+            StepError::Invariant(format!("step `{}` produced no summary", ctx.step.name))
+        })?;
+        let mut bytes = serde_json::to_vec_pretty(&summary).expect("a summary serializes");
+        bytes.push(b'\n');
+        ctx.write_result(&ctx.own_result("shuffle.json"), &bytes)?;
+        ctx.write_jsonl(&ctx.own_result("shuffle.jsonl"), pairings)
+    }
+}
+
+/// The name of the manipulation, as a control's predictions declare it in `evidence.control`.
+pub const SHUFFLED_DIFF: &str = "shuffled-diff";
+
+/// Marks a prediction's evidence as judged against `commit`'s diff under the shuffle: `stats`
+/// reads `control` to report the arm as a control of its unshuffled twin.
+pub fn mark_shown(evidence: &mut serde_json::Value, commit: &CommitRef) {
+    if !evidence.is_object() {
+        *evidence = json!({"evidence": evidence.take()});
+    }
+    let map = evidence.as_object_mut().expect("made an object");
+    map.insert("control".into(), json!(SHUFFLED_DIFF));
+    map.insert("diff_of".into(), json!(commit.name()));
+}
+
+/// Claims grouped by the commit whose diff they are shown: their own commit, or with a `shuffle`
+/// step needed, the commit it paired them with (claims it left unpaired are not judged). Groups
+/// keep the order in which their first claim comes.
+pub fn group_by_shown(
+    groups: Vec<Vec<ClaimRecord>>,
+    upstream: &Upstream,
+) -> Vec<(CommitRef, Vec<ClaimRecord>)> {
+    let shown = shown_commits(upstream);
+    let mut result: Vec<(CommitRef, Vec<ClaimRecord>)> = Vec::new();
+    let mut index: BTreeMap<CommitRef, usize> = BTreeMap::new();
+    for claim in groups.into_iter().flatten() {
+        let commit = match &shown {
+            None => CommitRef {
+                repo: claim.repo.clone(),
+                parent: claim.parent.clone(),
+                commit: claim.commit.clone(),
+            },
+            Some(shown) => match shown.get(&claim.id) {
+                Some(commit) => commit.clone(),
+                None => continue,
+            },
+        };
+        let slot = *index.entry(commit.clone()).or_insert_with(|| {
+            result.push((commit, Vec::new()));
+            result.len() - 1
+        });
+        result[slot].1.push(claim);
+    }
+    result
+}
