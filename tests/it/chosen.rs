@@ -208,7 +208,13 @@ fn refused(project: &Project, repo: &FixtureRepo) -> String {
         !project.path("results").exists(),
         "a result was written before the input was checked"
     );
-    redact(repo, ran.stderr.trim())
+    // The run's header (which protections test processes get) comes first; the error is the rest.
+    let errors: Vec<&str> = ran
+        .stderr
+        .lines()
+        .skip_while(|line| !line.starts_with("error:"))
+        .collect();
+    redact(repo, errors.join("\n").trim())
 }
 
 #[test]
