@@ -195,6 +195,16 @@ fn a_byte_order_mark_is_not_part_of_the_first_key() {
     assert_eq!(pipeline.version, 1);
 }
 
+/// A repository `path:` under an absolute directory this machine does not have.
+fn is_missing_local_clone(diagnostic: &claimflow::pipeline::Diagnostic) -> bool {
+    let Some(rest) = diagnostic.message.strip_prefix("`path` of ") else {
+        return false;
+    };
+    rest.split('`')
+        .nth(3)
+        .is_some_and(|named| named.starts_with('/') && !std::path::Path::new(named).exists())
+}
+
 /// Every pipeline the project ships (`pipelines/` and `pipelines/real/`) loads with the builtin
 /// step kinds, its commit lists included, and the paper's pipelines are among them.
 #[test]
@@ -211,7 +221,14 @@ fn every_shipped_pipeline_loads() {
             {
                 let relative = path.strip_prefix(root).unwrap();
                 if let Err(diagnostics) = claimflow::pipeline::load(relative, root, &registry) {
-                    panic!("{diagnostics}");
+                    // The real-repository pipelines read local clones by absolute path: on a
+                    // machine without them, the only problem may be those directories.
+                    let elsewhere: Vec<_> = diagnostics
+                        .0
+                        .iter()
+                        .filter(|diagnostic| !is_missing_local_clone(diagnostic))
+                        .collect();
+                    assert!(elsewhere.is_empty(), "{diagnostics}");
                 }
                 loaded.push(relative.display().to_string());
             }
