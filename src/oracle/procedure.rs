@@ -217,12 +217,13 @@ pub fn judge_commit(
     check_out(slot, repository, commit).map_err(worktree_error)?;
     let mut own_files: BTreeSet<String> =
         nodes.iter().map(|node| file_of(node).to_string()).collect();
+    let nose = crate::python::runs_under_nose(slot.worktree.dir());
     own_files.extend(
         under_test
             .test_files
             .iter()
             .chain(&touched)
-            .filter(|file| is_test_module(file))
+            .filter(|file| is_test_module(file, nose))
             .cloned(),
     );
     // A file that did not collect at the parent fails at the child for the same old reason.
@@ -837,10 +838,14 @@ fn selected_nodes(records: &str) -> Vec<String> {
         .collect()
 }
 
-/// True for a file pytest collects as a test module by default (`test_*.py`, `*_test.py`).
-fn is_test_module(path: &str) -> bool {
+/// True for a file pytest collects as a test module by default (`test_*.py`, `*_test.py`), or,
+/// in a project that runs its tests with nose, one nose collects (`arrow_tests.py`).
+fn is_test_module(path: &str, nose: bool) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
-    name.ends_with(".py") && (name.starts_with("test_") || name.ends_with("_test.py"))
+    name.ends_with(".py")
+        && (name.starts_with("test_")
+            || name.ends_with("_test.py")
+            || (nose && crate::python::is_nose_test_module(name)))
 }
 
 /// At the parent a claim is out once it did not pass.

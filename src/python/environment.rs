@@ -31,6 +31,14 @@ use crate::cache::Digest;
 
 /// Bump when the layout or the way environments are built changes: it enters every digest.
 const ENVIRONMENT_SCHEMA: u32 = 1;
+/// Bump when the way a commit's interpreters or declared requirements are found changes (which
+/// files are read, which extras count, the order interpreters are tried in): it enters the keys of
+/// the steps that build environments, so their results are computed again. Environments
+/// themselves are addressed by what they contain and need no bump.
+/// 2: extras and dependency groups named `test…`/`dev` or installed by tox, dotted TOML keys,
+/// tox's `-r` files, `requirements.txt` entries the tests import; interpreters released more than
+/// a year after the parent commit tried last.
+pub const DISCOVERY_RULES: u32 = 2;
 /// A scratch build this old was abandoned by a killed process.
 const ABANDONED_AFTER: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
 /// The file that describes a finished environment; written last, before the rename.
