@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use crate::arms::python_source::{Import, ParsedModule};
+use crate::syntax::python::{Import, ParsedModule};
 
 /// At most this many test files are read: enough for any suite, bounded for a huge checkout.
 const MAX_FILES: usize = 2000;
