@@ -477,7 +477,8 @@ impl StepKind for OracleStep {
         // registered as the project's distribution; the environment adds the child's declared
         // requirements the parent does not declare.
         // 6: in a project that runs its tests with nose, the child's own check runs the touched
-        // test modules nose names (`arrow_tests.py`).
+        // test modules nose names (`arrow_tests.py`), and a failing test not found at the parent
+        // is looked up by name in the test files the commit deleted.
         6
     }
 
