@@ -10,6 +10,7 @@ mod duplicates;
 mod executor;
 mod json;
 mod ladder;
+mod roles;
 mod models;
 mod params;
 mod repos;

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::value::Value;
 use crate::stats::confusion::Confusion;
@@ -15,7 +15,7 @@ use crate::stats::document::{ArmStats, StatsDocument};
 use crate::stats::mcnemar::McNemar;
 
 /// Which arms each table compares.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ReportConfig {
     /// Table II: the arms on the evaluated split.
@@ -71,6 +71,50 @@ impl Default for ReportConfig {
             ladder: None,
             cutoff: names(&["a4", "a4b", "a6_risk"]),
         }
+    }
+}
+
+impl ReportConfig {
+    /// The paper's layout with each strategy id (`a4`, `a6_risk`) replaced by the arm step that
+    /// declares that strategy in `document`, when exactly one does: tables pick arms by what
+    /// they are, whatever the steps are called.
+    pub fn declared(document: &StatsDocument) -> Self {
+        let mut steps: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for (step, stats) in &document.arms {
+            if let Some(strategy) = &stats.step.strategy {
+                steps.entry(strategy).or_default().push(step);
+            }
+        }
+        let resolve = |name: &mut String| {
+            if let Some([step]) = steps.get(name.as_str()).map(Vec::as_slice) {
+                *name = (*step).to_string();
+            }
+        };
+        let mut config = ReportConfig::default();
+        for name in config
+            .arms
+            .iter_mut()
+            .chain(config.testmon.iter_mut())
+            .chain(config.claim_question.iter_mut())
+            .chain(config.practitioner.iter_mut())
+            .chain(config.prose_baselines.iter_mut())
+            .chain(config.cutoff.iter_mut())
+            .chain(
+                config
+                    .pairs
+                    .iter_mut()
+                    .flat_map(|(first, second)| [first, second]),
+            )
+            .chain([
+                &mut config.diff_only,
+                &mut config.diff_with_claim,
+                &mut config.prose,
+                &mut config.prose_reference,
+            ])
+        {
+            resolve(name);
+        }
+        config
     }
 }
 
