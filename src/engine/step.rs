@@ -70,6 +70,19 @@ impl ItemPlan {
         self
     }
 
+    /// Reads every item of each of `outputs`, under `<step>/<item>`: the single item that gathers
+    /// whole upstream steps (a sample, a split, a pairing, the statistics, the report) reruns
+    /// exactly when one of their outputs changed.
+    pub fn read_outputs<'o>(mut self, outputs: impl IntoIterator<Item = &'o StepOutput>) -> Self {
+        for output in outputs {
+            for item in &output.items {
+                self.reads
+                    .insert(format!("{}/{}", output.step, item.plan.id), item.digest);
+            }
+        }
+        self
+    }
+
     pub fn file(mut self, path: impl Into<String>, digest: Digest) -> Self {
         self.files.insert(path.into(), digest);
         self
@@ -164,14 +177,6 @@ pub struct Upstream {
 }
 
 impl Upstream {
-    /// The outputs of the first needed step of kind `kind`.
-    pub fn of_kind(&self, kind: &str) -> Option<&StepOutput> {
-        self.steps
-            .values()
-            .find(|output| output.kind == kind)
-            .map(Arc::as_ref)
-    }
-
     /// The outputs of the needed steps whose role matches, in name order.
     pub fn with_role(&self, matches: impl Fn(&Role) -> bool) -> impl Iterator<Item = &StepOutput> {
         self.all().filter(move |output| matches(&output.role))

@@ -408,19 +408,13 @@ impl StepKind for Arm {
         match params.arm {
             ArmName::A0 | ArmName::A1 => {
                 Self::claims(ctx, upstream)?;
-                let mut plan = ItemPlan::new("all");
-                for output in upstream.all() {
-                    if is_claims(output)
-                        || super::selection::is_selection(output)
-                        || super::shuffle::declares_control(output).is_some()
-                    {
-                        for item in &output.items {
-                            plan =
-                                plan.read(format!("{}/{}", output.step, item.plan.id), item.digest);
-                        }
-                    }
-                }
-                Ok(vec![plan])
+                Ok(vec![ItemPlan::new("all").read_outputs(upstream.all().filter(
+                    |output| {
+                        is_claims(output)
+                            || super::selection::is_selection(output)
+                            || super::shuffle::declares_control(output).is_some()
+                    },
+                ))])
             }
             ArmName::Testmon => {
                 if super::shuffle::shown_commits(upstream).is_some() {

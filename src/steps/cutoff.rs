@@ -127,12 +127,7 @@ impl StepKind for CutoffStep {
             })?;
             plan = plan.params(serde_json::json!({ "cutoff": date }));
         }
-        for output in [labels, commits] {
-            for item in &output.items {
-                plan = plan.read(format!("{}/{}", output.step, item.plan.id), item.digest);
-            }
-        }
-        Ok(vec![plan])
+        Ok(vec![plan.read_outputs([labels, commits])])
     }
 
     fn run(

@@ -73,13 +73,10 @@ impl StepKind for ReportStep {
     fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
         let _: &ReportParams = ctx.params()?;
         let stats = Self::stats(ctx, upstream)?;
-        let mut plan = ItemPlan::new("report").params(serde_json::json!({
+        let plan = ItemPlan::new("report").params(serde_json::json!({
             "pipeline": ctx.pipeline.name,
         }));
-        for item in &stats.items {
-            plan = plan.read(format!("{}/{}", stats.step, item.plan.id), item.digest);
-        }
-        Ok(vec![plan])
+        Ok(vec![plan.read_outputs([stats])])
     }
 
     fn run(

@@ -141,16 +141,11 @@ impl StepKind for ShuffleStep {
                 ctx.step.name
             )));
         }
-        let mut plan = ItemPlan::new("pairs");
-        for output in upstream
-            .all()
-            .filter(|output| matches!(output.role, Role::Claims | Role::Commits))
-        {
-            for item in &output.items {
-                plan = plan.read(format!("{}/{}", output.step, item.plan.id), item.digest);
-            }
-        }
-        Ok(vec![plan])
+        Ok(vec![ItemPlan::new("pairs").read_outputs(
+            upstream
+                .all()
+                .filter(|output| matches!(output.role, Role::Claims | Role::Commits)),
+        )])
     }
 
     fn run(

@@ -114,13 +114,11 @@ impl StepKind for StatsStep {
             "repositories": repositories(ctx.pipeline),
             "arms": arm_infos(ctx.pipeline, upstream),
         });
-        let mut plan = ItemPlan::new("stats").params(context);
-        for step in upstream.all() {
-            for item in &step.items {
-                plan = plan.read(format!("{}/{}", step.step, item.plan.id), item.digest);
-            }
-        }
-        Ok(vec![plan])
+        Ok(vec![
+            ItemPlan::new("stats")
+                .params(context)
+                .read_outputs(upstream.all()),
+        ])
     }
 
     fn run(

@@ -94,13 +94,10 @@ impl StepKind for Stratify {
         let params: &StratifyParams = ctx.params()?;
         check(ctx, params)?;
         let labels = selection::label_step(ctx, upstream)?;
-        let mut plan = ItemPlan::new("sample").params(serde_json::json!({
+        let plan = ItemPlan::new("sample").params(serde_json::json!({
             "repositories": in_split(ctx, params),
         }));
-        for item in &labels.items {
-            plan = plan.read(format!("{}/{}", labels.step, item.plan.id), item.digest);
-        }
-        Ok(vec![plan])
+        Ok(vec![plan.read_outputs([labels])])
     }
 
     fn run(

@@ -314,6 +314,9 @@ fn bad_parameters_stop_a_run_before_anything_runs() {
         ("command_foreach_empty.yaml", "5:61"),
         ("repo_url_not_a_url.yaml", "5:29"),
         ("repo_unknown_setting.yaml", "8:5"),
+        ("stratify_flip_rate_above_one.yaml", "5:46"),
+        ("llm_arm_replicates_zero.yaml", "7:104"),
+        ("cutoff_date_malformed.yaml", "5:37"),
     ];
     for (file, place) in cases {
         let project = crate::common::project::Project::new();
