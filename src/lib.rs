@@ -28,3 +28,4 @@ pub mod sandbox;
 pub mod slurm;
 pub mod stats;
 pub mod steps;
+pub mod syntax;
