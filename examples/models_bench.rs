@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 
 use claimflow::cache::Digest;
 use claimflow::engine::{
-    Engine, ItemOutput, ItemPlan, ItemResult, NoParams, ParamsDecl, Role, RunOptions, Silent, StepContext,
-    StepError, StepKind, Upstream,
+    Engine, ItemOutput, ItemPlan, ItemResult, NoParams, ParamsDecl, Role, RunOptions, Silent,
+    StepContext, StepError, StepKind, Upstream,
 };
 use claimflow::models::{ChatRequest, ModelClient, Provider, Question};
 use claimflow::pipeline::{ModelSpec, load_str};

@@ -177,7 +177,6 @@ impl<'a> Engine<'a> {
         })
     }
 
-
     pub(crate) fn kind(&self, step: &StepSpec) -> Result<Arc<dyn StepKind>, EngineError> {
         self.registry.get(&step.uses).ok_or_else(|| {
             EngineError::Input(format!(

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::models::Provider;
 use crate::engine::{ParsedParams, Role};
+use crate::models::Provider;
 
 /// A loaded and validated pipeline.
 #[derive(Debug, Clone, Serialize)]

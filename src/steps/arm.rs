@@ -354,14 +354,12 @@ impl Arm {
             Err(error) if error.cannot_judge() => {
                 // testmon cannot run for this commit (it cannot start beside an old pytest, say):
                 // its claims get no verdict, counted against its coverage, and the run goes on.
-                ctx.note(
-                    &format!(
-                        "testmon cannot judge {} ({} claims without a verdict): {}",
-                        item.id,
-                        claims.len(),
-                        error.to_string().lines().next().unwrap_or_default()
-                    ),
-                );
+                ctx.note(&format!(
+                    "testmon cannot judge {} ({} claims without a verdict): {}",
+                    item.id,
+                    claims.len(),
+                    error.to_string().lines().next().unwrap_or_default()
+                ));
                 return Ok(ItemOutput::records(
                     claims
                         .iter()
@@ -408,13 +406,13 @@ impl StepKind for Arm {
         match params.arm {
             ArmName::A0 | ArmName::A1 => {
                 Self::claims(ctx, upstream)?;
-                Ok(vec![ItemPlan::new("all").read_outputs(upstream.all().filter(
-                    |output| {
+                Ok(vec![ItemPlan::new("all").read_outputs(
+                    upstream.all().filter(|output| {
                         is_claims(output)
                             || super::selection::is_selection(output)
                             || super::shuffle::declares_control(output).is_some()
-                    },
-                ))])
+                    }),
+                )])
             }
             ArmName::Testmon => {
                 if super::shuffle::shown_commits(upstream).is_some() {

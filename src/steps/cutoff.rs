@@ -99,7 +99,14 @@ impl StepKind for CutoffStep {
             Ok(date) => match Cutoff::parse(&date) {
                 Ok(_) => Vec::new(),
                 Err(error) => vec![PipelineProblem {
-                    param: Some(if params.date.is_some() { "date" } else { "model" }.to_string()),
+                    param: Some(
+                        if params.date.is_some() {
+                            "date"
+                        } else {
+                            "model"
+                        }
+                        .to_string(),
+                    ),
                     index: None,
                     message: format!("the cutoff of step `{}`: {error}", step.name),
                     hint: "write the date as `YYYY-MM-DD` or an RFC 3339 time".to_string(),
@@ -267,23 +274,27 @@ fn oracle<'a>(
     ctx: &StepContext,
     upstream: &'a Upstream,
 ) -> Result<&'a crate::engine::StepOutput, StepError> {
-    upstream.first_with_role(|role| *role == Role::Labels).ok_or_else(|| {
-        StepError::Input(format!(
-            "step `{}`: needs the `oracle` step whose labels it splits; add it to `needs:`",
-            ctx.step.name
-        ))
-    })
+    upstream
+        .first_with_role(|role| *role == Role::Labels)
+        .ok_or_else(|| {
+            StepError::Input(format!(
+                "step `{}`: needs the `oracle` step whose labels it splits; add it to `needs:`",
+                ctx.step.name
+            ))
+        })
 }
 
 fn commits<'a>(
     ctx: &StepContext,
     upstream: &'a Upstream,
 ) -> Result<&'a crate::engine::StepOutput, StepError> {
-    upstream.first_with_role(|role| *role == Role::Commits).ok_or_else(|| {
-        StepError::Input(format!(
-            "step `{}`: needs the `rank-commits` step whose commit times it reads; add it to \
+    upstream
+        .first_with_role(|role| *role == Role::Commits)
+        .ok_or_else(|| {
+            StepError::Input(format!(
+                "step `{}`: needs the `rank-commits` step whose commit times it reads; add it to \
              `needs:`",
-            ctx.step.name
-        ))
-    })
+                ctx.step.name
+            ))
+        })
 }

@@ -4,6 +4,7 @@ pub mod arm;
 
 use std::sync::Arc;
 
+mod claim_groups;
 mod command;
 mod control_stats;
 mod cutoff;

@@ -11,7 +11,6 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
-
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -150,9 +149,11 @@ fn client(ctx: &StepContext, name: &str) -> Result<Arc<ModelClient>, StepError> 
         let log = ctx.workdir.join("logs").join("llama-server.log");
         // Starting (or provisioning) the server blocks the thread the step's items are polled on;
         // they all wait for it anyway.
-        let url = crate::local_model::embedded::base_url(&log, &|line| ctx.note(line)).map_err(|error| {
-            StepError::Message(format!("step `{}`: model `{name}`: {error}", ctx.step.name))
-        })?;
+        let url = crate::local_model::embedded::base_url(&log, &|line| ctx.note(line)).map_err(
+            |error| {
+                StepError::Message(format!("step `{}`: model `{name}`: {error}", ctx.step.name))
+            },
+        )?;
         Some(url)
     } else {
         None

@@ -171,13 +171,15 @@ fn refused(claim: &str, why: impl std::fmt::Display) -> serde_json::Value {
 
 impl ParaphraseStep {
     fn claims(ctx: &StepContext, upstream: &Upstream) -> Result<Vec<Line>, StepError> {
-        let output = upstream.first_with_role(|role| *role == Role::Claims).ok_or_else(|| {
-            StepError::Input(format!(
-                "step `{}`: needs a `mine-claims` step for the claims to paraphrase; add it to \
+        let output = upstream
+            .first_with_role(|role| *role == Role::Claims)
+            .ok_or_else(|| {
+                StepError::Input(format!(
+                    "step `{}`: needs a `mine-claims` step for the claims to paraphrase; add it to \
                  `needs:`",
-                ctx.step.name
-            ))
-        })?;
+                    ctx.step.name
+                ))
+            })?;
         let selected = super::selection::selected_claims(upstream);
         let mut lines = Vec::new();
         for line in output.items.iter().flat_map(|item| &item.output.records) {

@@ -15,7 +15,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::llm_arm::claims_by_commit;
+use super::claim_groups::claims_by_commit;
 use super::model_calls::{self, CallRecord, call_params, model_spec, prompt_file};
 use crate::cache::Digest;
 use crate::engine::{
@@ -61,7 +61,11 @@ pub struct ProseRender {
 
 impl ProseRender {
     /// Asks for one claim's note.
-    async fn render(&self, ctx: &StepContext<'_>, item: &ItemPlan) -> Result<ItemOutput, StepError> {
+    async fn render(
+        &self,
+        ctx: &StepContext<'_>,
+        item: &ItemPlan,
+    ) -> Result<ItemOutput, StepError> {
         let params: &ProseRenderParams = ctx.params()?;
         let plan = self
             .plans
@@ -99,7 +103,6 @@ impl ProseRender {
             },
         }]))
     }
-
 }
 
 impl StepKind for ProseRender {
@@ -179,12 +182,10 @@ impl StepKind for ProseRender {
             }
         }
         ctx.write_jsonl(&format!("notes/{}.jsonl", ctx.step.name), &lines)?;
-        ctx.note(
-            &format!(
-                "{}; {failed} claims without a note",
-                model_calls::describe(&totals, Some(cached))
-            ),
-        );
+        ctx.note(&format!(
+            "{}; {failed} claims without a note",
+            model_calls::describe(&totals, Some(cached))
+        ));
         let summary = json!({
             "cached": cached,
             "step": ctx.step.name,

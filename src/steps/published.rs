@@ -8,10 +8,7 @@ use crate::records::PredictionRecord;
 
 /// The predictions step `step` published in this run (`predictions/<step>.jsonl`): for a step
 /// whose items are calls, which claims a call answers is its plan's, not its output's.
-pub fn predictions(
-    ctx: &StepContext,
-    step: &str,
-) -> Result<Vec<PredictionRecord>, StepError> {
+pub fn predictions(ctx: &StepContext, step: &str) -> Result<Vec<PredictionRecord>, StepError> {
     let path = ctx
         .results
         .join("predictions")
@@ -31,12 +28,8 @@ pub fn predictions(
 
 /// The agreement between the replicates step `step` published in this run (its
 /// `calls/<step>.json`), when it asked for more than one.
-pub fn agreement(
-    ctx: &StepContext,
-    step: &str,
-) -> Option<crate::controls::agreement::Agreement> {
+pub fn agreement(ctx: &StepContext, step: &str) -> Option<crate::controls::agreement::Agreement> {
     let path = ctx.results.join("calls").join(format!("{step}.json"));
     let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
     serde_json::from_value(summary.get("replicate_agreement")?.clone()).ok()
 }
-

@@ -17,8 +17,8 @@ use crate::arms::{Change, Claim};
 use crate::cache::Digest;
 use crate::controls::rename::{RenameClaim, referenced, renames_in};
 use crate::engine::{
-    ItemOutput, ItemPlan, ItemResult, NoParams, ParamsDecl, Role, StepContext, StepError,
-    StepKind, Upstream,
+    ItemOutput, ItemPlan, ItemResult, NoParams, ParamsDecl, Role, StepContext, StepError, StepKind,
+    Upstream,
 };
 use crate::mining::test_files::TestFileRules;
 use crate::pipeline::StepSpec;
@@ -68,12 +68,14 @@ impl StepKind for RenameClass {
     }
 
     fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
-        let claims = upstream.first_with_role(|role| *role == Role::Claims).ok_or_else(|| {
-            StepError::Input(format!(
-                "step `{}`: needs a `mine-claims` step; add it to `needs:`",
-                ctx.step.name
-            ))
-        })?;
+        let claims = upstream
+            .first_with_role(|role| *role == Role::Claims)
+            .ok_or_else(|| {
+                StepError::Input(format!(
+                    "step `{}`: needs a `mine-claims` step; add it to `needs:`",
+                    ctx.step.name
+                ))
+            })?;
         let mut commits: BTreeMap<(String, String, String), Vec<serde_json::Value>> =
             BTreeMap::new();
         for item in &claims.items {

@@ -41,7 +41,6 @@ pub struct ShuffleParams {
     pub seed: u64,
 }
 
-
 /// The summary record of a shuffle (`shuffle.json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ShuffleSummary {
@@ -135,17 +134,22 @@ impl StepKind for ShuffleStep {
 
     fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
         ctx.params::<ShuffleParams>()?;
-        if upstream.first_with_role(|role| *role == Role::Claims).is_none() {
+        if upstream
+            .first_with_role(|role| *role == Role::Claims)
+            .is_none()
+        {
             return Err(StepError::Input(format!(
                 "step `{}`: needs a `mine-claims` step for the claims to pair; add it to `needs:`",
                 ctx.step.name
             )));
         }
-        Ok(vec![ItemPlan::new("pairs").read_outputs(
-            upstream
-                .all()
-                .filter(|output| matches!(output.role, Role::Claims | Role::Commits)),
-        )])
+        Ok(vec![
+            ItemPlan::new("pairs").read_outputs(
+                upstream
+                    .all()
+                    .filter(|output| matches!(output.role, Role::Claims | Role::Commits)),
+            ),
+        ])
     }
 
     fn run(

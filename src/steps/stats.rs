@@ -338,9 +338,10 @@ fn arm_infos(pipeline: &Pipeline, upstream: &Upstream) -> BTreeMap<String, ArmIn
                     if upstream.steps.contains_key(of) {
                         of.to_string()
                     } else {
-                        pipeline
-                            .step(&output.step)
-                            .map_or_else(|| of.to_string(), |spec| format!("{} {}", spec.uses, spec.with))
+                        pipeline.step(&output.step).map_or_else(
+                            || of.to_string(),
+                            |spec| format!("{} {}", spec.uses, spec.with),
+                        )
                     }
                 }),
                 control: output.role.control().map(str::to_string),

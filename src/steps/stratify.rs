@@ -18,8 +18,7 @@ use serde::{Deserialize, Serialize};
 use super::selection;
 use crate::controls::sample::{Candidate, Sample, SampleSettings, stratify};
 use crate::engine::{
-    ItemOutput, ItemPlan, ItemResult, ParamsDecl, Role, StepContext, StepError, StepKind,
-    Upstream,
+    ItemOutput, ItemPlan, ItemResult, ParamsDecl, Role, StepContext, StepError, StepKind, Upstream,
 };
 use crate::pipeline::StepSpec;
 use crate::records::{Label, TruthRecord};

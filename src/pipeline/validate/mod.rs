@@ -10,10 +10,10 @@ mod duplicates;
 mod executor;
 mod json;
 mod ladder;
-mod roles;
 mod models;
 mod params;
 mod repos;
+mod roles;
 mod steps;
 
 pub use document::validate;

@@ -81,3 +81,70 @@ pub fn declare(specs: &mut [StepSpec], registry: &Registry) {
         specs[index].role = role;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::engine::Role;
+    use crate::pipeline::load_str;
+    use crate::steps::Registry;
+
+    const PIPELINE: &str = r#"version: 1
+name: roles
+repos:
+  - {name: demo, url: "https://example.com/demo.git", branch: main}
+steps:
+  rank:   {uses: rank-commits}
+  claims: {uses: mine-claims, needs: [rank]}
+  truth:  {uses: oracle, needs: [claims]}
+  sample: {uses: stratify, needs: [truth]}
+  post:   {uses: cutoff, needs: [rank, truth], with: {date: 2024-03-10}}
+  a4:     {uses: arm, needs: [claims], with: {arm: symbol-anchoring}}
+  a4_sampled:  {uses: arm, needs: [claims, sample], with: {arm: symbol-anchoring}}
+  shuffled:    {uses: shuffle, needs: [rank, claims]}
+  a4_shuffled: {uses: arm, needs: [claims, shuffled], with: {arm: symbol-anchoring}}
+  a3_shuffled: {uses: arm, needs: [claims, shuffled], with: {arm: file-anchoring}}
+"#;
+
+    fn role(name: &str) -> Role {
+        let registry = Registry::builtin();
+        let pipeline = load_str(PIPELINE, Path::new("roles.yaml"), Path::new("/"), &registry)
+            .unwrap_or_else(|problems| panic!("{problems}"));
+        pipeline.step(name).unwrap().role.clone()
+    }
+
+    #[test]
+    fn each_kind_declares_what_its_records_are() {
+        assert_eq!(role("claims"), Role::Claims);
+        assert_eq!(role("truth"), Role::Labels);
+        assert_eq!(role("sample"), Role::LabelSample);
+        assert_eq!(role("post"), Role::LabelSplit);
+        assert_eq!(
+            role("a4"),
+            Role::Predictions {
+                strategy: "a4".into(),
+                model: None
+            }
+        );
+        // A sampled arm is still the arm: the selection narrows what it judges.
+        assert_eq!(role("a4_sampled").strategy(), Some("a4"));
+        assert_eq!(role("shuffled").control(), Some("shuffled-diff"));
+    }
+
+    #[test]
+    fn an_arm_needing_a_manipulation_is_declared_a_control_of_its_twin() {
+        assert_eq!(
+            role("a4_shuffled"),
+            Role::Control {
+                of: "a4".into(),
+                control: "shuffled-diff".into(),
+                model: None
+            }
+        );
+        // No twin among the steps: named by its kind and parameters, still a control.
+        let untwinned = role("a3_shuffled");
+        assert!(untwinned.is_scored() && untwinned.strategy().is_none());
+        assert!(untwinned.control_of().unwrap().starts_with("arm "));
+    }
+}

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use claimflow::cache::Digest;
 use claimflow::engine::{
-    Engine, ItemOutput, ItemPlan, ItemResult, NoParams, ParamsDecl, Recording, Role, RunOptions, StepContext,
-    StepError, StepKind, Upstream,
+    Engine, ItemOutput, ItemPlan, ItemResult, NoParams, ParamsDecl, Recording, Role, RunOptions,
+    StepContext, StepError, StepKind, Upstream,
 };
 use claimflow::pipeline::{Pipeline, StepSpec, load_str};
 use claimflow::records::{ClaimRecord, PredictionRecord, Verdict};
@@ -23,7 +23,6 @@ use claimflow::models::Provider;
 
 /// The variable the test pipeline names for its key.
 const KEY_VARIABLE: &str = "CLAIMFLOW_IT_MODELS_KEY";
-
 
 /// A stand-in for `mine-claims`: the claims written in the project's `claims.json`.
 struct ClaimsFromFile;
