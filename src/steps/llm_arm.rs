@@ -35,7 +35,7 @@ use crate::mining::{DEFAULT_DIFF_LIMIT, SourceDiff, TestFileRules, source_diff};
 use crate::models::guard::Forbidden;
 use crate::models::{Question, Totals, question_request, read};
 use crate::pipeline::StepSpec;
-use crate::records::{ClaimRecord, PredictionRecord, Verdict};
+use crate::records::{PredictionRecord, Verdict};
 
 /// The most replicates a step may ask for.
 const MAX_REPLICATES: u32 = 100;
