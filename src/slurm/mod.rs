@@ -19,20 +19,11 @@
 //! - [`jobs`]: per-job private directories in a worker.
 
 pub mod executor;
-pub mod jobs;
 pub mod journal;
 pub mod scheduler;
 pub mod script;
-pub mod settings;
 pub mod shared;
 pub mod simulated;
 pub mod task;
-pub mod time;
 pub mod watch;
 pub mod worker;
-
-pub use jobs::private_root;
-pub use settings::{
-    DEFAULT_MAX_JOBS, ExecutorKind, ExecutorSpec, SlurmSettings, TimeLimits, reserved_flag,
-};
-pub use time::TimeLimit;
