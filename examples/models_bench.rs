@@ -27,7 +27,8 @@ use claimflow::engine::{
     Engine, ItemOutput, ItemPlan, ItemResult, NoParams, ParamsDecl, Role, RunOptions, Silent,
     StepContext, StepError, StepKind, Upstream,
 };
-use claimflow::models::{ChatRequest, ModelClient, Provider, Question};
+use claimflow::models::{ChatRequest, ModelClient, Question};
+use claimflow::pipeline::Provider;
 use claimflow::pipeline::{ModelSpec, load_str};
 use claimflow::records::ClaimRecord;
 use claimflow::steps::{LlmArm, Registry};

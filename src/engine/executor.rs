@@ -14,12 +14,10 @@ use crate::engine::events::{Event, Reporter};
 use crate::engine::pools::{PoolSizes, Pools};
 use crate::engine::state::{ItemState, RunState, StepState};
 use crate::engine::{
-    ErrorClass, Execution, ItemOutput, ItemPlan, ItemResult, Pool, RetryPolicy, StepContext,
-    StepError, StepKind, StepOutput, Upstream,
+    ErrorClass, Execution, ItemOutput, ItemPlan, ItemResult, Pool, Registry, RemoteExecutor,
+    RetryPolicy, StepContext, StepError, StepKind, StepOutput, Upstream,
 };
 use crate::pipeline::{Pipeline, StepSpec};
-use crate::slurm::executor::SlurmExecutor;
-use crate::steps::Registry;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use tokio_util::sync::CancellationToken;
@@ -128,7 +126,7 @@ pub struct Engine<'a> {
     pub state: RunState,
     pub reporter: &'a dyn Reporter,
     /// Where pytest-pool items run when not here: one Slurm job each.
-    pub slurm: Option<Arc<SlurmExecutor>>,
+    pub slurm: Option<Arc<dyn RemoteExecutor>>,
 }
 
 /// Why a step failed, with its class.
@@ -402,7 +400,7 @@ impl<'a> Engine<'a> {
         let keyed: Vec<(ItemPlan, Digest)> = plans
             .into_iter()
             .map(|plan| {
-                let key = key_parts(kind.as_ref(), &params, &plan).digest();
+                let key = key_parts(kind.as_ref(), params, &plan).digest();
                 (plan, key)
             })
             .collect();
@@ -660,7 +658,7 @@ impl<'a> Engine<'a> {
                 && let Some(slurm) = &self.slurm
             {
                 let result = self.compute_on_slurm(
-                    slurm,
+                    slurm.as_ref(),
                     (job.kind, job.step, plan),
                     (record, key),
                     job.upstream,
@@ -789,7 +787,7 @@ impl Engine<'_> {
     /// Computes an item in a Slurm job, which stores it; takes the result from the store.
     fn compute_on_slurm(
         &self,
-        slurm: &SlurmExecutor,
+        slurm: &dyn RemoteExecutor,
         (kind, step, plan): (&dyn StepKind, &StepSpec, &ItemPlan),
         (record, key): (&KeyRecord, &Digest),
         upstream: &Upstream,

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::command::{PytestLaunch, pytest_config_file};
 use super::config_files::{TomlValue, ini_lines, parse_ini, parse_toml};
-use super::environment::Environment;
+use super::environment_request::Environment;
 use super::process::{ProcessOutcome, log_tail, run_logged};
 
 /// The plugin's source; written to `<scratch>/plugin/claimflow_collect.py` before each collection.

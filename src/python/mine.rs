@@ -15,11 +15,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::build_error::BuildFailure;
 use super::claims::{ClaimSummary, claims_from_collection};
 use super::collect::{
     CollectError, CollectRequest, CollectionProblem, collect_tests, test_modules,
 };
-use super::environment::{BuildFailure, EnvironmentRequest, ensure_environment};
+use super::environment::ensure_environment;
+use super::environment_request::EnvironmentRequest;
 use super::importers::files_reaching;
 use super::interpreters::{choose_interpreters_at, installed_interpreters};
 use super::metadata::{ProjectMetadata, parses_as_python_3};

@@ -18,11 +18,13 @@
 //! is what enters item keys. Mining one commit end to end is [`mine_commit`].
 
 mod assertions;
+mod build_error;
 mod claims;
 mod collect;
 mod command;
 mod config_files;
 mod environment;
+mod environment_request;
 mod importers;
 mod install;
 mod interpreters;
@@ -38,6 +40,7 @@ mod version;
 mod worktree;
 
 pub use assertions::{assertion_statements, dedent};
+pub use build_error::{BuildFailure, PythonError};
 pub use claims::{ClaimSummary, CommitClaims, check_claim, claims_from_collection};
 pub use collect::{
     COLLECT_PLUGIN, CollectError, CollectRequest, CollectedTest, Collection, CollectionProblem,
@@ -45,9 +48,11 @@ pub use collect::{
 };
 pub use command::{PytestLaunch, pytest_config_file};
 pub use environment::{
-    BuildFailure, DISCOVERY_RULES, DroppedRequirement, Environment, EnvironmentRequest, Installer,
-    PythonError, cache_dir, declared_requirements, ensure_environment, ensure_environment_in,
+    DISCOVERY_RULES, cache_dir, ensure_environment, ensure_environment_in,
     environment_for_interpreter,
+};
+pub use environment_request::{
+    DroppedRequirement, Environment, EnvironmentRequest, Installer, declared_requirements,
 };
 pub use importers::files_reaching;
 pub use interpreters::{

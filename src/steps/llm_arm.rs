@@ -140,9 +140,36 @@ struct StepPlan {
 pub struct LlmArm {
     /// Each step's plan, from `items` to `run` and `publish` within a run.
     plans: Mutex<BTreeMap<String, Arc<StepPlan>>>,
+    /// Strategy versions that differ from the shipped ones ([`shipped_version`]).
+    versions: BTreeMap<String, u32>,
+}
+
+/// The version of a strategy's calls (`a5`, `a5c`, `a6_base`, `a6_risk`, `prose`): bump the one
+/// whose question, reading or call changed, and only its calls are made again.
+fn shipped_version(strategy: &str) -> u32 {
+    match strategy {
+        "a5" | "a5c" | "a6_base" | "a6_risk" | "prose" => 1,
+        _ => 1,
+    }
+}
+
+/// The strategy a step of this kind runs: its question, or `prose` with notes.
+fn strategy(params: &LlmArmParams) -> &'static str {
+    if params.notes.is_some() {
+        "prose"
+    } else {
+        params.question.name()
+    }
 }
 
 impl LlmArm {
+    /// The kind with `strategy` at `version` instead of its shipped version: what bumping that
+    /// strategy does to a pipeline's caches, without rebuilding (tests).
+    pub fn with_version(mut self, strategy: &str, version: u32) -> Self {
+        self.versions.insert(strategy.to_string(), version);
+        self
+    }
+
     fn plan(&self, ctx: &StepContext) -> Result<Arc<StepPlan>, StepError> {
         self.plans
             .lock()
@@ -281,15 +308,23 @@ impl StepKind for LlmArm {
         match step.params.get::<LlmArmParams>() {
             // The prose arm asks A6's question about a note: a strategy of its own.
             Some(params) => Role::Predictions {
-                strategy: if params.notes.is_some() {
-                    "prose".to_string()
-                } else {
-                    params.question.name().to_string()
-                },
+                strategy: strategy(params).to_string(),
                 model: Some(params.model.to_string()),
             },
             None => Role::Other,
         }
+    }
+
+    fn strategy_version(&self, step: &StepSpec) -> Option<u32> {
+        let strategy = strategy(step.params.get::<LlmArmParams>()?);
+        let version = self
+            .versions
+            .get(strategy)
+            .copied()
+            .unwrap_or_else(|| shipped_version(strategy));
+        // Version 1 stays out of the key, so the calls made before strategies had versions keep
+        // their keys (they were paid for).
+        (version != 1).then_some(version)
     }
 
     fn execution(&self) -> Execution {

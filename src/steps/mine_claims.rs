@@ -251,7 +251,7 @@ impl StepKind for MineClaims {
         let located = repository::locate(spec, ctx.workdir)?;
         let git = located.open()?;
         let slot = slot_name(&item.id);
-        let worktree = crate::slurm::private_root(ctx.workdir)
+        let worktree = crate::engine::private_root(ctx.workdir)
             .join("worktrees")
             .join(format!("claims-{slot}"));
         let scratch = ctx.scratch(&slot)?;

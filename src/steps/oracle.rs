@@ -598,7 +598,7 @@ impl StepKind for OracleStep {
         });
         // A worker's slots are its own (`<workdir>/jobs/<job>/…`): jobs on other nodes share
         // the workdir, not its checkouts.
-        let pool = self.pool(&crate::slurm::private_root(ctx.workdir), slots);
+        let pool = self.pool(&crate::engine::private_root(ctx.workdir), slots);
         let mut slot = pool.acquire();
         let judged = (|| {
             let oid = |id: &str| {
