@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::cache::{Digest, KEY_SCHEMA, KeyParts, KeyRecord, Store, StoreError};
+use crate::cache::{Digest, KEY_SCHEMA, KeyParts, KeyRecord, OutputBytes, Store, StoreError};
 use crate::engine::dag::Dag;
 use crate::engine::events::{Event, Reporter};
 use crate::engine::pools::{PoolSizes, Pools};
@@ -348,47 +348,49 @@ impl<'a> Engine<'a> {
             })
             .collect();
 
-        let mut results: Vec<Option<ItemResult>> = vec![None; keyed.len()];
+        // A cached item's plan moves into its result; only the plans of misses stay behind.
+        let keys: Vec<Digest> = keyed.iter().map(|(_, key)| *key).collect();
+        let mut results: Vec<Option<ItemResult>> = Vec::with_capacity(keyed.len());
+        let mut pending: Vec<Option<(ItemPlan, Digest)>> = Vec::with_capacity(keyed.len());
         let mut misses = Vec::new();
-        for (index, (plan, key)) in keyed.iter().enumerate() {
+        for (index, (plan, key)) in keyed.into_iter().enumerate() {
             match (!force)
-                .then(|| self.lookup(key))
+                .then(|| self.lookup(&key))
                 .transpose()
                 .map_err(|e| e.to_string())?
                 .flatten()
             {
                 Some((digest, output)) => {
-                    results[index] = Some(ItemResult {
-                        plan: plan.clone(),
+                    results.push(Some(ItemResult {
+                        plan,
                         digest,
                         output: Arc::new(output),
                         cached: true,
-                    });
+                    }));
+                    pending.push(None);
                 }
-                None => misses.push(index),
+                None => {
+                    misses.push(index);
+                    results.push(None);
+                    pending.push(Some((plan, key)));
+                }
             }
         }
-        let planned_cached = keyed.len() - misses.len();
+        let keyed = pending;
+        // The cached items are counted here, not one event each: a reporter starts the step's
+        // progress at `cached`.
         self.reporter.event(&Event::StepPlanned {
             step: step.name.clone(),
-            total: keyed.len(),
-            cached: planned_cached,
+            total: keys.len(),
+            cached: keys.len() - misses.len(),
         });
-        for result in results.iter().flatten() {
-            self.reporter.event(&Event::ItemFinished {
-                step: step.name.clone(),
-                item: result.plan.id.clone(),
-                cached: true,
-                elapsed: Duration::ZERO,
-            });
-        }
 
         let computed: Mutex<Vec<(usize, ItemResult)>> = Mutex::new(Vec::new());
         let failures = AtomicUsize::new(0);
         let next = AtomicUsize::new(0);
         let workers = misses
             .iter()
-            .map(|&index| pools.capacity(&keyed[index].0.pool))
+            .map(|&index| pools.capacity(&keyed[index].as_ref().expect("a miss").0.pool))
             .max()
             .unwrap_or(0)
             .min(misses.len());
@@ -400,7 +402,7 @@ impl<'a> Engine<'a> {
                         let Some(&index) = misses.get(position) else {
                             break;
                         };
-                        let (plan, key) = &keyed[index];
+                        let (plan, key) = keyed[index].as_ref().expect("a miss");
                         let record = key_parts(kind.as_ref(), &params, plan).to_record();
                         let item_started = Instant::now();
                         match self.compute(
@@ -436,7 +438,7 @@ impl<'a> Engine<'a> {
         });
         let failed = failures.load(Ordering::SeqCst);
         if failed > 0 {
-            return Err(format!("{failed} of {} items failed", keyed.len()));
+            return Err(format!("{failed} of {} items failed", keys.len()));
         }
         for (index, result) in computed.into_inner().expect("results lock") {
             results[index] = Some(result);
@@ -452,8 +454,8 @@ impl<'a> Engine<'a> {
             kind: step.uses.clone(),
             items: items
                 .iter()
-                .zip(&keyed)
-                .map(|(item, (_, key))| ItemState {
+                .zip(&keys)
+                .map(|(item, key)| ItemState {
                     id: item.plan.id.clone(),
                     key: *key,
                     output: item.digest,
@@ -563,7 +565,7 @@ impl<'a> Engine<'a> {
 /// side objects are gone is never served: publishing it would fail on every later run.
 fn decode_output(
     store: &Store,
-    stored: Option<(Digest, Vec<u8>)>,
+    stored: Option<(Digest, OutputBytes)>,
 ) -> Result<Option<(Digest, ItemOutput)>, StoreError> {
     let Some((digest, output)) = stored.and_then(|(digest, bytes)| {
         serde_json::from_slice::<ItemOutput>(&bytes)

@@ -167,7 +167,7 @@ impl ItemOutput {
         self.records
             .iter()
             .map(|record| {
-                serde_json::from_value(record.clone()).map_err(|error| {
+                T::deserialize(record).map_err(|error| {
                     StepError::Message(format!("decode an upstream record: {error}"))
                 })
             })
