@@ -256,6 +256,22 @@ impl Store {
         self.object_path(digest).is_file()
     }
 
+    /// True if the object is present and its bytes hash to its name, checked through the
+    /// remembered file digests ([`super::file_digests`]): an object whose stat has not changed since
+    /// it was last hashed is not read again (objects are never rewritten in place, so a changed
+    /// byte changes the stat). A damaged object is removed, as [`Store::get`] removes it.
+    pub fn has_intact(&self, digest: &Digest) -> Result<bool, StoreError> {
+        let path = self.object_path(digest);
+        match self.file_digest(&path)? {
+            None => Ok(false),
+            Some(found) if found == *digest => Ok(true),
+            Some(_) => {
+                let _ = fs::remove_file(&path);
+                Ok(false)
+            }
+        }
+    }
+
     /// The bytes of an object.
     ///
     /// Bytes that do not hash to `digest` (a flipped byte, a truncated file) are never served: the
@@ -723,6 +739,19 @@ mod tests {
         assert!(!path.exists(), "the corrupt object is removed");
         store.put(b"hello world").unwrap();
         assert_eq!(store.get(&digest).unwrap(), b"hello world");
+    }
+
+    #[test]
+    fn has_intact_finds_a_present_object_and_refuses_a_damaged_or_missing_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let digest = store.put(b"blob bytes").unwrap();
+        assert!(store.has_intact(&digest).unwrap());
+        let path = store.object_path(&digest);
+        std::fs::write(&path, b"blob bytez").unwrap();
+        assert!(!store.has_intact(&digest).unwrap());
+        assert!(!path.exists(), "the damaged object is removed");
+        assert!(!store.has_intact(&Digest::of(b"never stored")).unwrap());
     }
 
     #[test]

@@ -242,7 +242,7 @@ pub struct StepContext<'a> {
 impl StepContext<'_> {
     /// The step's `with:` parameters decoded as the kind's params type.
     pub fn params<T: DeserializeOwned>(&self) -> Result<T, StepError> {
-        serde_json::from_value(self.step.with.clone()).map_err(|error| {
+        T::deserialize(&self.step.with).map_err(|error| {
             StepError::Input(format!(
                 "step `{}`: invalid `with`: {error}",
                 self.step.name

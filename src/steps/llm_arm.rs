@@ -408,16 +408,18 @@ impl StepKind for LlmArm {
                     .flat_map(|claim| claim.assertions.iter().cloned())
                     .collect::<Vec<_>>(),
             );
+            // The same for every call about this commit: built once, cloned into each.
+            let commit_params = json!({
+                "question": question,
+                "call": call,
+                "repo": first.repo,
+                "parent": first.parent,
+                "commit": first.commit,
+                "sample": 0,
+            });
             let item = |id: &str, text: String| {
                 let mut planned = ItemPlan::new(id)
-                    .params(json!({
-                        "question": question,
-                        "call": call.clone(),
-                        "repo": first.repo,
-                        "parent": first.parent,
-                        "commit": first.commit,
-                        "sample": 0,
-                    }))
+                    .params(commit_params.clone())
                     .read("diff", diff_digest)
                     .file("prompt", prompt_digest)
                     .pool(Pool::Model(params.model.clone()));
