@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::cache::{Digest, KEY_SCHEMA, KeyParts, KeyRecord, Store, StoreError};
+use crate::cache::{Digest, KEY_SCHEMA, KeyParts, KeyRecord, OutputBytes, Store, StoreError};
 use crate::engine::dag::Dag;
 use crate::engine::events::{Event, Reporter};
 use crate::engine::pools::{PoolSizes, Pools};
@@ -405,35 +405,37 @@ impl<'a> Engine<'a> {
             })
             .collect();
 
-        let mut results: Vec<Option<ItemResult>> = vec![None; keyed.len()];
+        // A cached item's plan moves into its result; only the plans of misses stay behind.
+        let keys: Vec<Digest> = keyed.iter().map(|(_, key)| *key).collect();
+        let mut results: Vec<Option<ItemResult>> = Vec::with_capacity(keyed.len());
+        let mut pending: Vec<Option<(ItemPlan, Digest)>> = Vec::with_capacity(keyed.len());
         let mut misses = Vec::new();
-        for (index, (plan, key)) in keyed.iter().enumerate() {
-            match (!force).then(|| self.lookup(key)).transpose()?.flatten() {
+        for (index, (plan, key)) in keyed.into_iter().enumerate() {
+            match (!force).then(|| self.lookup(&key)).transpose()?.flatten() {
                 Some((digest, output)) => {
-                    results[index] = Some(ItemResult {
-                        plan: plan.clone(),
+                    results.push(Some(ItemResult {
+                        plan,
                         digest,
                         output: Arc::new(output),
                         cached: true,
-                    });
+                    }));
+                    pending.push(None);
                 }
-                None => misses.push(index),
+                None => {
+                    misses.push(index);
+                    results.push(None);
+                    pending.push(Some((plan, key)));
+                }
             }
         }
-        let planned_cached = keyed.len() - misses.len();
+        let keyed = pending;
+        // The cached items are counted here, not one event each: a reporter starts the step's
+        // progress at `cached`.
         self.reporter.event(&Event::StepPlanned {
             step: step.name.clone(),
-            total: keyed.len(),
-            cached: planned_cached,
+            total: keys.len(),
+            cached: keys.len() - misses.len(),
         });
-        for result in results.iter().flatten() {
-            self.reporter.event(&Event::ItemFinished {
-                step: step.name.clone(),
-                item: result.plan.id.clone(),
-                cached: true,
-                elapsed: Duration::ZERO,
-            });
-        }
 
         let job = Job {
             kind: kind.as_ref(),
@@ -447,7 +449,7 @@ impl<'a> Engine<'a> {
         let computed: Mutex<Vec<(usize, ItemResult)>> = Mutex::new(Vec::new());
         let failures: Mutex<Vec<ErrorClass>> = Mutex::new(Vec::new());
         let finish = |index: usize, outcome: Result<ItemResult, StepError>, started: Instant| {
-            let plan = &keyed[index].0;
+            let plan = &keyed[index].as_ref().expect("a miss").0;
             match outcome {
                 Ok(result) => {
                     self.reporter.event(&Event::ItemFinished {
@@ -473,7 +475,7 @@ impl<'a> Engine<'a> {
                 let next = AtomicUsize::new(0);
                 let workers = misses
                     .iter()
-                    .map(|&index| pools.capacity(&keyed[index].0.pool))
+                    .map(|&index| pools.capacity(&keyed[index].as_ref().expect("a miss").0.pool))
                     .max()
                     .unwrap_or(0)
                     .min(misses.len());
@@ -485,7 +487,7 @@ impl<'a> Engine<'a> {
                                 let Some(&index) = misses.get(position) else {
                                     break;
                                 };
-                                let (plan, key) = &keyed[index];
+                                let (plan, key) = keyed[index].as_ref().expect("a miss");
                                 let record = key_parts(kind.as_ref(), params, plan).to_record();
                                 let item_started = Instant::now();
                                 let outcome = self.compute(&job, plan, (&record, key));
@@ -500,7 +502,7 @@ impl<'a> Engine<'a> {
                     let mut running: FuturesUnordered<_> = misses
                         .iter()
                         .map(|&index| {
-                            let (plan, key) = &keyed[index];
+                            let (plan, key) = keyed[index].as_ref().expect("a miss");
                             let record = key_parts(kind.as_ref(), params, plan).to_record();
                             let job = &job;
                             async move {
@@ -526,7 +528,7 @@ impl<'a> Engine<'a> {
                 ErrorClass::Failure
             };
             return Err(Failure {
-                message: format!("{} of {} items failed", failures.len(), keyed.len()),
+                message: format!("{} of {} items failed", failures.len(), keys.len()),
                 class,
             });
         }
@@ -546,8 +548,8 @@ impl<'a> Engine<'a> {
             kind: step.uses.clone(),
             items: items
                 .iter()
-                .zip(&keyed)
-                .map(|(item, (_, key))| ItemState {
+                .zip(&keys)
+                .map(|(item, key)| ItemState {
                     id: item.plan.id.clone(),
                     key: *key,
                     output: item.digest,
@@ -764,7 +766,7 @@ impl<'a> Engine<'a> {
 /// side objects are gone is never served: publishing it would fail on every later run.
 fn decode_output(
     store: &Store,
-    stored: Option<(Digest, Vec<u8>)>,
+    stored: Option<(Digest, OutputBytes)>,
 ) -> Result<Option<(Digest, ItemOutput)>, StoreError> {
     let Some((digest, output)) = stored.and_then(|(digest, bytes)| {
         serde_json::from_slice::<ItemOutput>(&bytes)
@@ -774,10 +776,9 @@ fn decode_output(
         return Ok(None);
     };
     for blob in output.blobs.values() {
-        match store.get(blob) {
-            Ok(_) => {}
-            Err(StoreError::Missing(_)) => return Ok(None),
-            Err(error) => return Err(error),
+        // Through the stat cache: an unchanged blob is not read again on every re-run.
+        if !store.has_intact(blob)? {
+            return Ok(None);
         }
     }
     Ok(Some((digest, output)))

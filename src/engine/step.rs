@@ -127,7 +127,7 @@ impl ItemOutput {
         self.records
             .iter()
             .map(|record| {
-                serde_json::from_value(record.clone()).map_err(|error| StepError::Failed {
+                T::deserialize(record).map_err(|error| StepError::Failed {
                     context: "decode an upstream record".to_string(),
                     source: Box::new(error),
                 })
