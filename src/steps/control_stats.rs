@@ -15,6 +15,7 @@ use crate::stats::evaluation::{ArmInput, Origins};
 use crate::stats::{Evaluation, Resample};
 
 /// What both analyses read.
+#[derive(Clone)]
 pub struct ControlInputs<'a> {
     pub population: &'a [TruthRecord],
     pub origins: &'a Origins,
