@@ -9,6 +9,6 @@ pub(crate) mod suggest;
 mod validate;
 mod yaml;
 
-pub use diagnostic::{Diagnostic, Diagnostics};
+pub use diagnostic::{Diagnostic, DiagnosticKind, Diagnostics};
 pub use load::{load, load_str};
 pub use model::{ModelSpec, Pipeline, Price, RepoSource, RepoSpec, StepSpec};

@@ -6,7 +6,7 @@ use super::checker::{Checker, Fields};
 use super::json::to_json;
 use crate::pipeline::suggest;
 use crate::pipeline::yaml::{Node, Value};
-use crate::pipeline::{RepoSource, RepoSpec};
+use crate::pipeline::{DiagnosticKind, RepoSource, RepoSpec};
 
 /// The keys a repository entry may have.
 const KEYS: &[&str] = &[
@@ -177,7 +177,13 @@ fn source(checker: &mut Checker, fields: &Fields, owner: &str) -> Option<RepoSou
         key => {
             let path = checker.root.join(&text);
             if !path.is_dir() {
-                checker.error(
+                let kind = if path.exists() {
+                    DiagnosticKind::Invalid
+                } else {
+                    DiagnosticKind::MissingDirectory(text.clone().into())
+                };
+                checker.error_of_kind(
+                    kind,
                     entry.value.mark,
                     format!("`{key}` of {owner} names `{text}`, which is not a directory"),
                     Some(
