@@ -29,3 +29,4 @@ pub mod sandbox;
 pub mod slurm;
 pub mod stats;
 pub mod steps;
+pub mod syntax;

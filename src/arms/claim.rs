@@ -8,9 +8,9 @@ use std::collections::BTreeSet;
 use git2::Repository;
 use serde::Deserialize;
 
-use super::modules::ModuleIndex;
 use super::source::{RepoFiles, SourceError, TouchedFiles, touched_python_files};
 use crate::mining::test_files::TestFileRules;
+use crate::syntax::modules::ModuleIndex;
 
 /// Why a static arm could not judge a claim.
 #[derive(Debug, thiserror::Error)]

@@ -17,9 +17,9 @@ use serde_json::json;
 
 use super::claim::{ArmError, Change, Claim};
 use super::parse_cache::parse_at;
-use super::python_source::{Import, ParsedModule};
 use super::resolver::Resolver;
 use crate::records::{PredictionRecord, Verdict};
+use crate::syntax::python::{Import, ParsedModule};
 
 /// Options of the file-anchoring arm.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -3,15 +3,13 @@
 //! The baseline arms read no model: the constant arms ([`always`]), file anchoring
 //! ([`file_anchoring`], A3) and symbol anchoring ([`symbol_anchoring`], A4). Both anchoring arms read
 //! the repository at the parent and child commits straight from git ([`source`]), parse Python with a
-//! real parser ([`python_source`]) and name files as Python would ([`modules`]). The testmon arm
+//! real parser and name files as Python would ([`crate::syntax`]). The testmon arm
 //! ([`testmon`], A4b) asks the real pytest-testmon, which runs the parent's tests under coverage.
 
 pub mod always;
 pub mod claim;
 pub mod file_anchoring;
-pub mod modules;
 mod parse_cache;
-pub mod python_source;
 mod resolver;
 pub mod source;
 pub mod symbol_anchoring;

@@ -9,8 +9,8 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use super::python_source::{ParseFailure, ParsedModule};
 use super::source::{RepoFiles, SourceError};
+use crate::syntax::python::{ParseFailure, ParsedModule};
 
 /// Files kept before the cache is emptied.
 const CAPACITY: usize = 1024;

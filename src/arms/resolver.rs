@@ -10,9 +10,9 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use super::claim::{ArmError, Change};
-use super::modules::ModuleIndex;
 use super::parse_cache::parse_at;
-use super::python_source::{Definition, DefinitionKind, Import, ParsedModule};
+use crate::syntax::modules::ModuleIndex;
+use crate::syntax::python::{Definition, DefinitionKind, Import, ParsedModule};
 
 /// How deep re-exports and base classes are followed.
 pub(super) const MAX_DEPTH: usize = 8;

@@ -38,11 +38,11 @@ use super::claim::{ArmError, Change, Claim};
 use rustpython_parser::ast;
 
 use super::parse_cache::parse_at;
-use super::python_source::{
-    Definition, Fixture, ParsedModule, References, parameters, parse_function,
-};
 use super::resolver::{MAX_DEPTH, Resolver, Scope};
 use crate::records::{PredictionRecord, Verdict};
+use crate::syntax::python::{
+    Definition, Fixture, ParsedModule, References, parameters, parse_function,
+};
 
 /// The methods a test class runs before each test, whose names the test therefore depends on.
 const SETUP_METHODS: &[&str] = &[

@@ -32,7 +32,7 @@ use rustpython_parser::lexer::lex;
 use rustpython_parser::{Mode, Parse, Tok};
 use serde::{Deserialize, Serialize};
 
-use crate::arms::python_source::dedent;
+use crate::syntax::python::dedent;
 
 /// What replaces every docstring.
 pub const DOCSTRING: &str = "\"\"\"Check this case.\"\"\"";

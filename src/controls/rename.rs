@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::arms::Change;
-use crate::arms::python_source::{
+use crate::syntax::python::{
     Definition, DefinitionKind, ParseFailure, ParsedModule, References, parse_function,
 };
 

@@ -18,8 +18,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use crate::arms::modules::ModuleIndex;
-use crate::arms::python_source::{Import, ParsedModule};
+use crate::syntax::modules::ModuleIndex;
+use crate::syntax::python::{Import, ParsedModule};
 
 /// Directories never searched: version control, caches and environments, which hold no tests of
 /// the repository.

@@ -123,7 +123,7 @@ pub fn mark_paraphrased(evidence: &mut serde_json::Value) {
 /// Replaces the test `source` in `file` by `rewrite` (unindented), at the test's own indentation.
 /// The test is found as the one run of lines that equals `source` once both are dedented.
 fn replace_test(file: &str, source: &str, rewrite: &str) -> Result<String, String> {
-    let wanted = crate::arms::python_source::dedent(source);
+    let wanted = crate::syntax::python::dedent(source);
     let wanted: Vec<&str> = wanted.trim_end().lines().collect();
     let Some(first) = wanted.first() else {
         return Err("its source is empty".into());
@@ -135,7 +135,7 @@ fn replace_test(file: &str, source: &str, rewrite: &str) -> Result<String, Strin
             continue;
         }
         let block = lines[start..start + wanted.len()].join("\n");
-        let block = crate::arms::python_source::dedent(&block);
+        let block = crate::syntax::python::dedent(&block);
         if block.trim_end().lines().eq(wanted.iter().copied()) {
             matches.push(start);
         }

@@ -5,7 +5,6 @@
 //! the pipeline is left out with one line saying what would fill it. [`markdown`] and [`csv`] only
 //! render.
 
-pub mod controls;
 pub mod csv;
 pub mod files;
 pub mod markdown;

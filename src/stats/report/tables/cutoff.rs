@@ -1,10 +1,96 @@
-//! The report's sections for the splits and controls: the fixed-repository comparison across a
-//! training cutoff (Table IX) and the rename class.
+//! Table IX: one repository on both sides of a split or of a training cutoff.
 
-use super::tables::{Section, Table};
-use super::value::Value;
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{ReportConfig, Section, Table, context, list};
 use crate::controls::cutoff::{CutoffComparison, SideSummary};
+use crate::stats::confusion::Confusion;
 use crate::stats::document::StatsDocument;
+use crate::stats::report::value::Value;
+
+pub(super) fn cutoff(document: &StatsDocument, config: &ReportConfig) -> Vec<Section> {
+    let title = "Table IX. One repository on both sides of a split";
+    // Repositories listed under two names with the same source, evaluated together.
+    let mut by_source: BTreeMap<&str, Vec<(&str, &str)>> = BTreeMap::new();
+    for (name, info) in &document.repositories {
+        if let Some(split) = info.split.as_deref()
+            && document.by_repository.contains_key(name)
+        {
+            by_source
+                .entry(info.source.as_str())
+                .or_default()
+                .push((name.as_str(), split));
+        }
+    }
+    by_source.retain(|_, names| {
+        names
+            .iter()
+            .map(|(_, split)| *split)
+            .collect::<BTreeSet<_>>()
+            .len()
+            > 1
+    });
+    let arms: Vec<&String> = config
+        .cutoff
+        .iter()
+        .filter(|arm| document.arms.contains_key(*arm))
+        .collect();
+    if by_source.is_empty() || arms.is_empty() {
+        return vec![Section::Omitted {
+            title: title.to_string(),
+            needs: "it needs one repository (the same url or path) listed under two splits and \
+                    scored together (no `split:` on the stats step), and one of the arms \
+                    configured for it."
+                .into(),
+        }];
+    }
+    by_source
+        .into_iter()
+        .enumerate()
+        .map(|(index, (source, repositories))| {
+            let mut columns = vec!["arm".to_string()];
+            for (name, split) in &repositories {
+                columns.push(format!("{split} ({name}) precision"));
+                columns.push(format!("{split} ({name}) recall"));
+            }
+            let rows = arms
+                .iter()
+                .map(|arm| {
+                    let mut row = vec![Value::text(arm.as_str())];
+                    for (name, _) in &repositories {
+                        let confusion: Confusion = document.by_repository[*name]
+                            .get(*arm)
+                            .copied()
+                            .unwrap_or_default();
+                        row.push(Value::Rate(confusion.precision()));
+                        row.push(Value::Rate(confusion.recall()));
+                    }
+                    row
+                })
+                .collect();
+            let counts: Vec<String> = repositories
+                .iter()
+                .map(|(name, split)| {
+                    let any = document.by_repository[*name].values().next().copied();
+                    let confusion = any.unwrap_or_default();
+                    format!(
+                        "{split}: {} claims, {} flipped",
+                        confusion.total(),
+                        confusion.flipped()
+                    )
+                })
+                .collect();
+            Section::Table(Table {
+                slug: format!("table9_fixed_repository_{}", index + 1),
+                title: format!("{title}: `{source}`"),
+                context: format!("{} · {}", context(document), counts.join("; ")),
+                columns,
+                rows,
+                notes: vec![],
+            })
+        })
+        .collect()
+}
 
 fn side_context(label: &str, side: &SideSummary) -> String {
     format!(
@@ -85,7 +171,7 @@ fn ordering_note(comparison: &CutoffComparison) -> String {
 }
 
 /// Table IX from a `cutoff` step: all repositories, then each repository on both sides.
-pub fn cutoff(document: &StatsDocument) -> Option<Vec<Section>> {
+pub(super) fn across(document: &StatsDocument) -> Option<Vec<Section>> {
     let comparison = document.cutoff.as_ref()?;
     let date = &comparison.cutoff.text;
     let mut notes = vec![ordering_note(comparison)];
@@ -136,69 +222,4 @@ pub fn cutoff(document: &StatsDocument) -> Option<Vec<Section>> {
         )));
     }
     Some(sections)
-}
-
-fn list(names: &[String]) -> String {
-    if names.is_empty() {
-        "none".into()
-    } else {
-        names.join(", ")
-    }
-}
-
-/// Recall on flips caused by a pure rename of a referenced symbol, per split.
-pub fn rename_class(document: &StatsDocument) -> Option<Section> {
-    let stats = document.rename_class.as_ref()?;
-    let title = "Rename class".to_string();
-    let arms: Vec<&String> = stats
-        .splits
-        .first()
-        .map(|split| split.detected.keys().collect())
-        .unwrap_or_default();
-    let mut rows = Vec::new();
-    for split in &stats.splits {
-        let n = split.flipped.len() as u64;
-        for arm in &arms {
-            let detected = split.detected.get(*arm).copied().unwrap_or(0);
-            rows.push(vec![
-                Value::text(&split.split),
-                Value::text(arm.as_str()),
-                Value::Count(n),
-                Value::Count(detected),
-                if split.evaluable {
-                    Value::Rate(split.recall.get(*arm).copied().flatten())
-                } else {
-                    Value::text(format!("not evaluable (n = {n})"))
-                },
-            ]);
-        }
-    }
-    let mut notes = vec![format!(
-        "A claim is in the class when its test references a symbol its commit removed and added \
-         back, body unchanged, under another name, and it flipped; a recall is given only from \
-         {} such claims on.",
-        stats.min_evaluable
-    )];
-    for split in &stats.splits {
-        notes.push(format!(
-            "{}: {} flipped ({}), {} held claims reference a renamed symbol too.",
-            split.split,
-            split.flipped.len(),
-            list(&split.flipped),
-            split.held
-        ));
-    }
-    if stats.splits.is_empty() {
-        notes.push("No claim references a purely renamed symbol: the class is empty.".into());
-    }
-    Some(Section::Table(Table {
-        slug: "rename_class".into(),
-        title,
-        context: "Per split, over every labelled claim of the oracle".into(),
-        columns: ["split", "arm", "flipped in class", "detected", "recall"]
-            .map(str::to_string)
-            .to_vec(),
-        rows,
-        notes,
-    }))
 }

@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::python_source::Import;
+use super::python::Import;
 
 /// The Python files of one commit, by module name.
 #[derive(Debug, Clone, Default)]
