@@ -162,7 +162,7 @@ fn room_left(dir: &Path) -> Result<(), RunnerError> {
             source: std::io::Error::last_os_error(),
         });
     }
-    let available = u64::from(stats.f_bavail).saturating_mul(u64::from(stats.f_frsize));
+    let available = stats.f_bavail.saturating_mul(stats.f_frsize);
     let state = if stats.f_flag & libc::ST_RDONLY != 0 {
         "read-only"
     } else if available < FULL_BELOW {
