@@ -5,7 +5,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::cutoff::CutoffSummary;
 use crate::controls::cutoff::{CutoffComparison, IntervalSettings, compare_across};
 use crate::controls::rename::{RenameClaim, RenameClassStats, rename_class};
 use crate::engine::StepOutput;
@@ -36,13 +35,7 @@ impl ControlInputs<'_> {
         if self.population.is_empty() {
             return Ok(None);
         }
-        let summary: CutoffSummary = split
-            .items
-            .iter()
-            .flat_map(|item| item.output.records.iter())
-            .find(|record| record.get("record").and_then(|value| value.as_str()) == Some("cutoff"))
-            .and_then(|record| serde_json::from_value(record.clone()).ok())
-            .ok_or_else(|| format!("step `{}` has no cutoff summary record", split.step))?;
+        let summary = super::cutoff::summary_of(split)?;
         let evaluation = Evaluation::build(self.population, self.origins, self.arms, self.in_split)
             .map_err(|error| error.to_string())?;
         let arms: Vec<String> = evaluation

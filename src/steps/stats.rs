@@ -696,13 +696,7 @@ fn post_cutoff(
     controls: &super::control_stats::ControlInputs,
     renames: Option<&StepOutput>,
 ) -> Result<PostCutoff, String> {
-    let summary: super::cutoff::CutoffSummary = split
-        .items
-        .iter()
-        .flat_map(|item| item.output.records.iter())
-        .find(|record| record.get("record").and_then(|value| value.as_str()) == Some("cutoff"))
-        .and_then(|record| serde_json::from_value(record.clone()).ok())
-        .ok_or_else(|| format!("step `{}` has no cutoff summary record", split.step))?;
+    let summary = super::cutoff::summary_of(split)?;
     let population = super::selection::truth_records(split);
     let after: BTreeSet<&str> = population
         .iter()

@@ -413,6 +413,24 @@ fn mount_namespaces() -> Result<(), String> {
     }
 }
 
+/// The fixture repository, or `None` (the reason printed) where the kernel forbids the
+/// namespaces these tests mount in.
+fn namespaces_and_fixture() -> Option<FixtureRepo> {
+    if let Err(reason) = mount_namespaces() {
+        eprintln!("skipped: this kernel forbids a user + mount namespace ({reason})");
+        return None;
+    }
+    Some(crate::invariants::repro_smoke::fixture())
+}
+
+/// A project over `repository` with its (empty) workdir and the `phases/` directory made.
+fn namespaced_project(repository: &FixtureRepo) -> Project {
+    let project = project(repository.path());
+    std::fs::create_dir_all(project.path("phases")).unwrap();
+    std::fs::create_dir_all(project.path(".claimflow")).unwrap();
+    project
+}
+
 /// Runs `script` with `sh` in a fresh user + mount namespace, in the project root, with
 /// `$CLAIMFLOW` the binary and `$WORKDIR` the project's workdir; each `claimflow` step of the
 /// script writes its exit code and output under `phases/` (outside the workdir, which the script
@@ -481,14 +499,10 @@ fn results_are_whole(project: &Project) {
 /// workdir completes.
 #[test]
 fn a_read_only_workdir_is_named_in_the_error_and_nothing_is_half_written() {
-    if let Err(reason) = mount_namespaces() {
-        eprintln!("skipped: this kernel forbids a user + mount namespace ({reason})");
+    let Some(repository) = namespaces_and_fixture() else {
         return;
-    }
-    let repository = crate::invariants::repro_smoke::fixture();
-    let project = project(repository.path());
-    std::fs::create_dir_all(project.path("phases")).unwrap();
-    std::fs::create_dir_all(project.path(".claimflow")).unwrap();
+    };
+    let project = namespaced_project(&repository);
     let script = format!(
         "set -e\nmount --bind \"$WORKDIR\" \"$WORKDIR\"\nmount -o remount,bind,ro \"$WORKDIR\"\nset +e\n{}",
         phase_line("run", "run pipeline.yaml -q")
@@ -530,24 +544,20 @@ fn a_read_only_workdir_is_named_in_the_error_and_nothing_is_half_written() {
 /// pytest run that could not write its output on a full disk exited 120 and was cached as the
 /// claims' label (`unknown_at_parent`), served again once there was room.
 ///
-/// A full workdir (a tmpfs half the size the run needs, over it): the run fails with an error naming the path it could
-/// not write and the lack of space; the cache then verifies (nothing half-stored is served) and
-/// no result file is torn; with room again the same workdir completes the run and its results
-/// equal a run that never lacked room.
+/// A full workdir (a tmpfs half the size the run needs, over it): the run fails with an error
+/// naming the path it could not write and the lack of space; the cache then verifies (nothing
+/// half-stored is served) and no result file is torn; with room again the same workdir completes
+/// the run and its results equal a run that never lacked room.
 #[test]
 fn a_full_workdir_is_named_in_the_error_and_nothing_is_half_written() {
-    if let Err(reason) = mount_namespaces() {
-        eprintln!("skipped: this kernel forbids a user + mount namespace ({reason})");
+    let Some(repository) = namespaces_and_fixture() else {
         return;
-    }
-    let repository = crate::invariants::repro_smoke::fixture();
+    };
     let reference = project(repository.path());
     reference.ok(&["run", "pipeline.yaml", "-q"]);
     let expected = results(&reference);
 
-    let project = project(repository.path());
-    std::fs::create_dir_all(project.path("phases")).unwrap();
-    std::fs::create_dir_all(project.path(".claimflow")).unwrap();
+    let project = namespaced_project(&repository);
     // Half of what the uninterrupted run's workdir holds: the run fills it midway.
     let full_at = kilobytes_in(&reference.path(".claimflow")) / 2;
     let script = format!(
