@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 
 use claimflow::cache::Digest;
 use claimflow::engine::{
-    Engine, ItemOutput, ItemPlan, ItemResult, ParamSpec, RunOptions, Silent, StepContext,
-    StepError, StepKind, Upstream,
+    Engine, ItemOutput, ItemPlan, ItemResult, NoParams, ParamsDecl, Role, RunOptions, Silent,
+    StepContext, StepError, StepKind, Upstream,
 };
 use claimflow::models::{ChatRequest, ModelClient, Provider, Question};
 use claimflow::pipeline::{ModelSpec, load_str};
@@ -98,8 +98,11 @@ impl StepKind for ClaimsFromFile {
     fn about(&self) -> &'static str {
         "claims read from claims.json"
     }
-    fn params(&self) -> &'static [ParamSpec] {
-        &[]
+    fn params(&self) -> ParamsDecl {
+        ParamsDecl::of::<NoParams>()
+    }
+    fn role(&self, _: &claimflow::pipeline::StepSpec) -> Role {
+        Role::Claims
     }
     fn items(&self, ctx: &StepContext, _: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
         let bytes = std::fs::read(ctx.root.join("claims.json")).unwrap();

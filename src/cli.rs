@@ -92,6 +92,8 @@ pub enum Verb {
         #[arg(long, value_enum, default_value = "dot")]
         format: GraphFormat,
     },
+    /// Print the JSON Schema of pipeline steps (each kind's `with:`), for editors' YAML servers.
+    Schema,
     /// Inspect or clean the cache.
     Cache {
         #[command(subcommand)]
@@ -211,7 +213,6 @@ pub fn run(cli: Cli) -> Result<()> {
                 }
             }
             let progress = std::sync::Arc::new(Progress::new(verbosity));
-            crate::notes::install(progress.clone());
             let mut engine = Engine::new(&pipeline, &registry, progress.as_ref())?;
             if executor.unwrap_or(pipeline.executor.kind) == ExecutorKind::Slurm {
                 let slurm = SlurmExecutor::new(&pipeline, &engine.store)
@@ -224,8 +225,10 @@ pub fn run(cli: Cli) -> Result<()> {
                 pytest_slots: pytest_slots.unwrap_or(defaults.pytest_slots),
                 force: force.into_iter().collect(),
                 until,
+                offline,
+                ..defaults
             };
-            crate::engine::set_offline(offline);
+            crate::process_groups::cancel_on_stop(options.cancel.clone());
             let summary = engine.run(&options)?;
             if verbosity == Verbosity::Normal {
                 // Said once the run is through, not before it: a pipeline refused at planning
@@ -308,6 +311,12 @@ pub fn run(cli: Cli) -> Result<()> {
                 GraphFormat::Mermaid => dag.mermaid(),
             };
             write!(std::io::stdout().lock(), "{text}")?;
+            Ok(())
+        }
+        Verb::Schema => {
+            let mut out = std::io::stdout().lock();
+            serde_json::to_writer_pretty(&mut out, &registry.schema())?;
+            writeln!(out)?;
             Ok(())
         }
         Verb::Cache { action } => cache(action, &root, &registry),

@@ -18,7 +18,6 @@ pub mod engine;
 pub mod local_model;
 pub mod mining;
 pub mod models;
-pub mod notes;
 pub mod oracle;
 pub mod pipeline;
 pub mod process_groups;

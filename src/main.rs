@@ -35,7 +35,7 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
             match error.downcast_ref::<EngineError>() {
-                Some(EngineError::Input(_)) => {
+                Some(EngineError::Input(_) | EngineError::StepsRejectedInput(_)) => {
                     eprintln!("error: {error}");
                     ExitCode::from(2)
                 }

@@ -135,6 +135,18 @@ pub fn on_stop(name: &'static str, action: fn()) {
         .insert(name, action);
 }
 
+/// The cancellation tokens of the runs in this process, fired when a signal stops it.
+static TOKENS: Mutex<Vec<tokio_util::sync::CancellationToken>> = Mutex::new(Vec::new());
+
+/// Fires `token` when SIGINT or SIGTERM stops the process: in-flight async items stop where they
+/// wait, before the groups are killed, so none of them is cached half-done.
+pub fn cancel_on_stop(token: tokio_util::sync::CancellationToken) {
+    TOKENS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .push(token);
+}
+
 /// The write end of the signal pipe (-1 until [`stop_on_signals`] ran).
 static SIGNAL_PIPE: AtomicI32 = AtomicI32::new(-1);
 
@@ -199,6 +211,13 @@ pub fn stop_on_signals() -> io::Result<()> {
                 .collect();
             for action in actions {
                 action();
+            }
+            for token in TOKENS
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .iter()
+            {
+                token.cancel();
             }
             stop_all();
             std::process::exit(128 + i32::from(byte));

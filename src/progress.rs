@@ -162,6 +162,16 @@ impl Reporter for Progress {
                 self.line(&format!("{step}: skipped ({because})"))
             }
             Event::Note { step, message } => self.line(&format!("{step}: {message}")),
+            Event::ItemRetry {
+                step,
+                item,
+                attempt,
+                delay,
+                error,
+            } => self.line(&format!(
+                "{step}: item `{item}` failed transiently ({error}); retry {attempt} in {:.1}s",
+                delay.as_secs_f64()
+            )),
         }
     }
 }

@@ -291,6 +291,8 @@ mod tests {
                     uses: "command".to_string(),
                     needs: needs.iter().map(|need| (*need).to_string()).collect(),
                     with: serde_json::json!({}),
+                    params: crate::engine::ParsedParams::of(crate::engine::NoParams {}),
+                    role: crate::engine::Role::Other,
                     line: line + 1,
                 })
                 .collect(),

@@ -25,6 +25,14 @@ pub enum Event {
         item: String,
         error: String,
     },
+    /// One item failed transiently and is tried again after `delay` (attempt `attempt`, from 1).
+    ItemRetry {
+        step: String,
+        item: String,
+        attempt: u32,
+        delay: Duration,
+        error: String,
+    },
     /// A step finished: `computed` items were run, `cached` came from the cache.
     StepFinished {
         step: String,

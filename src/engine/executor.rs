@@ -14,11 +14,15 @@ use crate::engine::events::{Event, Reporter};
 use crate::engine::pools::{PoolSizes, Pools};
 use crate::engine::state::{ItemState, RunState, StepState};
 use crate::engine::{
-    ItemOutput, ItemPlan, ItemResult, Pool, StepContext, StepError, StepKind, StepOutput, Upstream,
+    ErrorClass, Execution, ItemOutput, ItemPlan, ItemResult, Pool, RetryPolicy, StepContext,
+    StepError, StepKind, StepOutput, Upstream,
 };
 use crate::pipeline::{Pipeline, StepSpec};
 use crate::slurm::executor::SlurmExecutor;
 use crate::steps::Registry;
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use tokio_util::sync::CancellationToken;
 
 /// How a run is carried out. None of it enters a key.
 #[derive(Debug, Clone)]
@@ -31,6 +35,12 @@ pub struct RunOptions {
     pub force: BTreeSet<String>,
     /// Run only this step and the steps it needs (`--until`).
     pub until: Option<String>,
+    /// How transient failures are retried.
+    pub retry: RetryPolicy,
+    /// Fired to stop the run (Ctrl-C, SIGTERM): in-flight items stop and are not cached.
+    pub cancel: CancellationToken,
+    /// No network requests (`--offline`).
+    pub offline: bool,
 }
 
 impl Default for RunOptions {
@@ -43,6 +53,9 @@ impl Default for RunOptions {
             pytest_slots: cores,
             force: BTreeSet::new(),
             until: None,
+            retry: RetryPolicy::default(),
+            cancel: CancellationToken::new(),
+            offline: false,
         }
     }
 }
@@ -59,13 +72,21 @@ pub enum EngineError {
     /// One or more steps failed (exit code 1); their errors were reported as events.
     #[error("{} step{} failed: {}", .0.len(), if .0.len() == 1 { "" } else { "s" }, .0.join(", "))]
     StepsFailed(Vec<String>),
+    /// One or more steps found the user's input wrong while running (exit code 2); their errors
+    /// were reported as events.
+    #[error("{} step{} found the input wrong: {}", .0.len(), if .0.len() == 1 { "" } else { "s" }, .0.join(", "))]
+    StepsRejectedInput(Vec<String>),
 }
 
 /// What happened to one step in a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StepStatus {
-    Done { computed: usize, cached: usize },
-    Failed(String),
+    Done {
+        computed: usize,
+        cached: usize,
+    },
+    /// The step failed; its error's class says whether the input was wrong.
+    Failed(String, ErrorClass),
     Skipped(String),
 }
 
@@ -110,6 +131,27 @@ pub struct Engine<'a> {
     pub slurm: Option<Arc<SlurmExecutor>>,
 }
 
+/// Why a step failed, with its class.
+struct Failure {
+    message: String,
+    class: ErrorClass,
+}
+
+impl Failure {
+    fn of(error: &StepError) -> Self {
+        Failure {
+            message: error.chain(),
+            class: error.class(),
+        }
+    }
+}
+
+impl From<StoreError> for Failure {
+    fn from(error: StoreError) -> Self {
+        Failure::of(&StepError::Store(error))
+    }
+}
+
 enum Finished {
     Done(Arc<StepOutput>),
     Failed,
@@ -144,7 +186,12 @@ impl<'a> Engine<'a> {
         })
     }
 
-    pub(crate) fn context<'c>(&'c self, step: &'c StepSpec) -> StepContext<'c> {
+    pub(crate) fn context<'c>(
+        &'c self,
+        step: &'c StepSpec,
+        cancel: &CancellationToken,
+        offline: bool,
+    ) -> StepContext<'c> {
         StepContext {
             pipeline: self.pipeline,
             step,
@@ -152,6 +199,9 @@ impl<'a> Engine<'a> {
             workdir: &self.pipeline.workdir,
             results: &self.pipeline.results,
             store: &self.store,
+            cancel: cancel.clone(),
+            offline,
+            reporter: self.reporter,
         }
     }
 
@@ -180,13 +230,14 @@ impl<'a> Engine<'a> {
     /// Runs the preflight check of every selected step, in file order, before anything is
     /// computed: a repository that cannot be fetched, a missing branch or a listed commit that is
     /// not on it stops the run here with exit code 2.
-    pub fn preflight(&self, selected: &BTreeSet<String>) -> Result<(), EngineError> {
+    pub fn preflight(&self, selected: &BTreeSet<String>, offline: bool) -> Result<(), EngineError> {
+        let cancel = CancellationToken::new();
         for step in &self.pipeline.steps {
             if !selected.contains(&step.name) {
                 continue;
             }
             self.kind(step)?
-                .preflight(&self.context(step))
+                .preflight(&self.context(step, &cancel, offline))
                 .map_err(|error| EngineError::Input(format!("step `{}`: {error}", step.name)))?;
         }
         Ok(())
@@ -203,7 +254,7 @@ impl<'a> Engine<'a> {
         }
         let selected = self.selected(options.until.as_deref())?;
         let _lock = self.store.lock_shared()?;
-        self.preflight(&selected)?;
+        self.preflight(&selected, options.offline)?;
         // The local model a step starts lives as long as the run.
         let _local_model = crate::local_model::RunScope::enter();
         let pools = Pools::new(PoolSizes {
@@ -260,26 +311,22 @@ impl<'a> Engine<'a> {
                             });
                             (Finished::Skipped, StepStatus::Skipped(because))
                         }
-                        Ok(upstream) => {
-                            match self.run_step(
-                                step,
-                                &upstream,
-                                pools,
-                                options.force.contains(&step.name),
-                            ) {
-                                Ok((output, computed, cached)) => (
-                                    Finished::Done(Arc::new(output)),
-                                    StepStatus::Done { computed, cached },
-                                ),
-                                Err(error) => {
-                                    self.reporter.event(&Event::StepFailed {
-                                        step: step.name.clone(),
-                                        error: error.clone(),
-                                    });
-                                    (Finished::Failed, StepStatus::Failed(error))
-                                }
+                        Ok(upstream) => match self.run_step(step, &upstream, pools, options) {
+                            Ok((output, computed, cached)) => (
+                                Finished::Done(Arc::new(output)),
+                                StepStatus::Done { computed, cached },
+                            ),
+                            Err(failure) => {
+                                self.reporter.event(&Event::StepFailed {
+                                    step: step.name.clone(),
+                                    error: failure.message.clone(),
+                                });
+                                (
+                                    Finished::Failed,
+                                    StepStatus::Failed(failure.message, failure.class),
+                                )
                             }
-                        }
+                        },
                     };
                     statuses
                         .lock()
@@ -308,38 +355,50 @@ impl<'a> Engine<'a> {
                 )
             })
             .collect();
-        let failed: Vec<String> = steps
-            .iter()
-            .filter(|(_, status)| matches!(status, StepStatus::Failed(_)))
-            .map(|(name, _)| name.clone())
-            .collect();
-        if failed.is_empty() {
-            Ok(RunSummary { steps })
-        } else {
+        let failed = |input: bool| -> Vec<String> {
+            steps
+                .iter()
+                .filter(|(_, status)| match status {
+                    StepStatus::Failed(_, class) => (*class == ErrorClass::Input) == input,
+                    _ => false,
+                })
+                .map(|(name, _)| name.clone())
+                .collect()
+        };
+        let (rejected, failed) = (failed(true), failed(false));
+        if !rejected.is_empty() {
+            Err(EngineError::StepsRejectedInput(rejected))
+        } else if !failed.is_empty() {
             Err(EngineError::StepsFailed(failed))
+        } else {
+            Ok(RunSummary { steps })
         }
     }
 
     /// Plans, computes and publishes one step. Returns its output and (computed, cached) counts, or
-    /// the error message (already specific) on failure.
+    /// the failure (already specific) with its class.
     fn run_step(
         &self,
         step: &StepSpec,
         upstream: &Upstream,
         pools: &Pools,
-        force: bool,
-    ) -> Result<(StepOutput, usize, usize), String> {
+        options: &RunOptions,
+    ) -> Result<(StepOutput, usize, usize), Failure> {
+        let force = options.force.contains(&step.name);
         let started = Instant::now();
-        let kind = self.kind(step).map_err(|error| error.to_string())?;
-        let ctx = self.context(step);
+        let kind = self.kind(step).map_err(|error| Failure {
+            message: error.to_string(),
+            class: ErrorClass::Input,
+        })?;
+        let ctx = self.context(step, &options.cancel, options.offline);
         let plans = kind
             .items(&ctx, upstream)
-            .map_err(|error| error.to_string())?;
-        check_unique_ids(&plans).map_err(|error| error.to_string())?;
+            .map_err(|error| Failure::of(&error))?;
+        check_unique_ids(&plans).map_err(|error| Failure::of(&error))?;
         // Each item is hashed once: the lookup, the computation and the run state share the key.
         // The key is hashed from parts borrowed from the plan; the owned key record is made only for
         // an item that is computed.
-        let params = kind.key_params(&step.with);
+        let params = step.params.key();
         let keyed: Vec<(ItemPlan, Digest)> = plans
             .into_iter()
             .map(|plan| {
@@ -351,12 +410,7 @@ impl<'a> Engine<'a> {
         let mut results: Vec<Option<ItemResult>> = vec![None; keyed.len()];
         let mut misses = Vec::new();
         for (index, (plan, key)) in keyed.iter().enumerate() {
-            match (!force)
-                .then(|| self.lookup(key))
-                .transpose()
-                .map_err(|e| e.to_string())?
-                .flatten()
-            {
+            match (!force).then(|| self.lookup(key)).transpose()?.flatten() {
                 Some((digest, output)) => {
                     results[index] = Some(ItemResult {
                         plan: plan.clone(),
@@ -383,60 +437,100 @@ impl<'a> Engine<'a> {
             });
         }
 
+        let job = Job {
+            kind: kind.as_ref(),
+            ctx: &ctx,
+            step,
+            upstream,
+            pools,
+            force,
+            retry: options.retry,
+        };
         let computed: Mutex<Vec<(usize, ItemResult)>> = Mutex::new(Vec::new());
-        let failures = AtomicUsize::new(0);
-        let next = AtomicUsize::new(0);
-        let workers = misses
-            .iter()
-            .map(|&index| pools.capacity(&keyed[index].0.pool))
-            .max()
-            .unwrap_or(0)
-            .min(misses.len());
-        std::thread::scope(|scope| {
-            for _ in 0..workers {
-                scope.spawn(|| {
-                    loop {
-                        let position = next.fetch_add(1, Ordering::SeqCst);
-                        let Some(&index) = misses.get(position) else {
-                            break;
-                        };
-                        let (plan, key) = &keyed[index];
-                        let record = key_parts(kind.as_ref(), &params, plan).to_record();
-                        let item_started = Instant::now();
-                        match self.compute(
-                            kind.as_ref(),
-                            &ctx,
-                            step,
-                            plan,
-                            (&record, key),
-                            upstream,
-                            (pools, force),
-                        ) {
-                            Ok(result) => {
-                                self.reporter.event(&Event::ItemFinished {
-                                    step: step.name.clone(),
-                                    item: plan.id.clone(),
-                                    cached: result.cached,
-                                    elapsed: item_started.elapsed(),
-                                });
-                                computed.lock().expect("results lock").push((index, result));
+        let failures: Mutex<Vec<ErrorClass>> = Mutex::new(Vec::new());
+        let finish = |index: usize, outcome: Result<ItemResult, StepError>, started: Instant| {
+            let plan = &keyed[index].0;
+            match outcome {
+                Ok(result) => {
+                    self.reporter.event(&Event::ItemFinished {
+                        step: step.name.clone(),
+                        item: plan.id.clone(),
+                        cached: result.cached,
+                        elapsed: started.elapsed(),
+                    });
+                    computed.lock().expect("results lock").push((index, result));
+                }
+                Err(error) => {
+                    failures.lock().expect("results lock").push(error.class());
+                    self.reporter.event(&Event::ItemFailed {
+                        step: step.name.clone(),
+                        item: plan.id.clone(),
+                        error: error.chain(),
+                    });
+                }
+            }
+        };
+        match kind.execution() {
+            Execution::Blocking => {
+                let next = AtomicUsize::new(0);
+                let workers = misses
+                    .iter()
+                    .map(|&index| pools.capacity(&keyed[index].0.pool))
+                    .max()
+                    .unwrap_or(0)
+                    .min(misses.len());
+                std::thread::scope(|scope| {
+                    for _ in 0..workers {
+                        scope.spawn(|| {
+                            loop {
+                                let position = next.fetch_add(1, Ordering::SeqCst);
+                                let Some(&index) = misses.get(position) else {
+                                    break;
+                                };
+                                let (plan, key) = &keyed[index];
+                                let record = key_parts(kind.as_ref(), params, plan).to_record();
+                                let item_started = Instant::now();
+                                let outcome = self.compute(&job, plan, (&record, key));
+                                finish(index, outcome, item_started);
                             }
-                            Err(error) => {
-                                failures.fetch_add(1, Ordering::SeqCst);
-                                self.reporter.event(&Event::ItemFailed {
-                                    step: step.name.clone(),
-                                    item: plan.id.clone(),
-                                    error: error.to_string(),
-                                });
-                            }
-                        }
+                        });
                     }
                 });
             }
-        });
-        let failed = failures.load(Ordering::SeqCst);
-        if failed > 0 {
-            return Err(format!("{failed} of {} items failed", keyed.len()));
+            Execution::Async => {
+                super::runtime::runtime().block_on(async {
+                    let mut running: FuturesUnordered<_> = misses
+                        .iter()
+                        .map(|&index| {
+                            let (plan, key) = &keyed[index];
+                            let record = key_parts(kind.as_ref(), params, plan).to_record();
+                            let job = &job;
+                            async move {
+                                let item_started = Instant::now();
+                                let outcome = self.compute_async(job, plan, (&record, key)).await;
+                                (index, outcome, item_started)
+                            }
+                        })
+                        .collect();
+                    while let Some((index, outcome, item_started)) = running.next().await {
+                        finish(index, outcome, item_started);
+                    }
+                });
+            }
+        }
+        let failures = failures.into_inner().expect("results lock");
+        if !failures.is_empty() {
+            let class = if failures.contains(&ErrorClass::Input) {
+                ErrorClass::Input
+            } else if failures.contains(&ErrorClass::Cancelled) {
+                ErrorClass::Cancelled
+            } else {
+                ErrorClass::Failure
+            };
+            return Err(Failure {
+                message: format!("{} of {} items failed", failures.len(), keyed.len()),
+                class,
+            });
         }
         for (index, result) in computed.into_inner().expect("results lock") {
             results[index] = Some(result);
@@ -446,8 +540,10 @@ impl<'a> Engine<'a> {
             .map(|result| result.expect("every item has a result"))
             .collect();
 
-        kind.publish(&ctx, &items)
-            .map_err(|error| format!("publish: {error}"))?;
+        kind.publish(&ctx, &items).map_err(|error| Failure {
+            message: format!("publish: {}", error.chain()),
+            class: error.class(),
+        })?;
         let state = StepState {
             kind: step.uses.clone(),
             items: items
@@ -462,7 +558,10 @@ impl<'a> Engine<'a> {
         };
         self.state
             .save(&step.name, &state)
-            .map_err(|error| error.to_string())?;
+            .map_err(|error| Failure {
+                message: error.to_string(),
+                class: ErrorClass::Failure,
+            })?;
         // An item another run computed while this one waited for its lock was not computed here.
         let computed_count = items.iter().filter(|item| !item.cached).count();
         let cached = items.len() - computed_count;
@@ -476,6 +575,7 @@ impl<'a> Engine<'a> {
             StepOutput {
                 step: step.name.clone(),
                 kind: step.uses.clone(),
+                role: step.role.clone(),
                 items,
             },
             computed_count,
@@ -488,60 +588,163 @@ impl<'a> Engine<'a> {
         decode_output(&self.store, self.store.cached_output(key)?)
     }
 
-    /// Computes one item and caches it: output object first, action record last. It holds the key's
-    /// lock while it does, and takes the cache's result instead if another run computed the item
-    /// while this one waited for the lock.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "the pieces of one item's computation, all borrowed"
-    )]
+    /// The cached result of `key`, taken under its lock: another run may have computed the item
+    /// while this one waited for the lock (a forced step computes it regardless).
+    fn cached_under_lock(
+        &self,
+        plan: &ItemPlan,
+        key: &Digest,
+        force: bool,
+    ) -> Result<Option<ItemResult>, StepError> {
+        let found = if force {
+            None
+        } else {
+            decode_output(&self.store, self.store.cached_output_now(key)?)?
+        };
+        Ok(found.map(|(digest, output)| ItemResult {
+            plan: plan.clone(),
+            digest,
+            output: Arc::new(output),
+            cached: true,
+        }))
+    }
+
+    /// The delay before retrying `plan` after `error`, reported as a progress event; `None` when
+    /// the error is not transient or the retries are spent.
+    fn retry_delay(
+        &self,
+        job: &Job,
+        plan: &ItemPlan,
+        attempt: u32,
+        error: &StepError,
+    ) -> Option<Duration> {
+        let StepError::Transient { retry_after, .. } = error else {
+            return None;
+        };
+        let delay = job.retry.delay(attempt, *retry_after, &plan.id)?;
+        self.reporter.event(&Event::ItemRetry {
+            step: job.step.name.clone(),
+            item: plan.id.clone(),
+            attempt,
+            delay,
+            error: error.chain(),
+        });
+        Some(delay)
+    }
+
+    /// Computes one item on this thread and caches it: output object first, action record last.
+    /// It holds the key's lock while it does, and takes the cache's result instead if another run
+    /// computed the item while this one waited for the lock. A transient failure is retried with
+    /// backoff, the pool's slot given back while it waits.
     fn compute(
         &self,
-        kind: &dyn StepKind,
-        ctx: &StepContext,
-        step: &StepSpec,
+        job: &Job,
         plan: &ItemPlan,
         (record, key): (&KeyRecord, &Digest),
-        upstream: &Upstream,
-        (pools, force): (&Pools, bool),
     ) -> Result<ItemResult, StepError> {
         // The key's lock comes before the pool's slot: an item another step or run is computing
         // is waited for without holding a slot (two rankings share commits, and the oracle's
         // slots are pytest processes), and the order is the same everywhere, so no two workers
         // each hold what the other waits for.
         let _lock = self.store.lock_key(key)?;
-        // Another run may have computed the item while this one waited for its lock; a forced
-        // step computes it regardless.
-        let cached = if force {
-            None
-        } else {
-            decode_output(&self.store, self.store.cached_output_now(key)?)?
-        };
-        if let Some((digest, output)) = cached {
-            return Ok(ItemResult {
-                plan: plan.clone(),
-                digest,
-                output: Arc::new(output),
-                cached: true,
-            });
+        if let Some(result) = self.cached_under_lock(plan, key, job.force)? {
+            return Ok(result);
         }
-        let _slot = pools.acquire(&plan.pool);
-        if plan.pool == Pool::Pytest
-            && let Some(slurm) = &self.slurm
-        {
-            return self.compute_on_slurm(
-                slurm,
-                (kind, step, plan),
-                (record, key),
-                upstream,
-                force,
-            );
+        let mut attempt = 0;
+        loop {
+            if job.ctx.cancel.is_cancelled() {
+                return Err(StepError::Cancelled);
+            }
+            let slot = job.pools.acquire(&plan.pool);
+            if plan.pool == Pool::Pytest
+                && let Some(slurm) = &self.slurm
+            {
+                let result = self.compute_on_slurm(
+                    slurm,
+                    (job.kind, job.step, plan),
+                    (record, key),
+                    job.upstream,
+                    job.force,
+                );
+                drop(slot);
+                return result;
+            }
+            let started = Instant::now();
+            let outcome = job.kind.run(job.ctx, plan, job.upstream);
+            drop(slot);
+            match outcome {
+                Ok(output) => return self.store_output(job, plan, record, key, output, started),
+                Err(error) => {
+                    attempt += 1;
+                    let delay = self.retry_delay(job, plan, attempt, &error).ok_or(error)?;
+                    let until = Instant::now() + delay;
+                    while Instant::now() < until {
+                        if job.ctx.cancel.is_cancelled() {
+                            return Err(StepError::Cancelled);
+                        }
+                        std::thread::sleep(
+                            until
+                                .saturating_duration_since(Instant::now())
+                                .min(Duration::from_millis(50)),
+                        );
+                    }
+                }
+            }
         }
-        let started = Instant::now();
-        let output = kind.run(ctx, plan, upstream)?;
+    }
+
+    /// [`Self::compute`] for an item computed as a future: the pool's permit is awaited, and the
+    /// cancellation token stops the item wherever it waits; a stopped item caches nothing.
+    async fn compute_async(
+        &self,
+        job: &Job<'_>,
+        plan: &ItemPlan,
+        (record, key): (&KeyRecord, &Digest),
+    ) -> Result<ItemResult, StepError> {
+        let cancel = &job.ctx.cancel;
+        let _lock = self.store.lock_key(key)?;
+        if let Some(result) = self.cached_under_lock(plan, key, job.force)? {
+            return Ok(result);
+        }
+        let mut attempt = 0;
+        loop {
+            let slot = tokio::select! {
+                slot = job.pools.acquire_async(&plan.pool) => slot,
+                () = cancel.cancelled() => return Err(StepError::Cancelled),
+            };
+            let started = Instant::now();
+            let outcome = tokio::select! {
+                outcome = job.kind.run_async(job.ctx, plan, job.upstream) => outcome,
+                () = cancel.cancelled() => return Err(StepError::Cancelled),
+            };
+            drop(slot);
+            match outcome {
+                Ok(output) => return self.store_output(job, plan, record, key, output, started),
+                Err(error) => {
+                    attempt += 1;
+                    let delay = self.retry_delay(job, plan, attempt, &error).ok_or(error)?;
+                    tokio::select! {
+                        () = tokio::time::sleep(delay) => {}
+                        () = cancel.cancelled() => return Err(StepError::Cancelled),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Checks an item's output and stores it: output object first, action record last.
+    fn store_output(
+        &self,
+        job: &Job,
+        plan: &ItemPlan,
+        record: &KeyRecord,
+        key: &Digest,
+        output: ItemOutput,
+        started: Instant,
+    ) -> Result<ItemResult, StepError> {
         let digest = store_result(
             &self.store,
-            &step.name,
+            &job.step.name,
             plan,
             (record, key),
             &output,
@@ -636,9 +839,20 @@ pub fn store_result(
     Ok(store.record_action(record, &bytes, step, took.as_secs_f64())?)
 }
 
+/// What every item of one step's computation shares.
+struct Job<'a> {
+    kind: &'a dyn StepKind,
+    ctx: &'a StepContext<'a>,
+    step: &'a StepSpec,
+    upstream: &'a Upstream,
+    pools: &'a Pools,
+    force: bool,
+    retry: RetryPolicy,
+}
+
 /// The key record of an item of `step`.
 pub fn key_record(kind: &dyn StepKind, step: &StepSpec, plan: &ItemPlan) -> KeyRecord {
-    key_parts(kind, &kind.key_params(&step.with), plan).to_record()
+    key_parts(kind, step.params.key(), plan).to_record()
 }
 
 /// The parts of an item's key record, borrowed from its plan; `params` is the step's

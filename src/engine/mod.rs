@@ -5,12 +5,23 @@
 //! then lets the step kind publish its result files from every item's output.
 
 mod dag;
+pub mod params;
+mod retry;
+mod role;
+mod runtime;
 mod step;
 
 pub use dag::{Dag, DagError};
+pub use params::{
+    ListOrGlob, ModelName, NoParams, ParamSpec, ParamType, Params, ParamsDecl, ParsedParams,
+    ProjectFile, RepoName, StepName,
+};
+pub use retry::RetryPolicy;
+pub use role::Role;
+pub use runtime::runtime;
 pub use step::{
-    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, PipelineProblem, Pool, StepContext,
-    StepError, StepKind, StepOutput, Upstream,
+    ErrorClass, Execution, ItemFuture, ItemOutput, ItemPlan, ItemResult, PipelineProblem, Pool,
+    StepContext, StepError, StepKind, StepOutput, Upstream,
 };
 
 mod events;
@@ -26,16 +37,3 @@ pub use executor::{
 pub use plan::{ItemExplanation, Plan, StepPlan};
 pub use pools::{PoolSizes, Pools};
 pub use state::{ItemState, RunState, StepState, live_set};
-
-static OFFLINE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Forbids network access for the rest of the process (`run --offline`): step kinds that would
-/// fetch a repository or call a model check [`offline`] and use only what is cached.
-pub fn set_offline(offline: bool) {
-    OFFLINE.store(offline, std::sync::atomic::Ordering::SeqCst);
-}
-
-/// True when the run must make no network requests.
-pub fn offline() -> bool {
-    OFFLINE.load(std::sync::atomic::Ordering::SeqCst)
-}

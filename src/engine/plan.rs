@@ -56,7 +56,7 @@ impl Engine<'_> {
     /// Plans every step (or those `until` covers), without computing anything.
     pub fn plan(&self, force: &[String], until: Option<&str>) -> Result<Plan, EngineError> {
         let selected = self.selected(until)?;
-        self.preflight(&selected)?;
+        self.preflight(&selected, false)?;
         let mut known: BTreeMap<String, Arc<StepOutput>> = BTreeMap::new();
         let mut steps = Vec::new();
         for name in self.order()? {
@@ -130,6 +130,7 @@ impl Engine<'_> {
                     Arc::new(StepOutput {
                         step: name.clone(),
                         kind: step.uses.clone(),
+                        role: step.role.clone(),
                         items,
                     }),
                 );
@@ -207,6 +208,7 @@ impl Engine<'_> {
         Ok(StepOutput {
             step: name.to_string(),
             kind: step.uses.clone(),
+            role: step.role.clone(),
             items,
         })
     }
@@ -214,11 +216,12 @@ impl Engine<'_> {
     fn key_items(&self, name: &str, upstream: &Upstream) -> Result<Keyed, EngineError> {
         let step = self.pipeline.step(name).expect("step exists");
         let kind = self.kind(step)?;
-        let ctx = self.context(step);
+        // Planning stops for nothing and fetches what it must to key the items.
+        let ctx = self.context(step, &tokio_util::sync::CancellationToken::new(), false);
         let plans = kind
             .items(&ctx, upstream)
             .map_err(|error| EngineError::Input(format!("step `{name}`: {error}")))?;
-        let params = kind.key_params(&step.with);
+        let params = step.params.key().clone();
         let mut hits = Vec::with_capacity(plans.len());
         for plan in &plans {
             let key = key_parts(kind.as_ref(), &params, plan).digest();

@@ -1,9 +1,14 @@
-//! Named resource pools: a counting semaphore per pool, shared by every step of a run, so that
-//! independent steps running at once still respect `-j`, the pytest slots and each model's
-//! request concurrency.
+//! Named resource pools: a semaphore per pool, shared by every step of a run, so that independent
+//! steps running at once still respect `-j`, the pytest slots and each model's request
+//! concurrency. Threads (blocking items) and futures (async items) take permits of the same
+//! semaphores, so a pool is bounded whichever way its items run.
 
 use std::collections::BTreeMap;
-use std::sync::{Condvar, Mutex};
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::Pool;
 
@@ -30,22 +35,19 @@ impl PoolSizes {
 /// The semaphores of one run.
 pub struct Pools {
     sizes: PoolSizes,
-    in_use: Mutex<BTreeMap<Pool, usize>>,
-    freed: Condvar,
+    semaphores: Mutex<BTreeMap<Pool, Arc<Semaphore>>>,
 }
 
 /// A held slot; released on drop.
-pub struct Slot<'a> {
-    pools: &'a Pools,
-    pool: Pool,
+pub struct Slot {
+    _permit: OwnedSemaphorePermit,
 }
 
 impl Pools {
     pub fn new(sizes: PoolSizes) -> Self {
         Pools {
             sizes,
-            in_use: Mutex::new(BTreeMap::new()),
-            freed: Condvar::new(),
+            semaphores: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -54,28 +56,50 @@ impl Pools {
         self.sizes.capacity(pool)
     }
 
-    /// Blocks until a slot of `pool` is free, and takes it.
-    pub fn acquire(&self, pool: &Pool) -> Slot<'_> {
-        let capacity = self.capacity(pool);
-        let mut in_use = self.in_use.lock().expect("pool lock");
-        while in_use.get(pool).copied().unwrap_or(0) >= capacity {
-            in_use = self.freed.wait(in_use).expect("pool lock");
-        }
-        *in_use.entry(pool.clone()).or_insert(0) += 1;
-        Slot {
-            pools: self,
-            pool: pool.clone(),
-        }
+    fn semaphore(&self, pool: &Pool) -> Arc<Semaphore> {
+        let mut semaphores = self.semaphores.lock().expect("pool lock");
+        Arc::clone(
+            semaphores
+                .entry(pool.clone())
+                .or_insert_with(|| Arc::new(Semaphore::new(self.capacity(pool)))),
+        )
+    }
+
+    /// Waits for a slot of `pool` (in a future), and takes it.
+    pub async fn acquire_async(&self, pool: &Pool) -> Slot {
+        let permit = self
+            .semaphore(pool)
+            .acquire_owned()
+            .await
+            .expect("pool semaphores are never closed");
+        Slot { _permit: permit }
+    }
+
+    /// Blocks the thread until a slot of `pool` is free, and takes it.
+    pub fn acquire(&self, pool: &Pool) -> Slot {
+        block_on(self.acquire_async(pool))
     }
 }
 
-impl Drop for Slot<'_> {
-    fn drop(&mut self) {
-        let mut in_use = self.pools.in_use.lock().expect("pool lock");
-        if let Some(count) = in_use.get_mut(&self.pool) {
-            *count -= 1;
+/// Wakes a parked thread.
+struct Unpark(std::thread::Thread);
+
+impl Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Runs a future that needs no runtime (a semaphore's wait) to completion on this thread.
+fn block_on<F: Future>(future: F) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut context = Context::from_waker(&waker);
+    loop {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
+            return output;
         }
-        self.pools.freed.notify_all();
+        std::thread::park();
     }
 }
 
@@ -105,5 +129,43 @@ mod tests {
             }
         });
         assert_eq!(peak.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn futures_and_threads_share_a_model_pool() {
+        let pools = Pools::new(PoolSizes {
+            cpu: 1,
+            pytest: 1,
+            models: BTreeMap::from([("m".to_string(), 3)]),
+        });
+        let model = Pool::Model("m".into());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let running = AtomicUsize::new(0);
+        let peak = AtomicUsize::new(0);
+        let work = || async {
+            let _slot = pools.acquire_async(&model).await;
+            let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+            peak.fetch_max(now, Ordering::SeqCst);
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            running.fetch_sub(1, Ordering::SeqCst);
+        };
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                for _ in 0..4 {
+                    let _slot = pools.acquire(&model);
+                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                    peak.fetch_max(now, Ordering::SeqCst);
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                    running.fetch_sub(1, Ordering::SeqCst);
+                }
+            });
+            runtime.block_on(async {
+                tokio::join!(work(), work(), work(), work(), work(), work());
+            });
+        });
+        assert!(peak.load(Ordering::SeqCst) <= 3);
     }
 }

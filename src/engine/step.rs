@@ -4,77 +4,26 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
 
+use super::events::{Event, Reporter};
+use super::params::{Params, ParamsDecl};
+use super::role::Role;
 use crate::cache::{Digest, Store, StoreError};
 use crate::pipeline::{Pipeline, StepSpec};
-
-/// The type a `with:` parameter must have; the loader checks it with positions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ParamType {
-    String,
-    Integer,
-    Number,
-    Bool,
-    /// One of the listed strings.
-    Enum(&'static [&'static str]),
-    /// A list of strings.
-    StringList,
-    /// A project-relative file that must exist; its content enters the keys of the step's items.
-    File,
-    /// The name of a `models:` entry.
-    Model,
-    /// The name of a step (a control naming the arm it wraps).
-    Step,
-    /// The name of a `repos:` entry.
-    Repo,
-    /// A list of step names.
-    StepList,
-    /// A list of strings, or a single string (a glob): `foreach:`.
-    StringOrList,
-    /// A map or any value the step kind checks itself.
-    Any,
-}
-
-/// One parameter a step kind accepts under `with:`.
-#[derive(Debug, Clone, Copy)]
-pub struct ParamSpec {
-    pub name: &'static str,
-    pub ty: ParamType,
-    pub required: bool,
-    /// One line for `--help`-style listings and hints.
-    pub help: &'static str,
-}
-
-impl ParamSpec {
-    /// An optional parameter.
-    pub const fn optional(name: &'static str, ty: ParamType, help: &'static str) -> Self {
-        ParamSpec {
-            name,
-            ty,
-            required: false,
-            help,
-        }
-    }
-
-    /// A required parameter.
-    pub const fn required(name: &'static str, ty: ParamType, help: &'static str) -> Self {
-        ParamSpec {
-            name,
-            ty,
-            required: true,
-            help,
-        }
-    }
-}
 
 /// The resource pool an item's computation runs in.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Pool {
     /// CPU-bound work, capped by `-j`.
     Cpu,
-    /// pytest processes, capped by the oracle's slots.
+    /// pytest processes, capped by `--pytest-slots` (the oracle's `slots`).
     Pytest,
     /// Request slots of one `models:` entry, capped by its `concurrency`.
     Model(String),
@@ -118,6 +67,19 @@ impl ItemPlan {
 
     pub fn read(mut self, name: impl Into<String>, digest: Digest) -> Self {
         self.reads.insert(name.into(), digest);
+        self
+    }
+
+    /// Reads every item of each of `outputs`, under `<step>/<item>`: the single item that gathers
+    /// whole upstream steps (a sample, a split, a pairing, the statistics, the report) reruns
+    /// exactly when one of their outputs changed.
+    pub fn read_outputs<'o>(mut self, outputs: impl IntoIterator<Item = &'o StepOutput>) -> Self {
+        for output in outputs {
+            for item in &output.items {
+                self.reads
+                    .insert(format!("{}/{}", output.step, item.plan.id), item.digest);
+            }
+        }
         self
     }
 
@@ -167,8 +129,9 @@ impl ItemOutput {
         self.records
             .iter()
             .map(|record| {
-                serde_json::from_value(record.clone()).map_err(|error| {
-                    StepError::Message(format!("decode an upstream record: {error}"))
+                serde_json::from_value(record.clone()).map_err(|error| StepError::Failed {
+                    context: "decode an upstream record".to_string(),
+                    source: Box::new(error),
                 })
             })
             .collect()
@@ -191,6 +154,8 @@ pub struct ItemResult {
 pub struct StepOutput {
     pub step: String,
     pub kind: String,
+    /// What its records are, as its kind declares.
+    pub role: Role,
     pub items: Vec<ItemResult>,
 }
 
@@ -212,12 +177,14 @@ pub struct Upstream {
 }
 
 impl Upstream {
-    /// The outputs of the first needed step of kind `kind`.
-    pub fn of_kind(&self, kind: &str) -> Option<&StepOutput> {
-        self.steps
-            .values()
-            .find(|output| output.kind == kind)
-            .map(Arc::as_ref)
+    /// The outputs of the needed steps whose role matches, in name order.
+    pub fn with_role(&self, matches: impl Fn(&Role) -> bool) -> impl Iterator<Item = &StepOutput> {
+        self.all().filter(move |output| matches(&output.role))
+    }
+
+    /// The output of the first needed step whose role matches.
+    pub fn first_with_role(&self, matches: impl Fn(&Role) -> bool) -> Option<&StepOutput> {
+        self.with_role(matches).next()
     }
 
     /// Every needed step's output, in name order.
@@ -237,17 +204,49 @@ pub struct StepContext<'a> {
     /// The pipeline's results directory.
     pub results: &'a Path,
     pub store: &'a Store,
+    /// Fired on Ctrl-C or SIGTERM (or by the caller): in-flight work stops, and nothing it did
+    /// half is cached.
+    pub cancel: CancellationToken,
+    /// The run must make no network requests (`run --offline`): use only what is cached.
+    pub offline: bool,
+    /// Where notes and progress go.
+    pub reporter: &'a dyn Reporter,
 }
 
-impl StepContext<'_> {
-    /// The step's `with:` parameters decoded as the kind's params type.
-    pub fn params<T: DeserializeOwned>(&self) -> Result<T, StepError> {
-        serde_json::from_value(self.step.with.clone()).map_err(|error| {
-            StepError::Input(format!(
-                "step `{}`: invalid `with`: {error}",
-                self.step.name
+impl<'a> StepContext<'a> {
+    /// The context of `step` of `pipeline`, paths taken from the pipeline: nothing cancelled,
+    /// network allowed, notes dropped (the engine sets its own; tests and tools use this).
+    pub fn new(pipeline: &'a Pipeline, step: &'a StepSpec, store: &'a Store) -> Self {
+        StepContext {
+            pipeline,
+            step,
+            root: &pipeline.root,
+            workdir: &pipeline.workdir,
+            results: &pipeline.results,
+            store,
+            cancel: CancellationToken::new(),
+            offline: false,
+            reporter: &super::events::Silent,
+        }
+    }
+
+    /// The step's parameters, parsed when the pipeline loaded, as the kind's struct.
+    pub fn params<P: Params>(&self) -> Result<&P, StepError> {
+        self.step.params.get::<P>().ok_or_else(|| {
+            StepError::Invariant(format!(
+                "step `{}`: its parameters were not parsed as `{}`",
+                self.step.name,
+                std::any::type_name::<P>()
             ))
         })
+    }
+
+    /// Tells the user `message` while an item runs (a fallback taken, a slow download).
+    pub fn note(&self, message: &str) {
+        self.reporter.event(&Event::Note {
+            step: self.step.name.clone(),
+            message: message.to_string(),
+        });
     }
 
     /// Where a step's own result file named `file` goes, relative to the results directory:
@@ -304,12 +303,22 @@ impl StepContext<'_> {
     }
 }
 
-/// Why a step kind failed; the message names the step, item or path.
+/// Why a step kind failed; the message names the step, item or path. The class of the error
+/// ([`StepError::class`]) decides what happens next: input errors exit 2 wherever they are found,
+/// transient ones are retried by the engine, the rest fail the step (exit 1). Sources are kept, and
+/// the message the user sees is the whole chain ([`StepError::chain`]).
 #[derive(Debug, thiserror::Error)]
 pub enum StepError {
     /// A computation failed.
     #[error("{0}")]
     Message(String),
+    /// A computation failed, because of `source`.
+    #[error("{context}")]
+    Failed {
+        context: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// A file could not be read or written.
     #[error("{context}: {source}")]
     Io {
@@ -323,9 +332,83 @@ pub enum StepError {
     /// The user's input is wrong (exit code 2).
     #[error("{0}")]
     Input(String),
+    /// Worth trying again (a rate limit, a dropped connection, an index that did not answer): the
+    /// engine retries the item with backoff, after `retry_after` when the other side said so.
+    #[error("{message}")]
+    Transient {
+        message: String,
+        retry_after: Option<Duration>,
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
+    /// The run was stopped (Ctrl-C, SIGTERM) while the item ran.
+    #[error("stopped before it finished")]
+    Cancelled,
     /// The cache failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// What a failure means for the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ErrorClass {
+    /// The user's input is wrong: exit 2.
+    Input,
+    /// Worth retrying.
+    Transient,
+    /// The run was stopped.
+    Cancelled,
+    /// The step failed: exit 1.
+    Failure,
+}
+
+impl StepError {
+    /// A failure with its cause kept.
+    pub fn failed(
+        context: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        StepError::Failed {
+            context: context.into(),
+            source: source.into(),
+        }
+    }
+
+    /// A transient failure, retried after `retry_after` if given, else with backoff.
+    pub fn transient(message: impl Into<String>, retry_after: Option<Duration>) -> Self {
+        StepError::Transient {
+            message: message.into(),
+            retry_after,
+            source: None,
+        }
+    }
+
+    /// What the failure means for the run.
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            StepError::Input(_) => ErrorClass::Input,
+            StepError::Transient { .. } => ErrorClass::Transient,
+            StepError::Cancelled => ErrorClass::Cancelled,
+            _ => ErrorClass::Failure,
+        }
+    }
+
+    /// The message with every cause it carries, outermost first (`a: b: c`); a cause the message
+    /// already quotes is not repeated.
+    pub fn chain(&self) -> String {
+        let mut message = self.to_string();
+        let mut source = std::error::Error::source(self);
+        while let Some(cause) = source {
+            let text = cause.to_string();
+            if !message.contains(&text) {
+                message.push_str(": ");
+                message.push_str(&text);
+            }
+            source = cause.source();
+        }
+        message
+    }
 }
 
 /// A problem a step kind finds, at load time, in how one of its steps fits the rest of the
@@ -343,11 +426,44 @@ pub struct PipelineProblem {
     pub hint: String,
 }
 
+/// A future computing one item (see [`StepKind::run_async`]).
+pub type ItemFuture<'a> = Pin<Box<dyn Future<Output = Result<ItemOutput, StepError>> + Send + 'a>>;
+
+/// How the engine computes a kind's items.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Execution {
+    /// [`StepKind::run`] on a thread of the item's pool (CPU work, a child process).
+    Blocking,
+    /// [`StepKind::run_async`] on the engine's tokio runtime: many items in flight at once (HTTP
+    /// requests), each holding a permit of its pool (`Pool::Model(name)`: the model's
+    /// `concurrency`) while it runs.
+    Async,
+}
+
 /// A kind of step: what `uses:` names.
 ///
-/// The engine calls [`items`](StepKind::items) once the needed steps have finished, computes each item
-/// whose key is missing with [`run`](StepKind::run) (concurrently, in the item's pool), and then
-/// calls [`publish`](StepKind::publish) with every item's output, cached or fresh.
+/// The engine calls [`items`](StepKind::items) once the needed steps have finished, computes each
+/// item whose key is missing with [`run`](StepKind::run) or [`run_async`](StepKind::run_async)
+/// (concurrently, in the item's pool), and then calls [`publish`](StepKind::publish) with every
+/// item's output, cached or fresh.
+///
+/// # Writing a new kind
+/// - **Parameters**: one struct deriving `Deserialize`, `Serialize` and `JsonSchema` (see
+///   [`crate::engine::params`] for defaults, ranges, help and fields kept out of the key);
+///   `fn params(&self) -> ParamsDecl { ParamsDecl::of::<MyParams>() }`. The loader checks and parses
+///   it; the code reads it with `ctx.params::<MyParams>()?`, never `with:`.
+/// - **Role**: [`role`](StepKind::role) says what the records are, from the parsed parameters. A
+///   strategy that predicts (a model arm, a prose arm) returns [`Role::Predictions`] with its
+///   paper strategy id (`a5`, `a6_risk`) and its model; a control returns [`Role::Control`] naming
+///   the arm step it wraps; a step that samples labels returns [`Role::LabelSample`]. `stats` and
+///   `report` read roles only, so a new arm needs no edit there.
+/// - **Async items**: return [`Execution::Async`] from [`execution`](StepKind::execution) and
+///   implement [`run_async`](StepKind::run_async); give items `Pool::Model(name)`. Return
+///   [`StepError::Transient`] for what is worth retrying (the engine backs off, never caches it)
+///   and watch `ctx.cancel` in long waits.
+/// - **Version**: [`version`](StepKind::version) enters every key of the kind; bump it when its
+///   output for the same inputs may change. An arm kind that holds several strategies versions
+///   each one through its item params or `tools`, so changing one does not invalidate the others.
 pub trait StepKind: Send + Sync {
     /// The name used in `uses:`.
     fn name(&self) -> &'static str;
@@ -358,13 +474,12 @@ pub trait StepKind: Send + Sync {
     /// One line describing the kind.
     fn about(&self) -> &'static str;
 
-    /// The parameters accepted under `with:`.
-    fn params(&self) -> &'static [ParamSpec];
+    /// The struct its `with:` parses into.
+    fn params(&self) -> ParamsDecl;
 
-    /// The `with:` parameters that enter keys. By default all of them; a kind drops those that
-    /// cannot change results (timeouts, slot counts).
-    fn key_params(&self, with: &serde_json::Value) -> serde_json::Value {
-        with.clone()
+    /// What the records of `step` (a step of this kind, parameters parsed) are.
+    fn role(&self, _step: &StepSpec) -> Role {
+        Role::Other
     }
 
     /// Checks, when the pipeline loads, what the parameter types cannot: how `step` relates to
@@ -380,16 +495,37 @@ pub trait StepKind: Send + Sync {
         Ok(())
     }
 
+    /// Whether items are computed by [`run`](StepKind::run) or [`run_async`](StepKind::run_async).
+    fn execution(&self) -> Execution {
+        Execution::Blocking
+    }
+
     /// Splits the step into items, given the outputs of the steps it needs.
     fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError>;
 
     /// Computes one item. Called only on a cache miss; must not write result files.
     fn run(
         &self,
-        ctx: &StepContext,
+        _ctx: &StepContext,
         item: &ItemPlan,
-        upstream: &Upstream,
-    ) -> Result<ItemOutput, StepError>;
+        _upstream: &Upstream,
+    ) -> Result<ItemOutput, StepError> {
+        Err(StepError::Invariant(format!(
+            "`{}` computes item {} as a future, not on a thread",
+            self.name(),
+            item.id
+        )))
+    }
+
+    /// Computes one item as a future ([`Execution::Async`]). Called only on a cache miss.
+    fn run_async<'a>(
+        &'a self,
+        ctx: &'a StepContext<'a>,
+        item: &'a ItemPlan,
+        upstream: &'a Upstream,
+    ) -> ItemFuture<'a> {
+        Box::pin(std::future::ready(self.run(ctx, item, upstream)))
+    }
 
     /// Writes the step's result files from all its items' outputs (cached or fresh), in item order.
     fn publish(&self, ctx: &StepContext, items: &[ItemResult]) -> Result<(), StepError>;

@@ -17,7 +17,6 @@ use std::sync::Once;
 
 use git2::{Blob, Delta, DiffFile, FileMode, Oid, Repository};
 use rayon::prelude::*;
-use serde::{Deserialize, Serialize};
 
 use super::MiningError;
 use super::assertions::is_assertion_line;
@@ -26,14 +25,7 @@ use super::reformat::AddedText;
 use super::test_files::{FileClass, TestFileRules, is_python};
 use super::tree_diff::{find_renames, side_path, tree_diff};
 
-/// Whether merge commits on the first-parent chain are scored (against their first parent).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Merges {
-    #[default]
-    Include,
-    Skip,
-}
+pub use crate::pipeline::Merges;
 
 /// What one first-parent commit changed.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,7 +12,9 @@ use super::history::CommitScore;
 use crate::records::CommitRecord;
 
 /// What a commit is ranked by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum RankBy {
     /// Assertion lines deleted from test files (not those a reformat or move added back).

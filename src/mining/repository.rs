@@ -49,14 +49,18 @@ pub fn clone_dir(workdir: &Path, repo: &str) -> PathBuf {
 }
 
 /// Makes `spec` available (cloning or fetching a `url:` entry, materializing a `corpus:` entry) and
-/// resolves its branch. Network and disk writes happen here, never in [`locate`]. Offline
-/// (`run --offline`), a `url:` entry uses its existing clone as it is.
-pub fn prepare(spec: &RepoSpec, workdir: &Path) -> Result<PreparedRepository, MiningError> {
+/// resolves its branch. Network and disk writes happen here, never in [`locate`]. `offline`
+/// (`run --offline`): a `url:` entry uses its existing clone as it is.
+pub fn prepare(
+    spec: &RepoSpec,
+    workdir: &Path,
+    offline: bool,
+) -> Result<PreparedRepository, MiningError> {
     let path = match &spec.source {
         RepoSource::Url(url) => {
             let dir = clone_dir(workdir, &spec.name);
             let fresh = !dir.join("HEAD").exists();
-            if !crate::engine::offline() && fresh {
+            if !offline && fresh {
                 // A first clone that fails (the URL does not answer, the branch is not there)
                 // leaves nothing behind in the workdir.
                 let prepared = fetch(spec, url, &dir).and_then(|()| resolve(spec, dir.clone()));
@@ -70,7 +74,7 @@ pub fn prepare(spec: &RepoSpec, workdir: &Path) -> Result<PreparedRepository, Mi
                 }
                 return prepared;
             }
-            if crate::engine::offline() {
+            if offline {
                 if !dir.join("HEAD").exists() {
                     return Err(MiningError::Source {
                         repo: spec.name.clone(),
@@ -200,17 +204,6 @@ fn hint_from(mut names: Vec<String>, branch: &str) -> String {
 /// exclusive lock beside it makes the second wait and then fetch what little is new, instead of
 /// initializing or writing packs into a directory the first is still filling.
 fn fetch(spec: &RepoSpec, url: &str, dir: &Path) -> Result<(), MiningError> {
-    if crate::engine::offline() {
-        // `run --offline`: mine what was fetched before, as it was.
-        return if dir.join("HEAD").exists() {
-            Ok(())
-        } else {
-            Err(MiningError::Source {
-                repo: spec.name.clone(),
-                message: format!("never fetched from {url}, and --offline forbids fetching it now"),
-            })
-        };
-    }
     let _lock = lock_clone(dir)?;
     let repository = if dir.join("HEAD").exists() {
         open_at(&spec.name, dir)?

@@ -70,22 +70,12 @@ impl TestFileRules {
         Ok(TestFileRules { patterns })
     }
 
-    /// The rules for one repository: its own `test_patterns` (`RepoSpec::extra`) when it names them,
+    /// The rules for one repository: its own `test_patterns` when it names them,
     /// else `step_patterns` (a step's `with: test_patterns`), else the defaults. Every step that
     /// asks "is this a test file" about a repository should ask through this, so ranking, the
     /// oracle and the source-only diff agree.
     pub fn for_repository(spec: &RepoSpec, step_patterns: &[String]) -> Result<Self, MiningError> {
-        match spec.extra.get("test_patterns") {
-            Some(value) => {
-                let patterns: Vec<String> =
-                    serde_json::from_value(value.clone()).map_err(|_| MiningError::Setting {
-                        repo: spec.name.clone(),
-                        message: format!("`test_patterns` must be a list of globs, not {value}"),
-                    })?;
-                Self::new(&patterns)
-            }
-            None => Self::new(step_patterns),
-        }
+        Self::new(spec.test_patterns.as_deref().unwrap_or(step_patterns))
     }
 
     /// The patterns as written, in order (for keys and records).

@@ -9,7 +9,19 @@ use serde::{Deserialize, Serialize};
 use super::request::{AnswerFormat, boolean_object, enum_object};
 
 /// The question a model arm asks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Question {
     /// Does the diff preserve behaviour? Diff only, one call per commit.

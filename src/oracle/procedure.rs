@@ -60,7 +60,9 @@ pub enum ProcedureError {
 }
 
 /// What to do with claims whose restored test file no longer imports at the child.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ImportErrorPolicy {
     /// Discard them (the default): no test ran, so there is no execution verdict.

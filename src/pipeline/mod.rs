@@ -11,4 +11,4 @@ mod yaml;
 
 pub use diagnostic::{Diagnostic, DiagnosticKind, Diagnostics};
 pub use load::{load, load_str};
-pub use model::{ModelSpec, Pipeline, Price, RepoSource, RepoSpec, StepSpec};
+pub use model::{Merges, ModelSpec, Pipeline, Price, RepoSource, RepoSpec, StepSpec};

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::engine::{ParsedParams, Role};
 use crate::models::Provider;
 
 /// A loaded and validated pipeline.
@@ -65,9 +66,23 @@ pub struct RepoSpec {
     pub split: Option<String>,
     /// Interpreters to try, newest first; empty means choose automatically.
     pub python: Vec<String>,
-    /// Extra `with`-style settings for mining (test-file globs, dependencies); kept raw for the
-    /// step kinds that read them.
-    pub extra: BTreeMap<String, serde_json::Value>,
+    /// Globs that make a path a test file in this repository; they win over a step's own.
+    pub test_patterns: Option<Vec<String>>,
+    /// Requirement specifiers pinned into every environment built for it.
+    pub dependencies: Vec<String>,
+    /// Whether merge commits are scored; wins over a step's own `merges`.
+    pub merges: Option<Merges>,
+}
+
+/// Whether merge commits on the first-parent chain are scored (against their first parent).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Merges {
+    #[default]
+    Include,
+    Skip,
 }
 
 /// Where a repository comes from.
@@ -178,8 +193,42 @@ pub struct StepSpec {
     /// The step kind.
     pub uses: String,
     pub needs: Vec<String>,
-    /// The `with:` parameters as JSON (maps sorted, so canonical).
+    /// The `with:` parameters as written, as JSON (maps sorted, so canonical).
     pub with: serde_json::Value,
+    /// The parameters parsed into the kind's struct, once, when the pipeline loaded.
+    #[serde(skip)]
+    pub params: ParsedParams,
+    /// What the step's records are, as its kind declares from the parameters.
+    #[serde(skip)]
+    pub role: Role,
     /// 1-based line of the step's name in the file, for messages.
     pub line: usize,
+}
+
+impl StepSpec {
+    /// A step built outside the loader (tests, programs that build pipelines): `with` is parsed by
+    /// the kind `uses` names in `registry`, and the role declared.
+    pub fn parsed(
+        name: &str,
+        uses: &str,
+        needs: &[&str],
+        with: serde_json::Value,
+        registry: &crate::steps::Registry,
+    ) -> Result<StepSpec, String> {
+        let kind = registry
+            .get(uses)
+            .ok_or_else(|| format!("unknown step kind `{uses}`"))?;
+        let params = kind.params().parse(with.clone())?;
+        let mut step = StepSpec {
+            name: name.to_string(),
+            uses: uses.to_string(),
+            needs: needs.iter().map(|need| need.to_string()).collect(),
+            with,
+            params,
+            role: Role::Other,
+            line: 1,
+        };
+        step.role = kind.role(&step);
+        Ok(step)
+    }
 }

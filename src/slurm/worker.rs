@@ -147,6 +147,9 @@ pub fn work(
         upstream.steps.insert(
             name.clone(),
             Arc::new(StepOutput {
+                role: pipeline
+                    .step(&manifest.step)
+                    .map_or(crate::engine::Role::Other, |spec| spec.role.clone()),
                 step: manifest.step,
                 kind: manifest.kind,
                 items,
@@ -156,14 +159,9 @@ pub fn work(
 
     enter_job(job);
     let private = job_dir(&pipeline.workdir, job);
-    let ctx = StepContext {
-        pipeline: &pipeline,
-        step,
-        root: &pipeline.root,
-        workdir: &pipeline.workdir,
-        results: &pipeline.results,
-        store: &store,
-    };
+    // A job computes one blocking item (the pytest pool): nothing cancels it but the cluster, and
+    // the run that sent it was not offline (offline runs send no jobs).
+    let ctx = StepContext::new(&pipeline, step, &store);
     let started = Instant::now();
     let prepare = started - began;
     let outcome = kind.run(&ctx, &task.plan, &upstream);

@@ -17,7 +17,9 @@ use super::confusion::{Cell, Confusion};
 use super::evaluation::Claim;
 
 /// What one bootstrap draw picks.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Resample {
     /// Claims, independently.

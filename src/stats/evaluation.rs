@@ -52,6 +52,9 @@ pub struct ArmInfo {
     /// (`shuffled-diff`, `paraphrase`); `None` for a control that wraps its arm directly.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control: Option<String>,
+    /// The paper's id of the strategy the arm declares (`a4`, `a6_risk`); tables pick arms by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<String>,
 }
 
 /// The selection step an arm judged, and how many claims it judged there.

@@ -15,6 +15,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -22,40 +23,21 @@ use crate::arms::{Change, Claim, ConstantArm, FileAnchoring, SymbolAnchoring, te
 use crate::cache::Digest;
 use crate::controls::shuffle::CommitRef;
 use crate::engine::{
-    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, Pool, StepContext, StepError, StepKind,
+    ItemOutput, ItemPlan, ItemResult, ParamsDecl, Pool, Role, StepContext, StepError, StepKind,
     Upstream,
 };
 use crate::mining::test_files::TestFileRules;
+use crate::pipeline::StepSpec;
 use crate::records::PredictionRecord;
-
-/// The step kinds whose records are claims.
-const CLAIM_KINDS: &[&str] = &["mine-claims"];
-
-/// The arm names `with: {arm: ...}` accepts.
-const ARM_NAMES: &[&str] = &["a0", "a1", "file-anchoring", "symbol-anchoring", "testmon"];
-
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec::required(
-        "arm",
-        ParamType::Enum(ARM_NAMES),
-        "which arm: a0 (always invalidate), a1 (never), file-anchoring (A3), symbol-anchoring (A4), \
-         testmon (A4b)",
-    ),
-    ParamSpec::optional(
-        "transitive",
-        ParamType::Bool,
-        "file-anchoring: also count modules the test's imports import (default false)",
-    ),
-];
 
 /// The `arm` step kind.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Arm;
 
 /// The arm a step runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
-enum ArmName {
+pub enum ArmName {
     A0,
     A1,
     FileAnchoring,
@@ -63,12 +45,57 @@ enum ArmName {
     Testmon,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+impl ArmName {
+    /// The paper's id of the strategy.
+    fn strategy(self, transitive: bool) -> &'static str {
+        match self {
+            ArmName::A0 => "a0",
+            ArmName::A1 => "a1",
+            ArmName::FileAnchoring if transitive => "a3_transitive",
+            ArmName::FileAnchoring => "a3",
+            ArmName::SymbolAnchoring => "a4",
+            ArmName::Testmon => "a4b",
+        }
+    }
+
+    /// The version of this arm's predictions: bump the arm changed, and only its caches go.
+    fn version(self) -> u32 {
+        match self {
+            ArmName::A0 | ArmName::A1 => 1,
+            ArmName::FileAnchoring | ArmName::SymbolAnchoring | ArmName::Testmon => 1,
+        }
+    }
+}
+
+/// The parameters of `uses: arm`. The key holds the arm, its own version, and `transitive` only
+/// for file anchoring, the one arm it changes: toggling it keeps the other arms' cache entries.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Params {
-    arm: ArmName,
+pub struct ArmParams {
+    /// Which arm: a0 (always invalidate), a1 (never), file-anchoring (A3), symbol-anchoring (A4),
+    /// testmon (A4b).
+    pub arm: ArmName,
+    /// File-anchoring: also count modules the test's imports import (default false).
     #[serde(default)]
-    transitive: bool,
+    pub transitive: bool,
+}
+
+impl Serialize for ArmParams {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("arm", &self.arm)?;
+        if self.arm == ArmName::FileAnchoring {
+            map.serialize_entry("transitive", &self.transitive)?;
+        }
+        map.serialize_entry("arm_version", &self.arm.version())?;
+        map.end()
+    }
+}
+
+/// True for steps whose records are claims.
+fn is_claims(output: &crate::engine::StepOutput) -> bool {
+    output.role == Role::Claims
 }
 
 /// One claim record from upstream, as stored.
@@ -96,18 +123,7 @@ impl RepositorySettings {
                 ctx.step.name
             ))
         })?;
-        let strings = |key: &str| -> Result<Vec<String>, StepError> {
-            match spec.extra.get(key) {
-                None => Ok(Vec::new()),
-                Some(value) => serde_json::from_value(value.clone()).map_err(|_| {
-                    StepError::Input(format!(
-                        "step `{}`: repository `{repo}`: `{key}` must be a list of strings",
-                        ctx.step.name
-                    ))
-                }),
-            }
-        };
-        let test_patterns = TestFileRules::new(&strings("test_patterns")?)
+        let test_patterns = TestFileRules::new(spec.test_patterns.as_deref().unwrap_or_default())
             .map_err(|error| {
                 StepError::Input(format!(
                     "step `{}`: repository `{repo}`: {error}",
@@ -117,7 +133,7 @@ impl RepositorySettings {
             .patterns();
         Ok(RepositorySettings {
             test_patterns,
-            dependencies: strings("dependencies")?,
+            dependencies: spec.dependencies.clone(),
         })
     }
 
@@ -167,15 +183,11 @@ impl Shown {
 impl Arm {
     /// Every claim record of the needed claim steps, in step and item order.
     fn claims(ctx: &StepContext, upstream: &Upstream) -> Result<Vec<UpstreamClaim>, StepError> {
-        let steps: Vec<_> = upstream
-            .all()
-            .filter(|output| CLAIM_KINDS.contains(&output.kind.as_str()))
-            .collect();
+        let steps: Vec<_> = upstream.all().filter(|output| is_claims(output)).collect();
         if steps.is_empty() {
             return Err(StepError::Input(format!(
-                "step `{}`: an arm needs a step of kind {}",
+                "step `{}`: an arm needs a step whose records are claims (`mine-claims`)",
                 ctx.step.name,
-                CLAIM_KINDS.join(" or ")
             )));
         }
         // A sample or a cutoff split upstream: only its claims are judged.
@@ -342,15 +354,12 @@ impl Arm {
             Err(error) if error.cannot_judge() => {
                 // testmon cannot run for this commit (it cannot start beside an old pytest, say):
                 // its claims get no verdict, counted against its coverage, and the run goes on.
-                crate::notes::note(
-                    &ctx.step.name,
-                    &format!(
-                        "testmon cannot judge {} ({} claims without a verdict): {}",
-                        item.id,
-                        claims.len(),
-                        error.to_string().lines().next().unwrap_or_default()
-                    ),
-                );
+                ctx.note(&format!(
+                    "testmon cannot judge {} ({} claims without a verdict): {}",
+                    item.id,
+                    claims.len(),
+                    error.to_string().lines().next().unwrap_or_default()
+                ));
                 return Ok(ItemOutput::records(
                     claims
                         .iter()
@@ -378,40 +387,32 @@ impl StepKind for Arm {
         "baseline arms without a model: always/never invalidate, file anchoring, symbol anchoring"
     }
 
-    fn params(&self) -> &'static [ParamSpec] {
-        PARAMS
+    fn params(&self) -> ParamsDecl {
+        ParamsDecl::of::<ArmParams>()
     }
 
-    fn key_params(&self, with: &serde_json::Value) -> serde_json::Value {
-        // `transitive` changes only file anchoring; leaving it out of the other arms' keys keeps
-        // their cache entries when someone toggles it.
-        let mut key = with.clone();
-        if key.get("arm").and_then(|arm| arm.as_str()) != Some("file-anchoring")
-            && let Some(map) = key.as_object_mut()
-        {
-            map.remove("transitive");
+    fn role(&self, step: &StepSpec) -> Role {
+        match step.params.get::<ArmParams>() {
+            Some(params) => Role::Predictions {
+                strategy: params.arm.strategy(params.transitive).to_string(),
+                model: None,
+            },
+            None => Role::Other,
         }
-        key
     }
 
     fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
-        let params: Params = ctx.params()?;
+        let params: &ArmParams = ctx.params()?;
         match params.arm {
             ArmName::A0 | ArmName::A1 => {
                 Self::claims(ctx, upstream)?;
-                let mut plan = ItemPlan::new("all");
-                for output in upstream.all() {
-                    if CLAIM_KINDS.contains(&output.kind.as_str())
-                        || super::selection::SELECTION_KINDS.contains(&output.kind.as_str())
-                        || super::shuffle::declares_control(output).is_some()
-                    {
-                        for item in &output.items {
-                            plan =
-                                plan.read(format!("{}/{}", output.step, item.plan.id), item.digest);
-                        }
-                    }
-                }
-                Ok(vec![plan])
+                Ok(vec![ItemPlan::new("all").read_outputs(
+                    upstream.all().filter(|output| {
+                        is_claims(output)
+                            || super::selection::is_selection(output)
+                            || super::shuffle::declares_control(output).is_some()
+                    }),
+                )])
             }
             ArmName::Testmon => {
                 if super::shuffle::shown_commits(upstream).is_some() {
@@ -511,7 +512,7 @@ impl StepKind for Arm {
         item: &ItemPlan,
         upstream: &Upstream,
     ) -> Result<ItemOutput, StepError> {
-        let params: Params = ctx.params()?;
+        let params: &ArmParams = ctx.params()?;
         let constant = |arm: ConstantArm| -> Result<ItemOutput, StepError> {
             let claims = Self::claims(ctx, upstream)?;
             let shown = super::shuffle::shown_commits(upstream).unwrap_or_default();

@@ -19,58 +19,58 @@
 //! one; a non-zero exit or a missing output fails the item, and a failed item is never cached. Its
 //! stdout and stderr go to `<workdir>/logs/<step>/<item>.log`, not into the output: a command that
 //! prints a timestamp still produces the same output, so downstream items stay cached.
+//! `timeout:` stops a command that runs longer (its whole process group, the item failing);
+//! `env:` passes only the named environment variables instead of the whole environment.
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Component, Path};
 use std::process::{Command, Stdio};
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::engine::{
-    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, StepContext, StepError, StepKind,
-    Upstream,
+    ItemOutput, ItemPlan, ItemResult, ListOrGlob, ParamsDecl, PipelineProblem, StepContext,
+    StepError, StepKind, Upstream,
 };
+use crate::pipeline::{Pipeline, StepSpec};
 
 /// The `command` step kind.
 pub struct CommandStep;
 
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec::required(
-        "run",
-        ParamType::String,
-        "the command, run by `sh -c` in the project root",
-    ),
-    ParamSpec::optional(
-        "inputs",
-        ParamType::StringList,
-        "files or globs whose content enters the key",
-    ),
-    ParamSpec::optional(
-        "outputs",
-        ParamType::StringList,
-        "files the command must produce; cached and restored",
-    ),
-    ParamSpec::optional(
-        "foreach",
-        ParamType::StringOrList,
-        "a list, or a glob: one item per element, `{item}` substituted",
-    ),
-];
-
-#[derive(Debug, Deserialize)]
+/// The parameters of `uses: command`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Params {
-    run: String,
+pub struct CommandParams {
+    /// The command, run by `sh -c` in the project root.
+    pub run: String,
+    /// Files or globs whose content enters the key.
     #[serde(default)]
-    inputs: Vec<String>,
+    pub inputs: Vec<String>,
+    /// Files the command must produce; cached and restored.
     #[serde(default)]
-    outputs: Vec<String>,
-    /// A glob string or a list of strings; the loader has checked which.
+    pub outputs: Vec<String>,
+    /// A list, or a glob: one item per element, `{item}` substituted. Left out of the key: an
+    /// item's element is already in its key (its id and its substituted `run` and `outputs`), so
+    /// the list adds nothing to it; left in, adding one element would change the key of every
+    /// other item.
+    #[serde(default, skip_serializing)]
+    pub foreach: Option<ListOrGlob>,
+    /// Seconds the command may run before it and everything it started are stopped and the item
+    /// fails (default: no limit); not part of the key.
+    #[serde(default, skip_serializing)]
+    #[schemars(range(min = 0.001))]
+    pub timeout: Option<f64>,
+    /// The environment variables passed to the command, by name (`PATH`, `HOME` and `LANG` always
+    /// pass); default: the whole environment. The names enter the key, the values never do.
     #[serde(default)]
-    foreach: Option<serde_json::Value>,
+    pub env: Option<Vec<String>>,
 }
+
+/// Variables every command gets even under an `env:` allow-list: without them `sh` finds nothing.
+const ALWAYS_PASSED: &[&str] = &["PATH", "HOME", "LANG"];
 
 /// One fan-out element and the placeholders it fills.
 struct Element {
@@ -89,7 +89,11 @@ impl Element {
 }
 
 impl CommandStep {
-    fn elements(params: &Params, root: &Path, step: &str) -> Result<Vec<Element>, StepError> {
+    fn elements(
+        params: &CommandParams,
+        root: &Path,
+        step: &str,
+    ) -> Result<Vec<Element>, StepError> {
         let Some(foreach) = &params.foreach else {
             return Ok(vec![Element {
                 id: "main".into(),
@@ -97,20 +101,14 @@ impl CommandStep {
             }]);
         };
         match foreach {
-            serde_json::Value::Array(list) => Ok(list
+            ListOrGlob::List(list) => Ok(list
                 .iter()
-                .map(|element| {
-                    let element = match element {
-                        serde_json::Value::String(text) => text.clone(),
-                        other => other.to_string(),
-                    };
-                    Element {
-                        id: element.clone(),
-                        values: BTreeMap::from([("item", element)]),
-                    }
+                .map(|element| Element {
+                    id: element.clone(),
+                    values: BTreeMap::from([("item", element.clone())]),
                 })
                 .collect()),
-            serde_json::Value::String(pattern) => {
+            ListOrGlob::Glob(pattern) => {
                 let matches = expand(root, pattern, step)?;
                 Ok(matches
                     .into_iter()
@@ -135,9 +133,6 @@ impl CommandStep {
                     })
                     .collect())
             }
-            other => Err(StepError::Input(format!(
-                "step `{step}`: `foreach` must be a list or a glob, not {other}"
-            ))),
         }
     }
 }
@@ -155,27 +150,32 @@ impl StepKind for CommandStep {
         "run a program of your own: declared inputs enter the key, declared outputs are cached"
     }
 
-    fn params(&self) -> &'static [ParamSpec] {
-        PARAMS
+    fn params(&self) -> ParamsDecl {
+        ParamsDecl::of::<CommandParams>()
     }
 
-    /// Every `with:` parameter but `foreach`. An item's element is already in its key (its id and its
-    /// substituted `run` and `outputs`), so the list adds nothing to it; left in, adding one element
-    /// would change the key of every other item, and each of N keys would carry all N elements.
-    fn key_params(&self, with: &serde_json::Value) -> serde_json::Value {
-        match with.as_object() {
-            Some(map) => serde_json::Value::Object(
-                map.iter()
-                    .filter(|(name, _)| name.as_str() != "foreach")
-                    .map(|(name, value)| (name.clone(), value.clone()))
-                    .collect(),
-            ),
-            None => with.clone(),
+    fn check_pipeline(&self, step: &StepSpec, _pipeline: &Pipeline) -> Vec<PipelineProblem> {
+        match step
+            .params
+            .get::<CommandParams>()
+            .and_then(|params| params.foreach.as_ref())
+        {
+            Some(ListOrGlob::List(list)) if list.is_empty() => vec![PipelineProblem {
+                param: Some("foreach".to_string()),
+                index: None,
+                message: format!(
+                    "`foreach` of step `{}` is an empty list, so the step has nothing to run",
+                    step.name
+                ),
+                hint: "list at least one element, or remove `foreach` to run the command once"
+                    .to_string(),
+            }],
+            _ => Vec::new(),
         }
     }
 
     fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
-        let params: Params = ctx.params()?;
+        let params: &CommandParams = ctx.params()?;
         let step = &ctx.step.name;
         let mut reads = BTreeMap::new();
         for output in upstream.all() {
@@ -184,7 +184,7 @@ impl StepKind for CommandStep {
             }
         }
         let mut plans = Vec::new();
-        for element in Self::elements(&params, ctx.root, step)? {
+        for element in Self::elements(params, ctx.root, step)? {
             let outputs: Vec<String> = params
                 .outputs
                 .iter()
@@ -254,8 +254,7 @@ impl StepKind for CommandStep {
             context: format!("open {}", log_path.display()),
             source,
         })?;
-        // The command leads a process group of its own: a stopped run (Ctrl-C) takes it down with
-        // everything it started, and whatever it leaves running when it ends is ended with it.
+        let params: &CommandParams = ctx.params()?;
         let mut command = Command::new("sh");
         command
             .arg("-c")
@@ -264,7 +263,20 @@ impl StepKind for CommandStep {
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(log_err);
-        // A model's key stays with claimflow: the variables `api_key_env` names are not passed on.
+        if let Some(allowed) = &params.env {
+            command.env_clear();
+            for name in ALWAYS_PASSED
+                .iter()
+                .copied()
+                .chain(allowed.iter().map(String::as_str))
+            {
+                if let Some(value) = std::env::var_os(name) {
+                    command.env(name, value);
+                }
+            }
+        }
+        // A model's key stays with claimflow: the variables `api_key_env` names are not passed on,
+        // even when the allow-list names them.
         for variable in ctx
             .pipeline
             .models
@@ -273,15 +285,42 @@ impl StepKind for CommandStep {
         {
             command.env_remove(variable);
         }
-        let (mut child, _group) =
+        // The command leads a process group of its own: a stopped run (Ctrl-C) takes it down with
+        // everything it started, and whatever it leaves running when it ends is ended with it.
+        let (mut child, group) =
             crate::process_groups::spawn(&mut command).map_err(|source| StepError::Io {
                 context: format!("step `{step}`: start `sh -c {run}`"),
                 source,
             })?;
-        let status = child.wait().map_err(|source| StepError::Io {
-            context: format!("step `{step}`: wait for `sh -c {run}`"),
-            source,
-        })?;
+        let deadline = params
+            .timeout
+            .map(|seconds| std::time::Instant::now() + std::time::Duration::from_secs_f64(seconds));
+        let mut pause = std::time::Duration::from_millis(1);
+        let status = loop {
+            let waited = child.try_wait().map_err(|source| StepError::Io {
+                context: format!("step `{step}`: wait for `sh -c {run}`"),
+                source,
+            })?;
+            if let Some(status) = waited {
+                break status;
+            }
+            let timed_out = deadline.is_some_and(|deadline| std::time::Instant::now() >= deadline);
+            if timed_out || ctx.cancel.is_cancelled() {
+                group.kill();
+                let _ = child.wait();
+                if timed_out {
+                    return Err(StepError::Message(format!(
+                        "step `{step}` item `{}`: `{run}` ran longer than its timeout of {}s and \
+                         was stopped",
+                        item.id,
+                        params.timeout.unwrap_or_default()
+                    )));
+                }
+                return Err(StepError::Cancelled);
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(std::time::Duration::from_millis(20));
+        };
         if !status.success() {
             let tail = fs::read_to_string(&log_path).unwrap_or_default();
             let tail: Vec<&str> = tail

@@ -14,12 +14,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::selection;
 use crate::controls::cutoff::{Cutoff, Side};
 use crate::engine::{
-    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, PipelineProblem, StepContext,
+    ItemOutput, ItemPlan, ItemResult, ModelName, ParamsDecl, PipelineProblem, Role, StepContext,
     StepError, StepKind, Upstream,
 };
 use crate::pipeline::{Pipeline, StepSpec};
@@ -30,35 +31,21 @@ use crate::stats::evaluation::parse_claim_id;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CutoffStep;
 
-#[derive(Debug, Clone, Deserialize)]
+/// The parameters of `uses: cutoff`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Params {
+pub struct CutoffParams {
+    /// The training cutoff: `2024-05-01` (that whole day is before it) or an RFC 3339 time; give
+    /// this or `model`.
     #[serde(default)]
-    date: Option<String>,
+    pub date: Option<String>,
+    /// A `models:` entry whose `cutoff:` is the date; give this or `date`.
     #[serde(default)]
-    model: Option<String>,
+    pub model: Option<ModelName>,
+    /// Keep only repositories with this `split:` (default: every repository).
     #[serde(default)]
-    split: Option<String>,
+    pub split: Option<String>,
 }
-
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec::optional(
-        "date",
-        ParamType::String,
-        "the training cutoff: `2024-05-01` (that whole day is before it) or an RFC 3339 time; \
-         give this or `model`",
-    ),
-    ParamSpec::optional(
-        "model",
-        ParamType::String,
-        "a `models:` entry whose `cutoff:` is the date; give this or `date`",
-    ),
-    ParamSpec::optional(
-        "split",
-        ParamType::String,
-        "keep only repositories with this `split:` (default: every repository)",
-    ),
-];
 
 /// Claims and flips on one side.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -96,16 +83,35 @@ impl StepKind for CutoffStep {
         "the post-cutoff split: claims whose child commit is dated after a training cutoff"
     }
 
-    fn params(&self) -> &'static [ParamSpec] {
-        PARAMS
+    fn params(&self) -> ParamsDecl {
+        ParamsDecl::of::<CutoffParams>()
+    }
+
+    fn role(&self, _step: &StepSpec) -> Role {
+        Role::LabelSplit
     }
 
     fn check_pipeline(&self, step: &StepSpec, pipeline: &Pipeline) -> Vec<PipelineProblem> {
-        let Ok(params) = serde_json::from_value::<Params>(step.with.clone()) else {
+        let Some(params) = step.params.get::<CutoffParams>() else {
             return Vec::new();
         };
-        match date_of(&params, pipeline) {
-            Ok(_) => Vec::new(),
+        match date_of(params, pipeline) {
+            Ok(date) => match Cutoff::parse(&date) {
+                Ok(_) => Vec::new(),
+                Err(error) => vec![PipelineProblem {
+                    param: Some(
+                        if params.date.is_some() {
+                            "date"
+                        } else {
+                            "model"
+                        }
+                        .to_string(),
+                    ),
+                    index: None,
+                    message: format!("the cutoff of step `{}`: {error}", step.name),
+                    hint: "write the date as `YYYY-MM-DD` or an RFC 3339 time".to_string(),
+                }],
+            },
             Err((param, message, hint)) => vec![PipelineProblem {
                 param,
                 index: None,
@@ -116,24 +122,19 @@ impl StepKind for CutoffStep {
     }
 
     fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
-        let params: Params = ctx.params()?;
-        cutoff_of(ctx, &params)?;
+        let params: &CutoffParams = ctx.params()?;
+        cutoff_of(ctx, params)?;
         let labels = oracle(ctx, upstream)?;
         let commits = commits(ctx, upstream)?;
         let mut plan = ItemPlan::new("cutoff");
         if params.model.is_some() {
             // The date comes from the `models:` entry: it enters the key, not the entry's name.
-            let date = date_of(&params, ctx.pipeline).map_err(|(_, message, _)| {
+            let date = date_of(params, ctx.pipeline).map_err(|(_, message, _)| {
                 StepError::Input(format!("step `{}`: {message}", ctx.step.name))
             })?;
             plan = plan.params(serde_json::json!({ "cutoff": date }));
         }
-        for output in [labels, commits] {
-            for item in &output.items {
-                plan = plan.read(format!("{}/{}", output.step, item.plan.id), item.digest);
-            }
-        }
-        Ok(vec![plan])
+        Ok(vec![plan.read_outputs([labels, commits])])
     }
 
     fn run(
@@ -142,8 +143,8 @@ impl StepKind for CutoffStep {
         _item: &ItemPlan,
         upstream: &Upstream,
     ) -> Result<ItemOutput, StepError> {
-        let params: Params = ctx.params()?;
-        let cutoff = cutoff_of(ctx, &params)?;
+        let params: &CutoffParams = ctx.params()?;
+        let cutoff = cutoff_of(ctx, params)?;
         let labels = oracle(ctx, upstream)?;
         let times: BTreeMap<(String, String), i64> = commits(ctx, upstream)?
             .decode_all::<CommitRecord>()?
@@ -239,11 +240,11 @@ pub fn summary_of(split: &crate::engine::StepOutput) -> Result<CutoffSummary, St
 type DateProblem = (Option<String>, String, String);
 
 /// The cutoff date the step names: its `date`, or its `model`'s `cutoff:`.
-fn date_of(params: &Params, pipeline: &Pipeline) -> Result<String, DateProblem> {
+fn date_of(params: &CutoffParams, pipeline: &Pipeline) -> Result<String, DateProblem> {
     match (&params.date, &params.model) {
         (Some(date), None) => Ok(date.clone()),
         (None, Some(model)) => {
-            let entry = pipeline.models.get(model).ok_or_else(|| {
+            let entry = pipeline.models.get(model.as_str()).ok_or_else(|| {
                 (
                     Some("model".to_string()),
                     format!("`model: {model}` names no `models:` entry"),
@@ -272,7 +273,7 @@ fn date_of(params: &Params, pipeline: &Pipeline) -> Result<String, DateProblem> 
     }
 }
 
-fn cutoff_of(ctx: &StepContext, params: &Params) -> Result<Cutoff, StepError> {
+fn cutoff_of(ctx: &StepContext, params: &CutoffParams) -> Result<Cutoff, StepError> {
     let date = date_of(params, ctx.pipeline).map_err(|(_, message, hint)| {
         StepError::Input(format!("step `{}`: {message}; {hint}", ctx.step.name))
     })?;
@@ -284,23 +285,27 @@ fn oracle<'a>(
     ctx: &StepContext,
     upstream: &'a Upstream,
 ) -> Result<&'a crate::engine::StepOutput, StepError> {
-    upstream.of_kind("oracle").ok_or_else(|| {
-        StepError::Input(format!(
-            "step `{}`: needs the `oracle` step whose labels it splits; add it to `needs:`",
-            ctx.step.name
-        ))
-    })
+    upstream
+        .first_with_role(|role| *role == Role::Labels)
+        .ok_or_else(|| {
+            StepError::Input(format!(
+                "step `{}`: needs the `oracle` step whose labels it splits; add it to `needs:`",
+                ctx.step.name
+            ))
+        })
 }
 
 fn commits<'a>(
     ctx: &StepContext,
     upstream: &'a Upstream,
 ) -> Result<&'a crate::engine::StepOutput, StepError> {
-    upstream.of_kind("rank-commits").ok_or_else(|| {
-        StepError::Input(format!(
-            "step `{}`: needs the `rank-commits` step whose commit times it reads; add it to \
+    upstream
+        .first_with_role(|role| *role == Role::Commits)
+        .ok_or_else(|| {
+            StepError::Input(format!(
+                "step `{}`: needs the `rank-commits` step whose commit times it reads; add it to \
              `needs:`",
-            ctx.step.name
-        ))
-    })
+                ctx.step.name
+            ))
+        })
 }

@@ -9,15 +9,8 @@
 
 use std::collections::BTreeSet;
 
-use crate::engine::PipelineProblem;
-use crate::mining::RankBy;
+use crate::engine::{PipelineProblem, Role};
 use crate::pipeline::{Pipeline, StepSpec};
-
-/// The kinds whose outputs are labels or the records labels come from, not predictions.
-pub const ORACLE: &str = "oracle";
-pub const STRATIFY: &str = "stratify";
-pub const MINE_CLAIMS: &str = "mine-claims";
-pub const RANK_COMMITS: &str = "rank-commits";
 
 /// One ranking to compare: its rank step, what it ranks by, and the oracle step labelling it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,10 +57,10 @@ pub fn ancestors(pipeline: &Pipeline, name: &str) -> BTreeSet<String> {
 pub fn rankings_labelled_by(pipeline: &Pipeline, oracle: &str) -> BTreeSet<String> {
     ancestors(pipeline, oracle)
         .iter()
-        .filter(|step| kind_of(pipeline, step) == MINE_CLAIMS)
+        .filter(|step| has_role(pipeline, step, &Role::Claims))
         .filter_map(|step| pipeline.step(step))
         .flat_map(|mine| mine.needs.iter())
-        .filter(|need| kind_of(pipeline, need) == RANK_COMMITS)
+        .filter(|need| has_role(pipeline, need, &Role::Commits))
         .cloned()
         .collect()
 }
@@ -76,11 +69,16 @@ fn kind_of<'a>(pipeline: &'a Pipeline, name: &str) -> &'a str {
     pipeline.step(name).map_or("", |step| step.uses.as_str())
 }
 
+/// Whether the step `name` declares `role`.
+fn has_role(pipeline: &Pipeline, name: &str, role: &Role) -> bool {
+    pipeline.step(name).is_some_and(|step| step.role == *role)
+}
+
 /// The `by:` of a `rank-commits` step, its default when not written.
 pub fn ranked_by(step: &StepSpec) -> String {
-    step.with
-        .get("by")
-        .and_then(|by| serde_json::from_value::<RankBy>(by.clone()).ok())
+    step.params
+        .get::<super::rank_commits::RankCommitsParams>()
+        .map(|params| params.by)
         .unwrap_or_default()
         .name()
         .to_string()
@@ -107,7 +105,7 @@ pub fn resolve(
     let oracles: Vec<&String> = stats
         .needs
         .iter()
-        .filter(|need| kind_of(pipeline, need) == ORACLE)
+        .filter(|need| has_role(pipeline, need, &Role::Labels))
         .collect();
     let problem = |index: Option<usize>, message: String, hint: String| PipelineProblem {
         param: index.map(|_| "rankings".to_string()),
@@ -120,7 +118,7 @@ pub fn resolve(
     let mut seen: Vec<&String> = Vec::new();
     for (index, rank) in rankings.iter().enumerate() {
         let kind = kind_of(pipeline, rank);
-        if kind != RANK_COMMITS {
+        if !has_role(pipeline, rank, &Role::Commits) {
             problems.push(problem(
                 Some(index),
                 format!(
@@ -158,7 +156,7 @@ pub fn resolve(
                     .steps
                     .iter()
                     .filter(|step| {
-                        step.uses == ORACLE
+                        step.role == Role::Labels
                             && rankings_labelled_by(pipeline, &step.name).contains(rank)
                     })
                     .map(|step| &step.name)
@@ -261,7 +259,7 @@ fn arms_oracle(
     let samplers: Vec<&String> = stats
         .needs
         .iter()
-        .filter(|need| kind_of(pipeline, need) == STRATIFY)
+        .filter(|need| has_role(pipeline, need, &Role::LabelSample))
         .collect();
     let readers: Vec<&str> = if samplers.is_empty() {
         arms.to_vec()
@@ -273,7 +271,7 @@ fn arms_oracle(
         mined.insert(name.to_string());
         mined
             .into_iter()
-            .filter(|step| kind_of(pipeline, step) == MINE_CLAIMS)
+            .filter(|step| has_role(pipeline, step, &Role::Claims))
             .collect()
     };
     let candidates: Vec<&String> = oracles

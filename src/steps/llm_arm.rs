@@ -17,77 +17,59 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::claim_groups::claims_by_commit;
 use super::model_calls::{self, CallRecord, call_params, model_spec, prompt_file};
 use super::prose_render::RenderRecord;
 use super::shuffle::group_by_shown;
 use crate::cache::Digest;
 use crate::controls::shuffle::CommitRef;
 use crate::engine::{
-    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, Pool, StepContext, StepError, StepKind,
-    Upstream,
+    Execution, ItemFuture, ItemOutput, ItemPlan, ItemResult, ModelName, ParamsDecl, Pool,
+    ProjectFile, Role, StepContext, StepError, StepKind, StepName, Upstream,
 };
 use crate::mining::{DEFAULT_DIFF_LIMIT, SourceDiff, TestFileRules, source_diff};
 use crate::models::guard::Forbidden;
 use crate::models::{Question, Totals, question_request, read};
-use crate::records::{ClaimRecord, PredictionRecord, Verdict};
-
-/// The step kinds whose records are claims.
-pub(super) const CLAIM_KINDS: &[&str] = &["mine-claims"];
-
-const QUESTIONS: &[&str] = &["a5", "a5c", "a6_base", "a6_risk"];
-
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec::required(
-        "question",
-        ParamType::Enum(QUESTIONS),
-        "the arm's question: a5 (does the diff preserve behaviour?), a5c (the same, shown the \
-         claim), a6_base or a6_risk (does the claim still hold?)",
-    ),
-    ParamSpec::required(
-        "prompt",
-        ParamType::File,
-        "the system prompt file (prompts/<question>.txt); its content enters every call's key",
-    ),
-    ParamSpec::required("model", ParamType::Model, "the `models:` entry asked"),
-    ParamSpec::optional(
-        "notes",
-        ParamType::Step,
-        "a prose-render step: its notes replace the test source (the prose arm)",
-    ),
-    ParamSpec::optional(
-        "diff_limit",
-        ParamType::Integer,
-        "characters of the source-only diff shown (default 12000)",
-    ),
-    ParamSpec::optional(
-        "replicates",
-        ParamType::Integer,
-        "ask every call this many times (sample index 0, 1, …): k prediction sets and their \
-         pairwise agreement (default 1)",
-    ),
-];
+use crate::pipeline::StepSpec;
+use crate::records::{PredictionRecord, Verdict};
 
 /// The most replicates a step may ask for.
 const MAX_REPLICATES: u32 = 100;
 
-#[derive(Debug, Clone, Deserialize)]
+/// The parameters of `uses: llm-arm`. The model entry's name, the prompt's path and the notes
+/// step's name stay out of the key: the entry's settings, the prompt's content and the notes
+/// enter each call's item instead, and so does each replicate's sample index.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Params {
-    question: Question,
-    prompt: String,
-    model: String,
+pub struct LlmArmParams {
+    /// The arm's question: a5 (does the diff preserve behaviour?), a5c (the same, shown the
+    /// claim), a6_base or a6_risk (does the claim still hold?).
+    pub question: Question,
+    /// The system prompt file (prompts/<question>.txt); its content enters every call's key.
+    #[serde(skip_serializing)]
+    pub prompt: ProjectFile,
+    /// The `models:` entry asked.
+    #[serde(skip_serializing)]
+    pub model: ModelName,
+    /// A prose-render step: its notes replace the test source (the prose arm).
+    #[serde(default, skip_serializing)]
+    pub notes: Option<StepName>,
+    /// Characters of the source-only diff shown (default 12000).
     #[serde(default)]
-    notes: Option<String>,
-    #[serde(default)]
-    diff_limit: Option<usize>,
-    #[serde(default)]
-    replicates: Option<u32>,
+    #[schemars(range(min = 1))]
+    pub diff_limit: Option<usize>,
+    /// Ask every call this many times (sample index 0, 1, …): k prediction sets and their
+    /// pairwise agreement (default 1).
+    #[serde(default, skip_serializing)]
+    #[schemars(range(min = 1, max = 100))]
+    pub replicates: Option<u32>,
 }
 
-impl Params {
+impl LlmArmParams {
     /// Replicates asked for, checked.
     fn replicates(&self, ctx: &StepContext) -> Result<u32, StepError> {
         match self.replicates.unwrap_or(1) {
@@ -176,65 +158,6 @@ impl LlmArm {
     }
 }
 
-/// Claims of the needed claim steps, grouped by commit in first-seen order; with a `stratify`
-/// sample or a `cutoff` split among the needs, only the claims it selected (no call is spent on a
-/// claim the evaluation leaves out).
-pub(super) fn claims_by_commit(
-    ctx: &StepContext,
-    upstream: &Upstream,
-) -> Result<Vec<Vec<ClaimRecord>>, StepError> {
-    let mut groups: Vec<Vec<ClaimRecord>> = Vec::new();
-    let mut index: BTreeMap<(String, String, String), usize> = BTreeMap::new();
-    let mut found = false;
-    let selected = super::selection::selected_claims(upstream);
-    // A paraphrase upstream: only the claims it kept, as rewritten.
-    let paraphrased = super::paraphrase::paraphrased_claims(upstream);
-    for output in upstream.all() {
-        if !CLAIM_KINDS.contains(&output.kind.as_str()) {
-            continue;
-        }
-        found = true;
-        for claim in output.decode_all::<ClaimRecord>()? {
-            if selected
-                .as_ref()
-                .is_some_and(|selected| !selected.contains(&claim.id))
-            {
-                continue;
-            }
-            let claim = match &paraphrased {
-                None => claim,
-                Some(kept) => match kept.get(&claim.id) {
-                    Some(record) => serde_json::from_value(record.clone()).map_err(|error| {
-                        StepError::Message(format!(
-                            "step `{}`: read the paraphrase of {}: {error}",
-                            ctx.step.name, claim.id
-                        ))
-                    })?,
-                    None => continue,
-                },
-            };
-            let commit = (
-                claim.repo.clone(),
-                claim.parent.clone(),
-                claim.commit.clone(),
-            );
-            let slot = *index.entry(commit).or_insert_with(|| {
-                groups.push(Vec::new());
-                groups.len() - 1
-            });
-            groups[slot].push(claim);
-        }
-    }
-    if !found {
-        return Err(StepError::Input(format!(
-            "step `{}`: needs a step of kind {}",
-            ctx.step.name,
-            CLAIM_KINDS.join(" or ")
-        )));
-    }
-    Ok(groups)
-}
-
 /// The source-only diff of a commit and the repository's test-file rules.
 fn diff_of(
     ctx: &StepContext,
@@ -255,16 +178,7 @@ fn diff_of(
             claim.repo
         ))
     })?;
-    let patterns: Vec<String> = match spec.extra.get("test_patterns") {
-        None => Vec::new(),
-        Some(value) => serde_json::from_value(value.clone()).map_err(|_| {
-            StepError::Input(format!(
-                "step `{}`: repository `{}`: `test_patterns` must be a list of strings",
-                ctx.step.name, claim.repo
-            ))
-        })?,
-    };
-    let rules = TestFileRules::new(&patterns).map_err(|error| failed(&error))?;
+    let rules = TestFileRules::for_repository(spec, &[]).map_err(|error| failed(&error))?;
     let repository = crate::mining::repository::locate(spec, ctx.workdir)
         .and_then(|prepared| prepared.open())
         .map_err(|error| failed(&error))?;
@@ -278,40 +192,6 @@ fn diff_of(
     )
     .map_err(|error| failed(&error))?;
     Ok((diff, rules))
-}
-
-/// The predictions the `llm-arm` step `step` published in this run (`predictions/<step>.jsonl`):
-/// its items are calls, and which claims a call answers is its plan's, not its output's.
-pub(super) fn published_predictions(
-    ctx: &StepContext,
-    step: &str,
-) -> Result<Vec<PredictionRecord>, StepError> {
-    let path = ctx
-        .results
-        .join("predictions")
-        .join(format!("{step}.jsonl"));
-    let text = std::fs::read_to_string(&path).map_err(|source| StepError::Io {
-        context: format!("read the predictions of step `{step}` ({})", path.display()),
-        source,
-    })?;
-    text.lines()
-        .filter(|line| !line.trim().is_empty())
-        .map(|line| {
-            serde_json::from_str(line)
-                .map_err(|error| StepError::Message(format!("{}: {error}", path.display())))
-        })
-        .collect()
-}
-
-/// The agreement between the replicates the `llm-arm` step `step` published in this run (its
-/// `calls/<step>.json`), when it asked for more than one.
-pub(super) fn published_agreement(
-    ctx: &StepContext,
-    step: &str,
-) -> Option<crate::controls::agreement::Agreement> {
-    let path = ctx.results.join("calls").join(format!("{step}.json"));
-    let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
-    serde_json::from_value(summary.get("replicate_agreement")?.clone()).ok()
 }
 
 /// The notes of the prose-render step `step`, by claim: the note or why there is none.
@@ -338,6 +218,48 @@ fn notes_of(
         .collect())
 }
 
+impl LlmArm {
+    /// Sends one planned call and reads its verdict.
+    async fn call(&self, ctx: &StepContext<'_>, item: &ItemPlan) -> Result<ItemOutput, StepError> {
+        let params: &LlmArmParams = ctx.params()?;
+        let plan = self.plan(ctx)?;
+        let prepared = plan.calls.get(&item.id).ok_or_else(|| {
+            StepError::Invariant(format!(
+                "step `{}`: item {} was not planned",
+                ctx.step.name, item.id
+            ))
+        })?;
+        let forbidden = Forbidden {
+            rules: Some(&prepared.rules),
+            test_paths: &prepared.diff.excluded,
+            assertions: &prepared.assertions,
+        };
+        let request = question_request(
+            params.question,
+            &prepared.prompt,
+            &prepared.text,
+            &prepared.diff.text,
+            &forbidden,
+        )
+        .map_err(|problem| {
+            StepError::Invariant(format!(
+                "step `{}` item {}: refused to send a message showing a test file: {problem}",
+                ctx.step.name, item.id
+            ))
+        })?;
+        let completion =
+            model_calls::complete(ctx, params.model.as_str(), &item.id, &request).await?;
+        let spec = model_spec(ctx, params.model.as_str())?;
+        let reading = read(params.question, &completion.text);
+        Ok(ItemOutput::records([CallRecord {
+            provider: spec.provider.name().to_string(),
+            model: spec.model.clone(),
+            completion,
+            reading: Some(reading),
+        }]))
+    }
+}
+
 impl StepKind for LlmArm {
     fn name(&self) -> &'static str {
         "llm-arm"
@@ -351,25 +273,38 @@ impl StepKind for LlmArm {
         "a model arm: A5, A5C, A6 base or A6 risk over the claims, or the prose arm with `notes:`"
     }
 
-    fn params(&self) -> &'static [ParamSpec] {
-        PARAMS
+    fn params(&self) -> ParamsDecl {
+        ParamsDecl::of::<LlmArmParams>()
     }
 
-    fn key_params(&self, with: &serde_json::Value) -> serde_json::Value {
-        // The model entry's name, the prompt's path and the notes step's name change nothing a
-        // call sees: the entry's settings, the prompt's content and the notes enter each item.
-        json!({"question": with.get("question"), "diff_limit": with.get("diff_limit")})
+    fn role(&self, step: &StepSpec) -> Role {
+        match step.params.get::<LlmArmParams>() {
+            // The prose arm asks A6's question about a note: a strategy of its own.
+            Some(params) => Role::Predictions {
+                strategy: if params.notes.is_some() {
+                    "prose".to_string()
+                } else {
+                    params.question.name().to_string()
+                },
+                model: Some(params.model.to_string()),
+            },
+            None => Role::Other,
+        }
+    }
+
+    fn execution(&self) -> Execution {
+        Execution::Async
     }
 
     fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
-        let params: Params = ctx.params()?;
-        let spec = model_spec(ctx, &params.model)?;
-        let (prompt, prompt_digest) = prompt_file(ctx, &params.prompt)?;
+        let params: &LlmArmParams = ctx.params()?;
+        let spec = model_spec(ctx, params.model.as_str())?;
+        let (prompt, prompt_digest) = prompt_file(ctx, params.prompt.as_str())?;
         let prompt: Arc<str> = Arc::from(prompt);
         let notes = params
             .notes
-            .as_deref()
-            .map(|step| notes_of(ctx, upstream, step))
+            .as_ref()
+            .map(|step| notes_of(ctx, upstream, step.as_str()))
             .transpose()?;
         let question = params.question;
         let limit = params.diff_limit.unwrap_or(DEFAULT_DIFF_LIMIT);
@@ -402,7 +337,7 @@ impl StepKind for LlmArm {
                     }))
                     .read("diff", diff_digest)
                     .file("prompt", prompt_digest)
-                    .pool(Pool::Model(params.model.clone()));
+                    .pool(Pool::Model(params.model.to_string()));
                 if question.sees_claim() {
                     planned = planned.read("claim", Digest::of(text.as_bytes()));
                 }
@@ -483,52 +418,18 @@ impl StepKind for LlmArm {
         Ok(items)
     }
 
-    fn run(
-        &self,
-        ctx: &StepContext,
-        item: &ItemPlan,
-        _upstream: &Upstream,
-    ) -> Result<ItemOutput, StepError> {
-        let params: Params = ctx.params()?;
-        let plan = self.plan(ctx)?;
-        let prepared = plan.calls.get(&item.id).ok_or_else(|| {
-            StepError::Invariant(format!(
-                "step `{}`: item {} was not planned",
-                ctx.step.name, item.id
-            ))
-        })?;
-        let forbidden = Forbidden {
-            rules: Some(&prepared.rules),
-            test_paths: &prepared.diff.excluded,
-            assertions: &prepared.assertions,
-        };
-        let request = question_request(
-            params.question,
-            &prepared.prompt,
-            &prepared.text,
-            &prepared.diff.text,
-            &forbidden,
-        )
-        .map_err(|problem| {
-            StepError::Invariant(format!(
-                "step `{}` item {}: refused to send a message showing a test file: {problem}",
-                ctx.step.name, item.id
-            ))
-        })?;
-        let completion = model_calls::complete(ctx, &params.model, &item.id, &request)?;
-        let spec = model_spec(ctx, &params.model)?;
-        let reading = read(params.question, &completion.text);
-        Ok(ItemOutput::records([CallRecord {
-            provider: spec.provider.name().to_string(),
-            model: spec.model.clone(),
-            completion,
-            reading: Some(reading),
-        }]))
+    fn run_async<'a>(
+        &'a self,
+        ctx: &'a StepContext<'a>,
+        item: &'a ItemPlan,
+        _upstream: &'a Upstream,
+    ) -> ItemFuture<'a> {
+        Box::pin(self.call(ctx, item))
     }
 
     fn publish(&self, ctx: &StepContext, items: &[ItemResult]) -> Result<(), StepError> {
-        let params: Params = ctx.params()?;
-        let price = model_spec(ctx, &params.model)?.price_per_mtok;
+        let params: &LlmArmParams = ctx.params()?;
+        let price = model_spec(ctx, params.model.as_str())?.price_per_mtok;
         let plan = self.plan(ctx)?;
         let mut calls: BTreeMap<&str, CallRecord> = BTreeMap::new();
         let mut totals = Totals::default();
@@ -628,10 +529,7 @@ impl StepKind for LlmArm {
             &format!("predictions/{}.jsonl", ctx.step.name),
             &predictions,
         )?;
-        crate::notes::note(
-            &ctx.step.name,
-            &model_calls::describe(&totals, Some(cached)),
-        );
+        ctx.note(&model_calls::describe(&totals, Some(cached)));
         let summary = json!({
             "step": ctx.step.name,
             "question": params.question,

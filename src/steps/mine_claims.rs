@@ -23,57 +23,43 @@
 
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::cache::Digest;
 use crate::engine::{
-    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, Pool, StepContext, StepError, StepKind,
+    ItemOutput, ItemPlan, ItemResult, ParamsDecl, Pool, Role, StepContext, StepError, StepKind,
     Upstream,
 };
 use crate::mining::repository;
+use crate::pipeline::StepSpec;
 use crate::python::{self, COLLECT_PLUGIN, ClaimSummary, Installer, MineSettings};
 use crate::records::{CommitRecord, ExclusionKind, ExclusionRecord, MinedClaim};
 
 /// The step kind.
 pub struct MineClaims;
 
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec::optional(
-        "python",
-        ParamType::StringList,
-        "interpreters to try, in order (`3.11`, `3.9`); overrides every repository's `python:`",
-    ),
-    ParamSpec::optional(
-        "limit_claims_per_commit",
-        ParamType::Integer,
-        "keep at most this many claims per commit, in collection order",
-    ),
-    ParamSpec::optional(
-        "interpreters",
-        ParamType::Integer,
-        "at most this many interpreters are tried per commit (default 3), the commit's era first",
-    ),
-    ParamSpec::optional(
-        "collect_timeout",
-        ParamType::Integer,
-        "seconds one collection may take (default 600; not part of any key)",
-    ),
-];
-
-#[derive(Debug, Default, Deserialize)]
+/// The parameters of `uses: mine-claims`.
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Params {
+pub struct MineClaimsParams {
+    /// Interpreters to try, in order (`3.11`, `3.9`); overrides every repository's `python:`.
     #[serde(default)]
-    python: Option<Vec<String>>,
+    pub python: Option<Vec<String>>,
+    /// Keep at most this many claims per commit, in collection order.
     #[serde(default)]
-    limit_claims_per_commit: Option<usize>,
+    #[schemars(range(min = 1))]
+    pub limit_claims_per_commit: Option<usize>,
+    /// At most this many interpreters are tried per commit (default 3), the commit's era first.
     #[serde(default)]
-    interpreters: Option<usize>,
-    #[serde(default)]
-    collect_timeout: Option<u64>,
+    #[schemars(range(min = 1))]
+    pub interpreters: Option<usize>,
+    /// Seconds one collection may take (default 600; not part of any key).
+    #[serde(default, skip_serializing)]
+    #[schemars(range(min = 1))]
+    pub collect_timeout: Option<u64>,
 }
 
-/// What one item needs besides its commit record.
 #[derive(Debug, Serialize, Deserialize)]
 struct ItemParams {
     repo: String,
@@ -87,10 +73,7 @@ struct ItemParams {
     interpreters: usize,
 }
 
-fn params(ctx: &StepContext) -> Result<Params, StepError> {
-    if ctx.step.with.is_null() {
-        return Ok(Params::default());
-    }
+fn params<'a>(ctx: &'a StepContext) -> Result<&'a MineClaimsParams, StepError> {
     ctx.params()
 }
 
@@ -177,32 +160,24 @@ impl StepKind for MineClaims {
         "collect each candidate commit's tests at its parent with pytest and keep those with assertions as claims"
     }
 
-    fn params(&self) -> &'static [ParamSpec] {
-        PARAMS
+    fn params(&self) -> ParamsDecl {
+        ParamsDecl::of::<MineClaimsParams>()
     }
 
-    fn key_params(&self, with: &serde_json::Value) -> serde_json::Value {
-        let mut with = with.clone();
-        if let Some(map) = with.as_object_mut() {
-            map.remove("collect_timeout");
-        }
-        with
+    fn role(&self, _step: &StepSpec) -> Role {
+        Role::Claims
     }
 
     fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
         let params = params(ctx)?;
-        if params.interpreters == Some(0) {
-            return Err(StepError::Input(format!(
-                "step `{}`: `interpreters` is how many interpreters to try per commit, at least 1",
-                ctx.step.name
-            )));
-        }
-        let ranked = upstream.of_kind("rank-commits").ok_or_else(|| {
-            StepError::Input(format!(
-                "step `{}`: mine-claims needs a `rank-commits` step in `needs`",
-                ctx.step.name
-            ))
-        })?;
+        let ranked = upstream
+            .first_with_role(|role| *role == Role::Commits)
+            .ok_or_else(|| {
+                StepError::Input(format!(
+                    "step `{}`: mine-claims needs a `rank-commits` step in `needs`",
+                    ctx.step.name
+                ))
+            })?;
         let tools = shared_tools();
         let mut items: Vec<ItemPlan> = Vec::new();
         for record in ranked.decode_all::<CommitRecord>()? {
@@ -216,15 +191,7 @@ impl StepKind for MineClaims {
                     ctx.step.name, record.commit, record.repo
                 ))
             })?;
-            let dependencies = match spec.extra.get("dependencies") {
-                Some(value) => serde_json::from_value::<Vec<String>>(value.clone()).map_err(|_| {
-                    StepError::Input(format!(
-                        "step `{}`: repository `{}`: `dependencies` must be a list of requirement specs",
-                        ctx.step.name, spec.name
-                    ))
-                })?,
-                None => Vec::new(),
-            };
+            let dependencies = spec.dependencies.clone();
             let item_params = ItemParams {
                 repo: record.repo.clone(),
                 commit: record.commit.clone(),
@@ -254,7 +221,7 @@ impl StepKind for MineClaims {
         let params: ItemParams = serde_json::from_value(item.params.clone())
             .map_err(|error| step_message(ctx, &item.id, error))?;
         let record = upstream
-            .of_kind("rank-commits")
+            .first_with_role(|role| *role == Role::Commits)
             .map(|ranked| ranked.decode_all::<CommitRecord>())
             .transpose()?
             .into_iter()
@@ -303,8 +270,7 @@ impl StepKind for MineClaims {
             interpreters: params.interpreters,
             date,
         };
-        let step = ctx.step.name.clone();
-        let notify = |message: &str| crate::notes::note(&step, message);
+        let notify = |message: &str| ctx.note(message);
         let mined = python::mine_commit(&record, &settings, &worktree, &scratch, &notify);
         // Clean between checkouts: the next item in this slot starts from nothing.
         let _ = std::fs::remove_dir_all(&worktree);

@@ -4,6 +4,7 @@ pub mod arm;
 
 use std::sync::Arc;
 
+mod claim_groups;
 mod command;
 mod control_stats;
 mod cutoff;
@@ -14,6 +15,7 @@ mod model_calls;
 mod oracle;
 mod paraphrase;
 mod prose_render;
+mod published;
 mod rank_commits;
 mod rename_class;
 mod report;
@@ -75,6 +77,39 @@ impl Registry {
     /// The kind named `name`.
     pub fn get(&self, name: &str) -> Option<Arc<dyn StepKind>> {
         self.kinds.iter().find(|kind| kind.name() == name).cloned()
+    }
+
+    /// A JSON Schema for one entry of `steps:`: for each kind, `uses:` naming it and `with:`
+    /// checked against the kind's parameter struct (the same types the loader checks).
+    pub fn schema(&self) -> serde_json::Value {
+        let steps: Vec<serde_json::Value> = self
+            .names()
+            .into_iter()
+            .filter_map(|name| self.get(name))
+            .map(|kind| {
+                let mut with = kind.params().schema();
+                if let Some(map) = with.as_object_mut() {
+                    map.remove("$schema");
+                }
+                serde_json::json!({
+                    "title": kind.name(),
+                    "description": kind.about(),
+                    "type": "object",
+                    "properties": {
+                        "uses": {"const": kind.name()},
+                        "needs": {"type": "array", "items": {"type": "string"}},
+                        "with": with,
+                    },
+                    "required": ["uses"],
+                    "additionalProperties": false,
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "a claimflow pipeline step",
+            "oneOf": steps,
+        })
     }
 
     /// Every kind's name, sorted.

@@ -1,6 +1,7 @@
-//! What the model step kinds (`llm-arm`, `prose-render`) share: one async runtime and one client
-//! per model entry (so an entry's limits hold across steps), the part of a model entry that enters
-//! a call's key, prompt files, and the record a call leaves in the cache.
+//! What the model step kinds (`llm-arm`, `prose-render`) share: one client per model entry (so an
+//! entry's limits hold across steps; its requests run on the engine's runtime, as async items),
+//! the part of a model entry that enters a call's key, prompt files, and the record a call leaves
+//! in the cache.
 //!
 //! A call's item key holds the provider, model id, the entry's `base_url` as written (none for the
 //! local model claimflow starts: its pinned fingerprint instead), the sampling settings, the
@@ -19,16 +20,6 @@ use crate::models::{
     ChatRequest, Completion, ErrorClass, ModelClient, ModelError, Reading, Totals,
 };
 use crate::pipeline::ModelSpec;
-
-/// The runtime model calls run on; engine workers block on it, one call each.
-static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("claimflow-models")
-        .enable_all()
-        .build()
-        .expect("a runtime for model calls")
-});
 
 /// Clients by entry name and settings, shared by every step of the process.
 static CLIENTS: LazyLock<Mutex<BTreeMap<String, Arc<ModelClient>>>> =
@@ -77,15 +68,15 @@ pub fn prompt_file(ctx: &StepContext, path: &str) -> Result<(String, Digest), St
     Ok((text, Digest::of(&bytes)))
 }
 
-/// Sends `request` to the entry `name` and waits for the answer. Under `--offline` nothing is
-/// sent: the item was not in the cache, and that is the error.
-pub fn complete(
-    ctx: &StepContext,
+/// Sends `request` to the entry `name` and awaits the answer. Under `--offline` nothing is sent:
+/// the item was not in the cache, and that is the error.
+pub async fn complete(
+    ctx: &StepContext<'_>,
     name: &str,
     item: &str,
     request: &ChatRequest,
 ) -> Result<Completion, StepError> {
-    if crate::engine::offline() {
+    if ctx.offline {
         return Err(StepError::Input(format!(
             "step `{}` item {item}: --offline and no cached answer of model `{name}`; run \
              without --offline, or import a cache that has it (`claimflow cache import`)",
@@ -93,11 +84,12 @@ pub fn complete(
         )));
     }
     let client = client(ctx, name)?;
-    let completion = RUNTIME
-        .block_on(client.complete(request))
+    let completion = client
+        .complete(request)
+        .await
         .map_err(|error| model_error(ctx, item, error))?;
     let price = model_spec(ctx, name)?.price_per_mtok;
-    spent(&ctx.step.name, &completion.usage, price);
+    spent(ctx, &completion.usage, price);
     Ok(completion)
 }
 
@@ -122,7 +114,7 @@ const SAY_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Counts one call, and every few seconds tells the user the calls made so far, their tokens and
 /// their cost (a progress line).
-fn spent(step: &str, usage: &crate::models::Usage, price: Option<crate::pipeline::Price>) {
+fn spent(ctx: &StepContext, usage: &crate::models::Usage, price: Option<crate::pipeline::Price>) {
     let line = {
         let mut spent = SPENT
             .lock()
@@ -135,7 +127,7 @@ fn spent(step: &str, usage: &crate::models::Usage, price: Option<crate::pipeline
         })
     };
     if let Some(line) = line {
-        crate::notes::note(step, &format!("model calls so far: {line}"));
+        ctx.note(&format!("model calls so far: {line}"));
     }
 }
 
@@ -155,12 +147,13 @@ fn client(ctx: &StepContext, name: &str) -> Result<Arc<ModelClient>, StepError> 
     // each server) names the client, so a later run's server gets a client of its own.
     let started = if spec.is_embedded() {
         let log = ctx.workdir.join("logs").join("llama-server.log");
-        let step = ctx.step.name.clone();
-        let url =
-            crate::local_model::embedded::base_url(&log, &|line| crate::notes::note(&step, line))
-                .map_err(|error| {
+        // Starting (or provisioning) the server blocks the thread the step's items are polled on;
+        // they all wait for it anyway.
+        let url = crate::local_model::embedded::base_url(&log, &|line| ctx.note(line)).map_err(
+            |error| {
                 StepError::Message(format!("step `{}`: model `{name}`: {error}", ctx.step.name))
-            })?;
+            },
+        )?;
         Some(url)
     } else {
         None
@@ -184,11 +177,13 @@ fn client(ctx: &StepContext, name: &str) -> Result<Arc<ModelClient>, StepError> 
 
 /// A model error as a step error of the same class.
 pub fn model_error(ctx: &StepContext, item: &str, error: ModelError) -> StepError {
-    let message = format!("step `{}` item {item}: {error}", ctx.step.name);
+    let context = format!("step `{}` item {item}", ctx.step.name);
     match error.class() {
-        ErrorClass::Input => StepError::Input(message),
-        ErrorClass::Leak => StepError::Invariant(message),
-        ErrorClass::Transient | ErrorClass::Failure => StepError::Message(message),
+        ErrorClass::Input => StepError::Input(format!("{context}: {error}")),
+        ErrorClass::Leak => StepError::Invariant(format!("{context}: {error}")),
+        // The client has already retried within the entry's `retries:`; what is left fails the
+        // item, its cause kept.
+        ErrorClass::Transient | ErrorClass::Failure => StepError::failed(context, error),
     }
 }
 

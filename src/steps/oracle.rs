@@ -16,12 +16,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use crate::cache::Digest;
 use crate::engine::{
-    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, Pool, StepContext, StepError, StepKind,
+    ItemOutput, ItemPlan, ItemResult, ParamsDecl, Pool, Role, StepContext, StepError, StepKind,
     Upstream,
 };
 use crate::mining::TestFileRules;
@@ -32,43 +32,29 @@ use crate::oracle::{
     judge_commit,
 };
 use crate::pipeline::RepoSpec;
+use crate::pipeline::StepSpec;
 use crate::python::{self, BuildFailure, Environment, EnvironmentRequest, Installer, Requirement};
 use crate::records::{ClaimRecord, CommitRecord, Label, TruthRecord};
 
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec::optional(
-        "runs",
-        ParamType::Integer,
-        "runs at the parent and at the child (N, default 10)",
-    ),
-    ParamSpec::optional(
-        "timeout",
-        ParamType::Number,
-        "seconds per pytest run before it is killed (default 300)",
-    ),
-    ParamSpec::optional(
-        "slots",
-        ParamType::Integer,
-        "worktrees, so commits judged at once (default: the number of cores)",
-    ),
-    ParamSpec::optional(
-        "import_errors",
-        ParamType::Enum(&["discard", "flip"]),
-        "claims whose test file no longer imports at the child: discard (default) or flip",
-    ),
-];
-
-#[derive(Debug, Deserialize)]
+/// The parameters of `uses: oracle`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Params {
+pub struct OracleParams {
+    /// Runs at the parent and at the child (N, default 10).
     #[serde(default = "default_runs")]
-    runs: u32,
-    #[serde(default = "default_timeout")]
-    timeout: f64,
+    #[schemars(range(min = 1, max = 1000))]
+    pub runs: u32,
+    /// Seconds per pytest run before it is killed (default 300); not part of any key.
+    #[serde(default = "default_timeout", skip_serializing)]
+    #[schemars(range(min = 1))]
+    pub timeout: f64,
+    /// Worktrees, so commits judged at once (default: the number of cores); not part of any key.
+    #[serde(default, skip_serializing)]
+    #[schemars(range(min = 1))]
+    pub slots: Option<usize>,
+    /// Claims whose test file no longer imports at the child: discard (default) or flip.
     #[serde(default)]
-    slots: Option<usize>,
-    #[serde(default)]
-    import_errors: ImportErrorPolicy,
+    pub import_errors: ImportErrorPolicy,
 }
 
 fn default_runs() -> u32 {
@@ -146,17 +132,9 @@ impl Environments for FixedEnvironment {
 /// user's cache.
 pub struct PythonEnvironments;
 
-/// The repository's pinned `dependencies:` (strings), if it lists any.
+/// The repository's pinned `dependencies:`.
 fn pinned_dependencies(repo: &RepoSpec) -> Vec<String> {
-    repo.extra
-        .get("dependencies")
-        .and_then(serde_json::Value::as_array)
-        .map(|list| {
-            list.iter()
-                .filter_map(|value| value.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
+    repo.dependencies.clone()
 }
 
 impl Environments for PythonEnvironments {
@@ -371,11 +349,13 @@ impl Claim {
 }
 
 fn claims_of(upstream: &Upstream, step: &str) -> Result<Vec<Claim>, StepError> {
-    let output = upstream.of_kind("mine-claims").ok_or_else(|| {
-        StepError::Input(format!(
-            "step `{step}`: the oracle needs a `mine-claims` step"
-        ))
-    })?;
+    let output = upstream
+        .first_with_role(|role| *role == Role::Claims)
+        .ok_or_else(|| {
+            StepError::Input(format!(
+                "step `{step}`: the oracle needs a `mine-claims` step"
+            ))
+        })?;
     let mut claims = Vec::new();
     for item in &output.items {
         for line in &item.output.records {
@@ -393,7 +373,7 @@ fn claims_of(upstream: &Upstream, step: &str) -> Result<Vec<Claim>, StepError> {
 
 /// `rank-commits` records by (repo, commit), when the step needs that step too.
 fn commits_of(upstream: &Upstream) -> Result<BTreeMap<(String, String), CommitRecord>, StepError> {
-    let Some(output) = upstream.of_kind("rank-commits") else {
+    let Some(output) = upstream.first_with_role(|role| *role == Role::Commits) else {
         return Ok(BTreeMap::new());
     };
     Ok(output
@@ -475,33 +455,16 @@ impl StepKind for OracleStep {
         "runs each claim N times at the parent and at the child, labels it flipped, held or discarded"
     }
 
-    fn params(&self) -> &'static [ParamSpec] {
-        PARAMS
+    fn params(&self) -> ParamsDecl {
+        ParamsDecl::of::<OracleParams>()
     }
 
-    fn key_params(&self, with: &serde_json::Value) -> serde_json::Value {
-        // Defaults are written out, so `runs: 10` and no `runs` share their items.
-        match serde_json::from_value::<Params>(with.clone()) {
-            Ok(params) => json!({"runs": params.runs, "import_errors": params.import_errors}),
-            Err(_) => {
-                let mut with = with.clone();
-                if let Some(map) = with.as_object_mut() {
-                    map.remove("timeout");
-                    map.remove("slots");
-                }
-                with
-            }
-        }
+    fn role(&self, _step: &StepSpec) -> Role {
+        Role::Labels
     }
 
     fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
         let step = &ctx.step.name;
-        let params: Params = ctx.params()?;
-        if params.runs == 0 {
-            return Err(StepError::Input(format!(
-                "step `{step}`: `runs` must be at least 1"
-            )));
-        }
         let claims = claims_of(upstream, step)?;
         let records: Vec<ClaimRecord> = claims.iter().map(|claim| claim.record.clone()).collect();
         let problems = check_claims(&records);
@@ -577,7 +540,7 @@ impl StepKind for OracleStep {
         upstream: &Upstream,
     ) -> Result<ItemOutput, StepError> {
         let step = &ctx.step.name;
-        let params: Params = ctx.params()?;
+        let params: &OracleParams = ctx.params()?;
         let target: CommitItem = serde_json::from_value(item.params.clone())
             .map_err(|error| StepError::Message(format!("item {}: {error}", item.id)))?;
         let mut upstream_claims: Vec<Claim> = claims_of(upstream, step)?
@@ -655,7 +618,10 @@ impl StepKind for OracleStep {
             ) {
                 Ok(environment) => environment,
                 Err(EnvironmentFailure::Retry(reason)) => {
-                    return Err(StepError::Message(format!("item {}: {reason}", item.id)));
+                    return Err(StepError::transient(
+                        format!("item {}: {reason}", item.id),
+                        None,
+                    ));
                 }
                 Err(EnvironmentFailure::Unbuildable(reason)) => {
                     return Ok(without_environment(&claims, &reason));
@@ -698,7 +664,7 @@ impl StepKind for OracleStep {
 
     fn publish(&self, ctx: &StepContext, items: &[ItemResult]) -> Result<(), StepError> {
         let step = &ctx.step.name;
-        let params: Params = ctx.params()?;
+        let params: &OracleParams = ctx.params()?;
         let mut problems = Vec::new();
         let mut commits = Vec::new();
         for item in items {

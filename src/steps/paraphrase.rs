@@ -22,19 +22,21 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::oracle::{EnvironmentFailure, Environments};
 use crate::cache::Digest;
 use crate::controls::paraphrase::paraphrase;
 use crate::engine::{
-    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, Pool, StepContext, StepError, StepKind,
+    ItemOutput, ItemPlan, ItemResult, ParamsDecl, Pool, Role, StepContext, StepError, StepKind,
     Upstream,
 };
 use crate::oracle::command::RunFiles;
 use crate::oracle::runner::{RunRequest, run_pytest};
 use crate::oracle::{Verdict, Worktree, classify};
+use crate::pipeline::StepSpec;
 use crate::records::ClaimRecord;
 
 /// The name of the manipulation, as a control's predictions declare it in `evidence.control`.
@@ -52,13 +54,18 @@ impl ParaphraseStep {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+/// The parameters of `uses: paraphrase`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Params {
+pub struct ParaphraseParams {
+    /// Runs at the parent every rewrite must pass (default 3).
     #[serde(default = "default_runs")]
-    runs: u32,
-    #[serde(default = "default_timeout")]
-    timeout: f64,
+    #[schemars(range(min = 1, max = 100))]
+    pub runs: u32,
+    /// Seconds per pytest run (default 120); it bounds a run, so it stays out of the key.
+    #[serde(default = "default_timeout", skip_serializing)]
+    #[schemars(range(min = 1))]
+    pub timeout: f64,
 }
 
 fn default_runs() -> u32 {
@@ -68,19 +75,6 @@ fn default_runs() -> u32 {
 fn default_timeout() -> f64 {
     120.0
 }
-
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec::optional(
-        "runs",
-        ParamType::Integer,
-        "runs at the parent every rewrite must pass (default 3)",
-    ),
-    ParamSpec::optional(
-        "timeout",
-        ParamType::Number,
-        "seconds per pytest run (default 120)",
-    ),
-];
 
 /// A claim as the step reads it: the contract fields, and the line as written.
 struct Line {
@@ -177,13 +171,15 @@ fn refused(claim: &str, why: impl std::fmt::Display) -> serde_json::Value {
 
 impl ParaphraseStep {
     fn claims(ctx: &StepContext, upstream: &Upstream) -> Result<Vec<Line>, StepError> {
-        let output = upstream.of_kind("mine-claims").ok_or_else(|| {
-            StepError::Input(format!(
-                "step `{}`: needs a `mine-claims` step for the claims to paraphrase; add it to \
+        let output = upstream
+            .first_with_role(|role| *role == Role::Claims)
+            .ok_or_else(|| {
+                StepError::Input(format!(
+                    "step `{}`: needs a `mine-claims` step for the claims to paraphrase; add it to \
                  `needs:`",
-                ctx.step.name
-            ))
-        })?;
+                    ctx.step.name
+                ))
+            })?;
         let selected = super::selection::selected_claims(upstream);
         let mut lines = Vec::new();
         for line in output.items.iter().flat_map(|item| &item.output.records) {
@@ -212,7 +208,7 @@ impl ParaphraseStep {
         &self,
         ctx: &StepContext,
         item: &ItemPlan,
-        params: &Params,
+        params: &ParaphraseParams,
         claims: &[serde_json::Value],
     ) -> Result<Vec<serde_json::Value>, StepError> {
         let failed = |error: &dyn std::fmt::Display| {
@@ -395,17 +391,18 @@ impl StepKind for ParaphraseStep {
         "each claim's test rewritten syntactically, kept only when it still passes at the parent"
     }
 
-    fn params(&self) -> &'static [ParamSpec] {
-        PARAMS
+    fn params(&self) -> ParamsDecl {
+        ParamsDecl::of::<ParaphraseParams>()
     }
 
-    fn key_params(&self, with: &serde_json::Value) -> serde_json::Value {
-        // The timeout bounds a run; it does not change what a run that finishes says.
-        json!({"runs": with.get("runs")})
+    fn role(&self, _step: &StepSpec) -> Role {
+        Role::Manipulation {
+            control: PARAPHRASE.to_string(),
+        }
     }
 
     fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
-        let params: Params = ctx.params()?;
+        let params: &ParaphraseParams = ctx.params()?;
         if params.runs == 0 {
             return Err(StepError::Input(format!(
                 "step `{}`: `runs` is 0; every rewrite must pass at least one run",
@@ -458,13 +455,13 @@ impl StepKind for ParaphraseStep {
         item: &ItemPlan,
         _upstream: &Upstream,
     ) -> Result<ItemOutput, StepError> {
-        let params: Params = ctx.params()?;
+        let params: &ParaphraseParams = ctx.params()?;
         let claims = item.params["claims"]
             .as_array()
             .cloned()
             .unwrap_or_default();
         let mut records = vec![json!({"record": "summary", "control": PARAPHRASE})];
-        records.extend(self.rewrite_commit(ctx, item, &params, &claims)?);
+        records.extend(self.rewrite_commit(ctx, item, params, &claims)?);
         Ok(ItemOutput {
             records,
             blobs: Default::default(),

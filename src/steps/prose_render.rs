@@ -11,33 +11,31 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::llm_arm::claims_by_commit;
+use super::claim_groups::claims_by_commit;
 use super::model_calls::{self, CallRecord, call_params, model_spec, prompt_file};
 use crate::cache::Digest;
 use crate::engine::{
-    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, Pool, StepContext, StepError, StepKind,
-    Upstream,
+    Execution, ItemFuture, ItemOutput, ItemPlan, ItemResult, ModelName, ParamsDecl, Pool,
+    ProjectFile, StepContext, StepError, StepKind, Upstream,
 };
 use crate::models::ask::note;
 use crate::models::{Totals, render_request};
 
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec::required(
-        "prompt",
-        ParamType::File,
-        "the renderer's system prompt (prompts/prose_render.txt); its content enters every key",
-    ),
-    ParamSpec::required("model", ParamType::Model, "the `models:` entry asked"),
-];
-
-#[derive(Debug, Clone, Deserialize)]
+/// The parameters of `uses: prose-render`. Both are names, kept out of the key: the prompt's
+/// content and the model's settings enter each item instead.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Params {
-    prompt: String,
-    model: String,
+pub struct ProseRenderParams {
+    /// The renderer's system prompt (prompts/prose_render.txt); its content enters every key.
+    #[serde(skip_serializing)]
+    pub prompt: ProjectFile,
+    /// The `models:` entry asked.
+    #[serde(skip_serializing)]
+    pub model: ModelName,
 }
 
 /// One claim's rendering: the note, or why there is none.
@@ -61,58 +59,14 @@ pub struct ProseRender {
     plans: Mutex<BTreeMap<String, Arc<Plan>>>,
 }
 
-impl StepKind for ProseRender {
-    fn name(&self) -> &'static str {
-        "prose-render"
-    }
-
-    fn version(&self) -> u32 {
-        1
-    }
-
-    fn about(&self) -> &'static str {
-        "each claim rewritten by a model as a short prose note from its test source alone"
-    }
-
-    fn params(&self) -> &'static [ParamSpec] {
-        PARAMS
-    }
-
-    fn key_params(&self, _with: &serde_json::Value) -> serde_json::Value {
-        // The prompt's content and the model's settings enter each item; names change nothing.
-        serde_json::Value::Null
-    }
-
-    fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
-        let params: Params = ctx.params()?;
-        let spec = model_spec(ctx, &params.model)?;
-        let (prompt, prompt_digest) = prompt_file(ctx, &params.prompt)?;
-        let mut sources = BTreeMap::new();
-        let mut items = Vec::new();
-        for claim in claims_by_commit(ctx, upstream)?.into_iter().flatten() {
-            items.push(
-                ItemPlan::new(&claim.id)
-                    .params(json!({"call": call_params(spec), "sample": 0}))
-                    .read("claim", Digest::of(claim.source.as_bytes()))
-                    .file("prompt", prompt_digest)
-                    .pool(Pool::Model(params.model.clone())),
-            );
-            sources.insert(claim.id, claim.source);
-        }
-        self.plans
-            .lock()
-            .expect("plans lock")
-            .insert(ctx.step.name.clone(), Arc::new((prompt, sources)));
-        Ok(items)
-    }
-
-    fn run(
+impl ProseRender {
+    /// Asks for one claim's note.
+    async fn render(
         &self,
-        ctx: &StepContext,
+        ctx: &StepContext<'_>,
         item: &ItemPlan,
-        _upstream: &Upstream,
     ) -> Result<ItemOutput, StepError> {
-        let params: Params = ctx.params()?;
+        let params: &ProseRenderParams = ctx.params()?;
         let plan = self
             .plans
             .lock()
@@ -130,8 +84,9 @@ impl StepKind for ProseRender {
             })?;
         let prompt = &plan.as_ref().expect("checked above").0;
         let request = render_request(prompt, source);
-        let completion = model_calls::complete(ctx, &params.model, &item.id, &request)?;
-        let spec = model_spec(ctx, &params.model)?;
+        let completion =
+            model_calls::complete(ctx, params.model.as_str(), &item.id, &request).await?;
+        let spec = model_spec(ctx, params.model.as_str())?;
         let (note, problem) = match note(&completion.text) {
             Ok(note) => (Some(note), None),
             Err(problem) => (None, Some(problem)),
@@ -148,10 +103,64 @@ impl StepKind for ProseRender {
             },
         }]))
     }
+}
+
+impl StepKind for ProseRender {
+    fn name(&self) -> &'static str {
+        "prose-render"
+    }
+
+    fn version(&self) -> u32 {
+        1
+    }
+
+    fn about(&self) -> &'static str {
+        "each claim rewritten by a model as a short prose note from its test source alone"
+    }
+
+    fn params(&self) -> ParamsDecl {
+        ParamsDecl::of::<ProseRenderParams>()
+    }
+
+    fn execution(&self) -> Execution {
+        Execution::Async
+    }
+
+    fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
+        let params: &ProseRenderParams = ctx.params()?;
+        let spec = model_spec(ctx, params.model.as_str())?;
+        let (prompt, prompt_digest) = prompt_file(ctx, params.prompt.as_str())?;
+        let mut sources = BTreeMap::new();
+        let mut items = Vec::new();
+        for claim in claims_by_commit(ctx, upstream)?.into_iter().flatten() {
+            items.push(
+                ItemPlan::new(&claim.id)
+                    .params(json!({"call": call_params(spec), "sample": 0}))
+                    .read("claim", Digest::of(claim.source.as_bytes()))
+                    .file("prompt", prompt_digest)
+                    .pool(Pool::Model(params.model.to_string())),
+            );
+            sources.insert(claim.id, claim.source);
+        }
+        self.plans
+            .lock()
+            .expect("plans lock")
+            .insert(ctx.step.name.clone(), Arc::new((prompt, sources)));
+        Ok(items)
+    }
+
+    fn run_async<'a>(
+        &'a self,
+        ctx: &'a StepContext<'a>,
+        item: &'a ItemPlan,
+        _upstream: &'a Upstream,
+    ) -> ItemFuture<'a> {
+        Box::pin(self.render(ctx, item))
+    }
 
     fn publish(&self, ctx: &StepContext, items: &[ItemResult]) -> Result<(), StepError> {
-        let params: Params = ctx.params()?;
-        let price = model_spec(ctx, &params.model)?.price_per_mtok;
+        let params: &ProseRenderParams = ctx.params()?;
+        let price = model_spec(ctx, params.model.as_str())?.price_per_mtok;
         let mut totals = Totals::default();
         let mut lines = Vec::new();
         let mut failed = 0;
@@ -173,13 +182,10 @@ impl StepKind for ProseRender {
             }
         }
         ctx.write_jsonl(&format!("notes/{}.jsonl", ctx.step.name), &lines)?;
-        crate::notes::note(
-            &ctx.step.name,
-            &format!(
-                "{}; {failed} claims without a note",
-                model_calls::describe(&totals, Some(cached))
-            ),
-        );
+        ctx.note(&format!(
+            "{}; {failed} claims without a note",
+            model_calls::describe(&totals, Some(cached))
+        ));
         let summary = json!({
             "cached": cached,
             "step": ctx.step.name,

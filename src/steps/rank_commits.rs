@@ -12,87 +12,54 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use crate::engine::{
-    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, PipelineProblem, StepContext,
-    StepError, StepKind, Upstream,
+    ItemOutput, ItemPlan, ItemResult, ParamsDecl, PipelineProblem, ProjectFile, RepoName, Role,
+    StepContext, StepError, StepKind, Upstream,
 };
 use crate::mining::chosen::{self, Listed};
 use crate::mining::repository::{self, tool_name};
 use crate::mining::{Merges, RankBy, Selection, TestFileRules, rank, score_history};
-use crate::pipeline::{Pipeline, RepoSpec, StepSpec};
+use crate::pipeline::{Pipeline, StepSpec};
 use crate::records::CommitRecord;
 
 /// The `rank-commits` step kind.
 pub struct RankCommits;
 
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec::optional(
-        "by",
-        ParamType::Enum(&["assertion-deletions", "keywords"]),
-        "what a commit is ranked by (default assertion-deletions)",
-    ),
-    ParamSpec::optional(
-        "top",
-        ParamType::Integer,
-        "keep the top N candidates per repository (default 40)",
-    ),
-    ParamSpec::optional(
-        "repos",
-        ParamType::StringList,
-        "the `repos:` entries to rank (default all)",
-    ),
-    ParamSpec::optional(
-        "merges",
-        ParamType::Enum(&["include", "skip"]),
-        "score merge commits against their first parent, or skip them (default include); a \
-         repository's own `merges` wins",
-    ),
-    ParamSpec::optional(
-        "test_patterns",
-        ParamType::StringList,
-        "globs that make a path a test file (default: test/tests/testing directories, test_*.py, \
-         *_test.py, tests.py, conftest.py); a repository's own `test_patterns` wins",
-    ),
-    ParamSpec::optional(
-        "min_score",
-        ParamType::Number,
-        "drop candidates scoring below this (default 1)",
-    ),
-    ParamSpec::optional(
-        "commits",
-        ParamType::Any,
-        "commits to take in place of a ranking, per repository: `{repo: [id, ...]}`, in rank order",
-    ),
-    ParamSpec::optional(
-        "commits_file",
-        ParamType::File,
-        "a file of `<repository> <commit>` lines to take in place of a ranking, in rank order",
-    ),
-];
-
-/// The step's `with:` parameters.
-#[derive(Debug, Deserialize)]
+/// The parameters of `uses: rank-commits`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Params {
+pub struct RankCommitsParams {
+    /// What a commit is ranked by (default assertion-deletions).
     #[serde(default)]
-    by: RankBy,
+    pub by: RankBy,
+    /// Keep the top N candidates per repository (default 40).
     #[serde(default = "default_top")]
-    top: usize,
+    #[schemars(range(min = 1))]
+    pub top: usize,
+    /// The `repos:` entries to rank (default all).
     #[serde(default)]
-    repos: Option<Vec<String>>,
+    pub repos: Option<Vec<RepoName>>,
+    /// Score merge commits against their first parent, or skip them (default include); a
+    /// repository's own `merges` wins.
     #[serde(default)]
-    merges: Merges,
+    pub merges: Merges,
+    /// Globs that make a path a test file (default: test/tests/testing directories, test_*.py,
+    /// *_test.py, tests.py, conftest.py); a repository's own `test_patterns` wins.
     #[serde(default)]
-    test_patterns: Vec<String>,
+    pub test_patterns: Vec<String>,
+    /// Drop candidates scoring below this (default 1).
     #[serde(default = "default_min_score")]
-    min_score: f64,
+    #[schemars(range(min = 0))]
+    pub min_score: f64,
+    /// Commits to take in place of a ranking, per repository: `{repo: [id, ...]}`, in rank order.
     #[serde(default)]
-    commits: Option<BTreeMap<String, Vec<String>>>,
+    pub commits: Option<BTreeMap<String, Vec<String>>>,
+    /// A file of `<repository> <commit>` lines to take in place of a ranking, in rank order.
     #[serde(default)]
-    commits_file: Option<String>,
+    pub commits_file: Option<ProjectFile>,
 }
 
 fn default_top() -> usize {
@@ -122,7 +89,7 @@ struct ItemParams {
 fn listed(
     root: &Path,
     step: &str,
-    params: &Params,
+    params: &RankCommitsParams,
 ) -> Result<Option<BTreeMap<String, Vec<Listed>>>, String> {
     match (&params.commits, &params.commits_file) {
         (Some(_), Some(_)) => Err(format!(
@@ -145,6 +112,7 @@ fn listed(
             Ok(Some(listed))
         }
         (None, Some(file)) => {
+            let file = file.as_str();
             let text = std::fs::read_to_string(root.join(file))
                 .map_err(|error| format!("read `{file}`: {error}"))?;
             chosen::parse_file(file, &text)
@@ -169,17 +137,10 @@ fn list_problems(step: &StepSpec, pipeline: &Pipeline) -> Vec<PipelineProblem> {
         message,
         hint: hint.to_string(),
     };
-    let params: Params = match serde_json::from_value(step.with.clone()) {
-        Ok(params) => params,
-        Err(_) if step.with.get("commits").is_some() => {
-            return vec![problem(
-                format!("`commits` of step `{}` is not a map of lists", step.name),
-                "write `commits: {repo: [<commit id>, ...]}`, one list per repository",
-            )];
-        }
-        Err(_) => return Vec::new(),
+    let Some(params) = step.params.get::<RankCommitsParams>() else {
+        return Vec::new();
     };
-    let listed = match listed(&pipeline.root, &step.name, &params) {
+    let listed = match listed(&pipeline.root, &step.name, params) {
         Ok(Some(listed)) => listed,
         Ok(None) => return Vec::new(),
         Err(message) => {
@@ -205,27 +166,6 @@ fn list_problems(step: &StepSpec, pipeline: &Pipeline) -> Vec<PipelineProblem> {
         .collect()
 }
 
-fn params(ctx: &StepContext) -> Result<Params, StepError> {
-    if ctx.step.with.is_null() {
-        return serde_json::from_value(json!({}))
-            .map_err(|error| StepError::Input(error.to_string()));
-    }
-    ctx.params()
-}
-
-/// The merge setting for `spec`: its own `merges`, else the step's.
-fn merges(ctx: &StepContext, spec: &RepoSpec, step: Merges) -> Result<Merges, StepError> {
-    match spec.extra.get("merges") {
-        Some(value) => serde_json::from_value(value.clone()).map_err(|_| {
-            StepError::Input(format!(
-                "step `{}`: repository `{}`: `merges` must be `include` or `skip`",
-                ctx.step.name, spec.name
-            ))
-        }),
-        None => Ok(step),
-    }
-}
-
 impl StepKind for RankCommits {
     fn name(&self) -> &'static str {
         "rank-commits"
@@ -241,8 +181,12 @@ impl StepKind for RankCommits {
         "rank each repository's first-parent commits by assertion lines deleted from tests (or keywords)"
     }
 
-    fn params(&self) -> &'static [ParamSpec] {
-        PARAMS
+    fn params(&self) -> ParamsDecl {
+        ParamsDecl::of::<RankCommitsParams>()
+    }
+
+    fn role(&self, _step: &StepSpec) -> Role {
+        Role::Commits
     }
 
     fn check_pipeline(&self, step: &StepSpec, pipeline: &Pipeline) -> Vec<PipelineProblem> {
@@ -255,29 +199,19 @@ impl StepKind for RankCommits {
     }
 
     fn items(&self, ctx: &StepContext, _upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
-        let params = params(ctx)?;
-        let listed = listed(ctx.root, &ctx.step.name, &params).map_err(StepError::Input)?;
-        if let Some(unknown) = params
-            .repos
-            .iter()
-            .flatten()
-            .find(|name| ctx.pipeline.repo(name).is_none())
-        {
-            return Err(StepError::Input(format!(
-                "step `{}`: `repos` names `{unknown}`, which is not a `repos:` entry",
-                ctx.step.name
-            )));
-        }
+        let params: &RankCommitsParams = ctx.params()?;
+        let listed = listed(ctx.root, &ctx.step.name, params).map_err(StepError::Input)?;
+        // The loader checked that every name in `repos` is a `repos:` entry.
         let chosen = ctx.pipeline.repos.iter().filter(|spec| {
             params
                 .repos
                 .as_ref()
-                .is_none_or(|names| names.contains(&spec.name))
+                .is_none_or(|names| names.iter().any(|name| name.as_str() == spec.name))
         });
         let mut items = Vec::new();
         for spec in chosen {
-            let prepared = repository::prepare(spec, ctx.workdir)?;
-            let merges = merges(ctx, spec, params.merges)?;
+            let prepared = repository::prepare(spec, ctx.workdir, ctx.offline)?;
+            let merges = spec.merges.unwrap_or(params.merges);
             let commits = match &listed {
                 None => None,
                 Some(listed) => {

@@ -17,9 +17,11 @@ use crate::arms::{Change, Claim};
 use crate::cache::Digest;
 use crate::controls::rename::{RenameClaim, referenced, renames_in};
 use crate::engine::{
-    ItemOutput, ItemPlan, ItemResult, ParamSpec, StepContext, StepError, StepKind, Upstream,
+    ItemOutput, ItemPlan, ItemResult, NoParams, ParamsDecl, Role, StepContext, StepError, StepKind,
+    Upstream,
 };
 use crate::mining::test_files::TestFileRules;
+use crate::pipeline::StepSpec;
 
 /// The `rename-class` step kind.
 #[derive(Debug, Clone, Copy, Default)]
@@ -34,16 +36,7 @@ impl RenameClass {
                 ctx.step.name
             ))
         })?;
-        let patterns: Vec<String> = match spec.extra.get("test_patterns") {
-            None => Vec::new(),
-            Some(value) => serde_json::from_value(value.clone()).map_err(|_| {
-                StepError::Input(format!(
-                    "step `{}`: repository `{repo}`: `test_patterns` must be a list of strings",
-                    ctx.step.name
-                ))
-            })?,
-        };
-        let rules = TestFileRules::new(&patterns).map_err(|error| {
+        let rules = TestFileRules::for_repository(spec, &[]).map_err(|error| {
             StepError::Input(format!(
                 "step `{}`: repository `{repo}`: {error}",
                 ctx.step.name
@@ -66,17 +59,23 @@ impl StepKind for RenameClass {
         "claims whose test references a symbol their commit renamed without changing its body"
     }
 
-    fn params(&self) -> &'static [ParamSpec] {
-        &[]
+    fn params(&self) -> ParamsDecl {
+        ParamsDecl::of::<NoParams>()
+    }
+
+    fn role(&self, _step: &StepSpec) -> Role {
+        Role::RenameClass
     }
 
     fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
-        let claims = upstream.of_kind("mine-claims").ok_or_else(|| {
-            StepError::Input(format!(
-                "step `{}`: needs a `mine-claims` step; add it to `needs:`",
-                ctx.step.name
-            ))
-        })?;
+        let claims = upstream
+            .first_with_role(|role| *role == Role::Claims)
+            .ok_or_else(|| {
+                StepError::Input(format!(
+                    "step `{}`: needs a `mine-claims` step; add it to `needs:`",
+                    ctx.step.name
+                ))
+            })?;
         let mut commits: BTreeMap<(String, String, String), Vec<serde_json::Value>> =
             BTreeMap::new();
         for item in &claims.items {

@@ -3,12 +3,13 @@
 //! The rendering is one item reading the stats step's output digest; the files are stored as blobs
 //! in the cache and written out by `publish`, so a cached report is restored without rendering.
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use crate::engine::{
-    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, StepContext, StepError, StepKind,
-    Upstream,
+    ItemOutput, ItemPlan, ItemResult, ParamsDecl, Role, StepContext, StepError, StepKind, Upstream,
 };
+use crate::pipeline::StepSpec;
 use crate::stats::StatsDocument;
 use crate::stats::report::{self, ReportConfig};
 
@@ -16,40 +17,34 @@ use crate::stats::report::{self, ReportConfig};
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ReportStep;
 
-#[derive(Debug, Deserialize)]
+/// The parameters of `uses: report`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Params {
+pub struct ReportParams {
+    /// The report's title (default: the pipeline's name).
     #[serde(default)]
-    title: Option<String>,
+    pub title: Option<String>,
+    /// Which arm steps each table compares: arms, pairs, testmon, diff_only, diff_with_claim,
+    /// claim_question, practitioner, prose, prose_reference, prose_baselines, ladder, cutoff
+    /// (default: the arms declaring the paper's strategies).
     #[serde(default)]
-    tables: Option<ReportConfig>,
+    #[schemars(with = "Option<serde_json::Value>")]
+    pub tables: Option<ReportConfig>,
 }
-
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec::optional(
-        "title",
-        ParamType::String,
-        "the report's title (default: the pipeline's name)",
-    ),
-    ParamSpec::optional(
-        "tables",
-        ParamType::Any,
-        "which arm steps each table compares: arms, pairs, testmon, diff_only, diff_with_claim, \
-         claim_question, practitioner, prose, prose_reference, prose_baselines, ladder, cutoff",
-    ),
-];
 
 impl ReportStep {
     fn stats<'a>(
         ctx: &StepContext,
         upstream: &'a Upstream,
     ) -> Result<&'a crate::engine::StepOutput, StepError> {
-        upstream.of_kind("stats").ok_or_else(|| {
-            StepError::Input(format!(
-                "step `{}`: needs a `stats` step; add it to `needs:`",
-                ctx.step.name
-            ))
-        })
+        upstream
+            .first_with_role(|role| *role == Role::Stats)
+            .ok_or_else(|| {
+                StepError::Input(format!(
+                    "step `{}`: needs a `stats` step; add it to `needs:`",
+                    ctx.step.name
+                ))
+            })
     }
 }
 
@@ -68,20 +63,21 @@ impl StepKind for ReportStep {
         "the paper's tables as Markdown and CSV, and SVG figures, from stats.json"
     }
 
-    fn params(&self) -> &'static [ParamSpec] {
-        PARAMS
+    fn params(&self) -> ParamsDecl {
+        ParamsDecl::of::<ReportParams>()
+    }
+
+    fn role(&self, _step: &StepSpec) -> Role {
+        Role::Report
     }
 
     fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
-        let _: Params = ctx.params()?;
+        let _: &ReportParams = ctx.params()?;
         let stats = Self::stats(ctx, upstream)?;
-        let mut plan = ItemPlan::new("report").params(serde_json::json!({
+        let plan = ItemPlan::new("report").params(serde_json::json!({
             "pipeline": ctx.pipeline.name,
         }));
-        for item in &stats.items {
-            plan = plan.read(format!("{}/{}", stats.step, item.plan.id), item.digest);
-        }
-        Ok(vec![plan])
+        Ok(vec![plan.read_outputs([stats])])
     }
 
     fn run(
@@ -90,7 +86,7 @@ impl StepKind for ReportStep {
         _item: &ItemPlan,
         upstream: &Upstream,
     ) -> Result<ItemOutput, StepError> {
-        let params: Params = ctx.params()?;
+        let params: &ReportParams = ctx.params()?;
         let stats = Self::stats(ctx, upstream)?;
         let document: StatsDocument = stats
             .decode_all::<StatsDocument>()?
@@ -101,8 +97,12 @@ impl StepKind for ReportStep {
             })?;
         let title = params
             .title
+            .clone()
             .unwrap_or_else(|| format!("claimflow report: {}", ctx.pipeline.name));
-        let config = params.tables.unwrap_or_default();
+        let config = params
+            .tables
+            .clone()
+            .unwrap_or_else(|| ReportConfig::declared(&document));
         let files = report::render(&title, &document, &config)
             .map_err(|error| StepError::Message(format!("step `{}`: {error}", ctx.step.name)))?;
         let mut output = ItemOutput::default();

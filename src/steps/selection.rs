@@ -9,14 +9,16 @@
 
 use std::collections::BTreeSet;
 
-use crate::engine::{ItemResult, StepContext, StepError, StepOutput, Upstream};
+use crate::engine::{ItemResult, Role, StepContext, StepError, StepOutput, Upstream};
 use crate::records::TruthRecord;
 
-/// Kinds whose records are a selection of labelled claims.
-pub const SELECTION_KINDS: &[&str] = &["stratify", "cutoff"];
+/// Whether a needed step's records are a selection of labelled claims (a sample, a split).
+pub fn is_selection(output: &StepOutput) -> bool {
+    output.role.is_selection()
+}
 
-/// Kinds a selection may draw its labels from, narrowest first.
-pub const LABEL_KINDS: &[&str] = &["stratify", "cutoff", "oracle"];
+/// Roles a selection may draw its labels from, narrowest first.
+const LABEL_ROLES: [Role; 3] = [Role::LabelSample, Role::LabelSplit, Role::Labels];
 
 /// The needed step whose labels a selection draws from: a selection if one is needed, else the
 /// oracle.
@@ -24,9 +26,9 @@ pub fn label_step<'a>(
     ctx: &StepContext,
     upstream: &'a Upstream,
 ) -> Result<&'a StepOutput, StepError> {
-    LABEL_KINDS
+    LABEL_ROLES
         .iter()
-        .find_map(|kind| upstream.of_kind(kind))
+        .find_map(|role| upstream.first_with_role(|candidate| candidate == role))
         .ok_or_else(|| {
             StepError::Input(format!(
                 "step `{}`: needs an `oracle` step (or a `cutoff` or `stratify` step) for the \
@@ -50,10 +52,7 @@ pub fn truth_records(output: &StepOutput) -> Vec<TruthRecord> {
 /// The claims selected by every selection step needed, or `None` when none is needed.
 pub fn selected_claims(upstream: &Upstream) -> Option<BTreeSet<String>> {
     let mut selected: Option<BTreeSet<String>> = None;
-    for output in upstream
-        .all()
-        .filter(|output| SELECTION_KINDS.contains(&output.kind.as_str()))
-    {
+    for output in upstream.all().filter(|output| is_selection(output)) {
         let claims: BTreeSet<String> = truth_records(output)
             .into_iter()
             .map(|record| record.claim)

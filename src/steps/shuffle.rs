@@ -16,35 +16,30 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::controls::shuffle::{CommitRef, Pairing, ShuffleClaim, shuffle};
 use crate::engine::{
-    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, StepContext, StepError, StepKind,
+    ItemOutput, ItemPlan, ItemResult, ParamsDecl, Role, StepContext, StepError, StepKind,
     StepOutput, Upstream,
 };
+use crate::pipeline::StepSpec;
 use crate::records::{ClaimRecord, CommitRecord};
 
 /// The `shuffle` step kind.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ShuffleStep;
 
-#[derive(Debug, Clone, Deserialize)]
+/// The parameters of `uses: shuffle`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Params {
+pub struct ShuffleParams {
+    /// Seed of the pairing (default 0).
     #[serde(default)]
-    seed: u64,
+    pub seed: u64,
 }
-
-const PARAMS: &[ParamSpec] = &[ParamSpec::optional(
-    "seed",
-    ParamType::Integer,
-    "seed of the pairing (default 0)",
-)];
-
-/// What a control step's summary record declares: the manipulation its dependants run under.
-pub const CONTROL_FIELD: &str = "control";
 
 /// The summary record of a shuffle (`shuffle.json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -95,20 +90,19 @@ pub fn shown_commits(upstream: &Upstream) -> Option<BTreeMap<String, CommitRef>>
     found
 }
 
-/// The manipulation a needed step declares in its summary record (`control: …`), if any.
+/// The manipulation a needed step declares by its role, if it manipulates what arms see.
 pub fn declares_control(output: &StepOutput) -> Option<String> {
-    output
-        .items
-        .iter()
-        .flat_map(|item| &item.output.records)
-        .find_map(|record| record.get(CONTROL_FIELD)?.as_str().map(str::to_string))
+    match &output.role {
+        Role::Manipulation { control } => Some(control.clone()),
+        _ => None,
+    }
 }
 
-/// Every needed step's records of kind `kind`, decoded as `T`, skipping summary records.
-fn records_of<T: serde::de::DeserializeOwned>(upstream: &Upstream, kind: &str) -> Vec<T> {
+/// Every needed step's records of role `role`, decoded as `T`, skipping summary records.
+fn records_of<T: serde::de::DeserializeOwned>(upstream: &Upstream, role: &Role) -> Vec<T> {
     upstream
         .all()
-        .filter(|output| output.kind == kind)
+        .filter(|output| output.role == *role)
         .flat_map(|output| output.items.iter())
         .flat_map(|item| item.output.records.iter())
         .filter_map(|record| serde_json::from_value(record.clone()).ok())
@@ -128,28 +122,34 @@ impl StepKind for ShuffleStep {
         "the shuffled-diff null: each claim paired with another commit's diff, seeded"
     }
 
-    fn params(&self) -> &'static [ParamSpec] {
-        PARAMS
+    fn params(&self) -> ParamsDecl {
+        ParamsDecl::of::<ShuffleParams>()
+    }
+
+    fn role(&self, _step: &StepSpec) -> Role {
+        Role::Manipulation {
+            control: SHUFFLED_DIFF.to_string(),
+        }
     }
 
     fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
-        ctx.params::<Params>()?;
-        if upstream.of_kind("mine-claims").is_none() {
+        ctx.params::<ShuffleParams>()?;
+        if upstream
+            .first_with_role(|role| *role == Role::Claims)
+            .is_none()
+        {
             return Err(StepError::Input(format!(
                 "step `{}`: needs a `mine-claims` step for the claims to pair; add it to `needs:`",
                 ctx.step.name
             )));
         }
-        let mut plan = ItemPlan::new("pairs");
-        for output in upstream
-            .all()
-            .filter(|output| ["mine-claims", "rank-commits"].contains(&output.kind.as_str()))
-        {
-            for item in &output.items {
-                plan = plan.read(format!("{}/{}", output.step, item.plan.id), item.digest);
-            }
-        }
-        Ok(vec![plan])
+        Ok(vec![
+            ItemPlan::new("pairs").read_outputs(
+                upstream
+                    .all()
+                    .filter(|output| matches!(output.role, Role::Claims | Role::Commits)),
+            ),
+        ])
     }
 
     fn run(
@@ -158,9 +158,9 @@ impl StepKind for ShuffleStep {
         _item: &ItemPlan,
         upstream: &Upstream,
     ) -> Result<ItemOutput, StepError> {
-        let params: Params = ctx.params()?;
-        let claims: Vec<ClaimRecord> = records_of(upstream, "mine-claims");
-        let ranked: Vec<CommitRecord> = records_of(upstream, "rank-commits");
+        let params: &ShuffleParams = ctx.params()?;
+        let claims: Vec<ClaimRecord> = records_of(upstream, &Role::Claims);
+        let ranked: Vec<CommitRecord> = records_of(upstream, &Role::Commits);
         let as_ref = |repo: &str, parent: &str, commit: &str| CommitRef {
             repo: repo.to_string(),
             parent: parent.to_string(),

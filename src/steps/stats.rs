@@ -10,13 +10,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::label_sources::{self, LabelSources};
 use crate::controls::cutoff::Side;
 use crate::engine::{
-    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, PipelineProblem, StepContext,
-    StepError, StepKind, StepOutput, Upstream,
+    ItemOutput, ItemPlan, ItemResult, ParamsDecl, PipelineProblem, Role, StepContext, StepError,
+    StepKind, StepName, StepOutput, Upstream,
 };
 use crate::pipeline::{Pipeline, RepoSource, StepSpec};
 use crate::records::{ClaimRecord, CommitRecord, Label, PredictionRecord, TruthRecord};
@@ -27,88 +28,48 @@ use crate::stats::rankings::{self, DensitySettings, RankingInput};
 use crate::stats::reweight::NaturalRate;
 use crate::stats::{AnalysisOptions, ArmInfo, Evaluation, Resample, StatsDocument, analyze};
 
-/// Step kinds whose records are not predictions.
-const NOT_ARMS: &[&str] = &[
-    "oracle",
-    "mine-claims",
-    "rank-commits",
-    "stratify",
-    "cutoff",
-    "rename-class",
-    "shuffle",
-    "paraphrase",
-    "stats",
-    "report",
-];
-
-/// The leave-one-repository-out pair the paper reports.
+/// The leave-one-repository-out pair the paper reports, by strategy: the claim-relative arm
+/// against symbol anchoring, when both are among the arms.
 const DEFAULT_LORO: (&str, &str) = ("a6_risk", "a4");
 
 /// The `stats` step kind.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct StatsStep;
 
-#[derive(Debug, Deserialize)]
+/// The parameters of `uses: stats`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Params {
+pub struct StatsParams {
+    /// Bootstrap resamples for the 95% intervals (default 10000).
     #[serde(default = "default_bootstrap")]
-    bootstrap: u64,
+    #[schemars(range(min = 100))]
+    pub bootstrap: u64,
+    /// Seed of the bootstrap (default 0).
     #[serde(default)]
-    seed: u64,
+    pub seed: u64,
+    /// What one bootstrap draw picks: a claim, a commit with its claims, a repository.
     #[serde(default)]
-    resample: Resample,
+    pub resample: Resample,
+    /// Score only claims of repositories with this `split:` (default: every claim).
     #[serde(default)]
-    split: Option<String>,
+    pub split: Option<String>,
+    /// Pairs of arm steps for leave-one-repository-out, e.g. [[a6_risk, a4]] (default: the
+    /// arms declaring strategies a6_risk and a4, when both are needed).
     #[serde(default)]
-    compare: Option<Vec<Vec<String>>>,
+    pub compare: Option<Vec<Vec<String>>>,
+    /// The natural flip rate to reweight precision to (default: recorded upstream or computed).
     #[serde(default)]
-    natural_rate: Option<f64>,
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub natural_rate: Option<f64>,
+    /// `rank-commits` steps whose flip density to compare, e.g. [rank, rank_kw]; each needs the
+    /// oracle step labelling its claims in `needs`.
     #[serde(default)]
-    rankings: Vec<String>,
+    pub rankings: Vec<StepName>,
 }
 
 fn default_bootstrap() -> u64 {
     10_000
 }
-
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec::optional(
-        "bootstrap",
-        ParamType::Integer,
-        "bootstrap resamples for the 95% intervals (default 10000)",
-    ),
-    ParamSpec::optional(
-        "seed",
-        ParamType::Integer,
-        "seed of the bootstrap (default 0)",
-    ),
-    ParamSpec::optional(
-        "resample",
-        ParamType::Enum(&["claim", "commit", "repo"]),
-        "what one bootstrap draw picks: a claim, a commit with its claims, a repository",
-    ),
-    ParamSpec::optional(
-        "split",
-        ParamType::String,
-        "score only claims of repositories with this `split:` (default: every claim)",
-    ),
-    ParamSpec::optional(
-        "compare",
-        ParamType::Any,
-        "pairs of arm steps for leave-one-repository-out, e.g. [[a6_risk, a4]]",
-    ),
-    ParamSpec::optional(
-        "natural_rate",
-        ParamType::Number,
-        "the natural flip rate to reweight precision to (default: recorded upstream or computed)",
-    ),
-    ParamSpec::optional(
-        "rankings",
-        ParamType::StepList,
-        "`rank-commits` steps whose flip density to compare, e.g. [rank, rank_kw]; each needs \
-         the oracle step labelling its claims in `needs`",
-    ),
-];
 
 impl StepKind for StatsStep {
     fn name(&self) -> &'static str {
@@ -129,15 +90,19 @@ impl StepKind for StatsStep {
         "precision, recall, bootstrap intervals, McNemar, leave-one-repository-out per arm"
     }
 
-    fn params(&self) -> &'static [ParamSpec] {
-        PARAMS
+    fn params(&self) -> ParamsDecl {
+        ParamsDecl::of::<StatsParams>()
+    }
+
+    fn role(&self, _step: &StepSpec) -> Role {
+        Role::Stats
     }
 
     fn check_pipeline(&self, step: &StepSpec, pipeline: &Pipeline) -> Vec<PipelineProblem> {
         let rankings: Vec<String> = step
-            .with
-            .get("rankings")
-            .and_then(|value| serde_json::from_value(value.clone()).ok())
+            .params
+            .get::<StatsParams>()
+            .map(|params| params.rankings.iter().map(|name| name.0.clone()).collect())
             .unwrap_or_default();
         match sources_of(pipeline, step, &rankings) {
             Ok(_) => Vec::new(),
@@ -146,20 +111,18 @@ impl StepKind for StatsStep {
     }
 
     fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
-        let params: Params = ctx.params()?;
-        check(ctx, &params, upstream)?;
+        let params: &StatsParams = ctx.params()?;
+        check(ctx, params, upstream)?;
         // The pipeline's repositories and models shape the output too, so they enter the key.
         let context = serde_json::json!({
             "repositories": repositories(ctx.pipeline),
             "arms": arm_infos(ctx.pipeline, upstream),
         });
-        let mut plan = ItemPlan::new("stats").params(context);
-        for step in upstream.all() {
-            for item in &step.items {
-                plan = plan.read(format!("{}/{}", step.step, item.plan.id), item.digest);
-            }
-        }
-        Ok(vec![plan])
+        Ok(vec![
+            ItemPlan::new("stats")
+                .params(context)
+                .read_outputs(upstream.all()),
+        ])
     }
 
     fn run(
@@ -168,8 +131,8 @@ impl StepKind for StatsStep {
         _item: &ItemPlan,
         upstream: &Upstream,
     ) -> Result<ItemOutput, StepError> {
-        let params: Params = ctx.params()?;
-        let document = compute(ctx, &params, upstream)?;
+        let params: &StatsParams = ctx.params()?;
+        let document = compute(ctx, params, upstream)?;
         Ok(ItemOutput::records([document]))
     }
 
@@ -191,18 +154,15 @@ fn input_error(ctx: &StepContext, message: impl std::fmt::Display) -> StepError 
 }
 
 /// Checks what can be checked before anything runs.
-fn check(ctx: &StepContext, params: &Params, upstream: &Upstream) -> Result<(), StepError> {
-    if upstream.of_kind("oracle").is_none()
-        && upstream.of_kind("stratify").is_none()
-        && upstream.of_kind("cutoff").is_none()
+fn check(ctx: &StepContext, params: &StatsParams, upstream: &Upstream) -> Result<(), StepError> {
+    if upstream
+        .first_with_role(|role| matches!(role, Role::Labels | Role::LabelSample))
+        .is_none()
     {
         return Err(input_error(
             ctx,
             "needs an `oracle` step (or a `stratify` step) for the labels; add it to `needs:`",
         ));
-    }
-    if params.bootstrap == 0 {
-        return Err(input_error(ctx, "`bootstrap` must be at least 1"));
     }
     if let Some(split) = &params.split
         && !ctx
@@ -240,15 +200,16 @@ fn sources_of(
         .filter(|need| {
             pipeline
                 .step(need)
-                .is_some_and(|spec| !NOT_ARMS.contains(&spec.uses.as_str()))
+                .is_some_and(|spec| spec.role.is_scored())
         })
         .map(String::as_str)
         .collect();
     label_sources::resolve(pipeline, step, &arms, rankings)
 }
 
-fn sources(ctx: &StepContext, params: &Params) -> Result<LabelSources, StepError> {
-    sources_of(ctx.pipeline, ctx.step, &params.rankings).map_err(|problems| {
+fn sources(ctx: &StepContext, params: &StatsParams) -> Result<LabelSources, StepError> {
+    let rankings: Vec<String> = params.rankings.iter().map(|name| name.0.clone()).collect();
+    sources_of(ctx.pipeline, ctx.step, &rankings).map_err(|problems| {
         let messages: Vec<String> = problems
             .into_iter()
             .map(|problem| format!("{} ({})", problem.message, problem.hint))
@@ -262,25 +223,56 @@ fn sources(ctx: &StepContext, params: &Params) -> Result<LabelSources, StepError
     })
 }
 
-/// The needed step of kind `kind` upstream of `oracle` (or, with no oracle, the first needed).
+/// The needed step whose role is `role` upstream of `oracle` (or, with no oracle, the first
+/// needed).
 fn feeding<'a>(
     ctx: &StepContext,
     upstream: &'a Upstream,
-    kind: &str,
+    role: &Role,
     oracle: Option<&str>,
 ) -> Option<&'a StepOutput> {
     let Some(oracle) = oracle else {
-        return upstream.of_kind(kind);
+        return upstream.first_with_role(|candidate| candidate == role);
     };
     let before = label_sources::ancestors(ctx.pipeline, oracle);
     upstream
         .all()
-        .find(|output| output.kind == kind && before.contains(&output.step))
+        .find(|output| output.role == *role && before.contains(&output.step))
 }
 
-fn loro_pairs(ctx: &StepContext, params: &Params) -> Result<Vec<(String, String)>, StepError> {
+/// The needed arm step declaring `strategy`: the one judging every claim if exactly one does,
+/// else the one judging a selection if exactly one does (an arm and its sampled twin declare the
+/// same strategy; the full arm is the one compared).
+fn arm_of_strategy(ctx: &StepContext, strategy: &str) -> Option<String> {
+    let judges_a_selection = |spec: &StepSpec| {
+        spec.needs.iter().any(|need| {
+            ctx.pipeline
+                .step(need)
+                .is_some_and(|need| need.role.is_selection())
+        })
+    };
+    let arms: Vec<&StepSpec> = ctx
+        .step
+        .needs
+        .iter()
+        .filter_map(|need| ctx.pipeline.step(need))
+        .filter(|spec| spec.role.strategy() == Some(strategy))
+        .collect();
+    for selected in [false, true] {
+        let mut matching = arms
+            .iter()
+            .filter(|spec| judges_a_selection(spec) == selected);
+        if let (Some(only), None) = (matching.next(), matching.next()) {
+            return Some(only.name.clone());
+        }
+    }
+    None
+}
+
+fn loro_pairs(ctx: &StepContext, params: &StatsParams) -> Result<Vec<(String, String)>, StepError> {
     let Some(pairs) = &params.compare else {
-        return Ok(vec![(DEFAULT_LORO.0.into(), DEFAULT_LORO.1.into())]);
+        let pair = arm_of_strategy(ctx, DEFAULT_LORO.0).zip(arm_of_strategy(ctx, DEFAULT_LORO.1));
+        return Ok(pair.into_iter().collect());
     };
     pairs
         .iter()
@@ -314,7 +306,7 @@ fn repositories(pipeline: &Pipeline) -> BTreeMap<String, RepositoryInfo> {
 }
 
 fn is_arm(output: &StepOutput) -> bool {
-    !NOT_ARMS.contains(&output.kind.as_str())
+    output.role.is_scored()
 }
 
 /// What the pipeline says about each arm step.
@@ -323,23 +315,16 @@ fn arm_infos(pipeline: &Pipeline, upstream: &Upstream) -> BTreeMap<String, ArmIn
         .all()
         .filter(|output| is_arm(output))
         .map(|output| {
-            let with = pipeline.step(&output.step).map(|step| &step.with);
-            let text = |key: &str| {
-                with.and_then(|with| with.get(key))
-                    .and_then(|value| value.as_str())
-                    .map(str::to_string)
-            };
-            let model = text("model");
+            let model = output.role.model().map(str::to_string);
             let spec = model.as_ref().and_then(|model| pipeline.models.get(model));
             let price = spec.and_then(|model| model.price_per_mtok);
             let judged_selection = pipeline.step(&output.step).and_then(|step| {
                 step.needs.iter().find(|need| {
-                    pipeline.step(need).is_some_and(|need| {
-                        super::selection::SELECTION_KINDS.contains(&need.uses.as_str())
-                    })
+                    pipeline
+                        .step(need)
+                        .is_some_and(|need| need.role.is_selection())
                 })
             });
-            let twin = control_twin(pipeline, upstream, &output.step);
             let info = ArmInfo {
                 replicates: None,
                 model_id: spec.map(|spec| format!("{} {}", spec.provider, spec.model)),
@@ -351,71 +336,24 @@ fn arm_infos(pipeline: &Pipeline, upstream: &Upstream) -> BTreeMap<String, ArmIn
                 model,
                 price_input: price.map(|price| price.input),
                 price_output: price.map(|price| price.output),
-                // A control wraps another step it needs (`with: {arm: a6_risk}`); the arm kind's own
-                // `arm: a0` names a strategy, and may coincide with the step's own name.
-                control_of: text("arm")
-                    .filter(|arm| {
-                        *arm != output.step
-                            && pipeline
-                                .step(&output.step)
-                                .is_some_and(|step| step.needs.iter().any(|need| need == arm))
-                    })
-                    .or_else(|| twin.as_ref().map(|(of, _)| of.clone())),
-                control: twin.map(|(_, by)| by),
+                // A control stands beside the arm it wraps when that arm is scored here too; else
+                // it is named by its kind and parameters, and still never scored as an arm.
+                control_of: output.role.control_of().map(|of| {
+                    if upstream.steps.contains_key(of) {
+                        of.to_string()
+                    } else {
+                        pipeline.step(&output.step).map_or_else(
+                            || of.to_string(),
+                            |spec| format!("{} {}", spec.uses, spec.with),
+                        )
+                    }
+                }),
+                control: output.role.control().map(str::to_string),
+                strategy: output.role.strategy().map(str::to_string),
             };
             (output.step.clone(), info)
         })
         .collect()
-}
-
-/// The manipulation an arm step's predictions declare they ran under (`evidence.control`, as an
-/// arm judging shuffled pairs or paraphrased claims writes it), if any.
-fn declared_control(output: &StepOutput) -> Option<String> {
-    output
-        .items
-        .iter()
-        .flat_map(|item| &item.output.records)
-        .find_map(|record| {
-            record
-                .get("evidence")?
-                .get("control")?
-                .as_str()
-                .map(str::to_string)
-        })
-}
-
-/// When the predictions of arm step `step` declare a manipulation, the arm they stand for and
-/// the manipulation's name. That arm is the control's twin: a needed arm step of the same kind
-/// with the same `with:`, itself no control, whose needs are among the control's (the control
-/// adds the manipulating step); the one with the most needs when several are. With no twin
-/// among the needs, the control is named by its kind and parameters and still never scored as
-/// an arm of its own.
-fn control_twin(pipeline: &Pipeline, upstream: &Upstream, step: &str) -> Option<(String, String)> {
-    let by = declared_control(upstream.steps.get(step)?)?;
-    let spec = pipeline.step(step)?;
-    let needs: BTreeSet<&String> = spec.needs.iter().collect();
-    let twin = upstream
-        .all()
-        .filter(|output| {
-            output.step != step && is_arm(output) && declared_control(output).is_none()
-        })
-        .filter_map(|output| pipeline.step(&output.step))
-        .filter(|candidate| {
-            candidate.uses == spec.uses
-                && candidate.with == spec.with
-                && candidate.needs.iter().all(|need| needs.contains(need))
-        })
-        .max_by_key(|candidate| {
-            (
-                candidate.needs.len(),
-                std::cmp::Reverse(candidate.name.clone()),
-            )
-        });
-    let of = match twin {
-        Some(twin) => twin.name.clone(),
-        None => format!("{} {}", spec.uses, spec.with),
-    };
-    Some((of, by))
 }
 
 /// Records of `output` that decode as `T`, skipping others (a summary line).
@@ -449,7 +387,7 @@ fn recorded_natural_rate(upstream: &Upstream) -> Option<NaturalRate> {
 /// Runs the whole analysis.
 fn compute(
     ctx: &StepContext,
-    params: &Params,
+    params: &StatsParams,
     upstream: &Upstream,
 ) -> Result<StatsDocument, StepError> {
     check(ctx, params, upstream)?;
@@ -459,18 +397,15 @@ fn compute(
         .as_deref()
         .and_then(|name| upstream.steps.get(name))
         .map(AsRef::as_ref);
-    // A sample supplies the labels scored, else the oracle; a cutoff split only when it is the
-    // one labels step needed (with the oracle, the split gets a whole analysis of its own).
-    let stratify = upstream.of_kind("stratify").or_else(|| match oracle {
-        Some(_) => None,
-        None => upstream.of_kind("cutoff"),
-    });
+    // A sample supplies the labels scored, else the oracle; a cutoff split never replaces the
+    // oracle's labels: it gets a whole analysis of its own (`post_cutoff`).
+    let stratify = upstream.first_with_role(|role| *role == Role::LabelSample);
     let claims: Option<Vec<ClaimRecord>> =
-        feeding(ctx, upstream, "mine-claims", sources.arms.as_deref())
+        feeding(ctx, upstream, &Role::Claims, sources.arms.as_deref())
             .map(StepOutput::decode_all)
             .transpose()?;
     let commits: Option<Vec<CommitRecord>> =
-        feeding(ctx, upstream, "rank-commits", sources.arms.as_deref())
+        feeding(ctx, upstream, &Role::Commits, sources.arms.as_deref())
             .map(StepOutput::decode_all)
             .transpose()?;
     let origins = claims
@@ -501,9 +436,7 @@ fn compute(
         // A model arm's items are its calls (one per commit for A5); the predictions it derived
         // from them, claim by claim, are what it published this run.
         let decoded = match output.decode_all::<PredictionRecord>() {
-            Err(_) if output.kind == "llm-arm" => {
-                super::llm_arm::published_predictions(ctx, &output.step)
-            }
+            Err(_) => super::published::predictions(ctx, &output.step),
             decoded => decoded,
         };
         let predictions: Vec<PredictionRecord> = decoded.map_err(|error| {
@@ -517,9 +450,7 @@ fn compute(
             )
         })?;
         let mut info = infos[&output.step].clone();
-        if output.kind == "llm-arm" {
-            info.replicates = super::llm_arm::published_agreement(ctx, &output.step);
-        }
+        info.replicates = super::published::agreement(ctx, &output.step);
         if let Some(selection) = info.judged_selection.as_mut() {
             selection.claims = predictions.len();
         }
@@ -603,28 +534,28 @@ fn compute(
             .filter(|arm| {
                 ctx.pipeline.step(arm).is_some_and(|step| {
                     step.needs.iter().any(|need| {
-                        ctx.pipeline.step(need).is_some_and(|need| {
-                            super::selection::SELECTION_KINDS.contains(&need.uses.as_str())
-                        })
+                        ctx.pipeline
+                            .step(need)
+                            .is_some_and(|need| need.role.is_selection())
                     })
                 })
             })
             .cloned()
             .collect(),
     };
-    if let Some(split) = upstream.of_kind("cutoff") {
+    if let Some(split) = upstream.first_with_role(|role| *role == Role::LabelSplit) {
         document.cutoff = controls
             .cutoff(split)
             .map_err(|message| input_error(ctx, message))?;
     }
-    if let Some(renames) = upstream.of_kind("rename-class") {
+    if let Some(renames) = upstream.first_with_role(|role| *role == Role::RenameClass) {
         document.rename_class = Some(
             controls
                 .rename_class(renames)
                 .map_err(|message| input_error(ctx, message))?,
         );
     }
-    if let Some(split) = upstream.of_kind("cutoff")
+    if let Some(split) = upstream.first_with_role(|role| *role == Role::LabelSplit)
         && split.step != labels_from
         && !label_sources::ancestors(ctx.pipeline, &labels_from).contains(&split.step)
     {
@@ -639,7 +570,12 @@ fn compute(
             options: &options,
         };
         document.post_cutoff = Some(Box::new(
-            post_cutoff(split, &scored, &controls, upstream.of_kind("rename-class"))
+            post_cutoff(
+                split,
+                &scored,
+                &controls,
+                upstream.first_with_role(|role| *role == Role::RenameClass),
+            )
                 .map_err(|message| input_error(ctx, message))?,
         ));
     }
@@ -661,12 +597,12 @@ fn compute(
 }
 
 /// The upstream steps whose recorded natural rate may stand for the claims scored: every one but
-/// a `cutoff` split that does not supply the labels (its rate is that of the split alone).
+/// a date split (`Role::LabelSplit`) that does not supply the labels (its rate is that of the split alone).
 fn not_a_split_of_others(upstream: &Upstream, labels: Option<&StepOutput>) -> Upstream {
     let mut kept = Upstream::default();
     for (name, output) in &upstream.steps {
         let supplies = labels.is_some_and(|labels| labels.step == output.step);
-        if output.kind != "cutoff" || supplies {
+        if output.role != Role::LabelSplit || supplies {
             kept.steps.insert(name.clone(), output.clone());
         }
     }

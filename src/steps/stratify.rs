@@ -12,14 +12,15 @@
 
 use std::collections::BTreeSet;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::selection;
 use crate::controls::sample::{Candidate, Sample, SampleSettings, stratify};
 use crate::engine::{
-    ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, StepContext, StepError, StepKind,
-    Upstream,
+    ItemOutput, ItemPlan, ItemResult, ParamsDecl, Role, StepContext, StepError, StepKind, Upstream,
 };
+use crate::pipeline::StepSpec;
 use crate::records::{Label, TruthRecord};
 use crate::stats::evaluation::parse_claim_id;
 
@@ -27,41 +28,29 @@ use crate::stats::evaluation::parse_claim_id;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Stratify;
 
-#[derive(Debug, Clone, Deserialize)]
+/// The parameters of `uses: stratify`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Params {
+pub struct StratifyParams {
+    /// Draw from the repositories with this `split:` (default: every repository).
     #[serde(default)]
-    split: Option<String>,
+    pub split: Option<String>,
+    /// The share of flips in the sample, strictly between 0 and 1 (default 0.25).
     #[serde(default = "default_rate")]
-    flip_rate: f64,
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub flip_rate: f64,
+    /// Seed of the draw (default 0).
     #[serde(default)]
-    seed: u64,
+    pub seed: u64,
+    /// Claims wanted; default every flip and the held claims that match the rate.
     #[serde(default)]
-    size: Option<u64>,
+    #[schemars(range(min = 1))]
+    pub size: Option<u64>,
 }
 
 fn default_rate() -> f64 {
     0.25
 }
-
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec::optional(
-        "split",
-        ParamType::String,
-        "draw from the repositories with this `split:` (default: every repository)",
-    ),
-    ParamSpec::optional(
-        "flip_rate",
-        ParamType::Number,
-        "the share of flips in the sample, strictly between 0 and 1 (default 0.25)",
-    ),
-    ParamSpec::optional("seed", ParamType::Integer, "seed of the draw (default 0)"),
-    ParamSpec::optional(
-        "size",
-        ParamType::Integer,
-        "claims wanted; default every flip and the held claims that match the rate",
-    ),
-];
 
 /// The summary record of a sample (`sample.json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -92,21 +81,22 @@ impl StepKind for Stratify {
         "a split's labelled claims drawn to a target flip rate, the natural rate recorded"
     }
 
-    fn params(&self) -> &'static [ParamSpec] {
-        PARAMS
+    fn params(&self) -> ParamsDecl {
+        ParamsDecl::of::<StratifyParams>()
+    }
+
+    fn role(&self, _step: &StepSpec) -> Role {
+        Role::LabelSample
     }
 
     fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
-        let params: Params = ctx.params()?;
-        check(ctx, &params)?;
+        let params: &StratifyParams = ctx.params()?;
+        check(ctx, params)?;
         let labels = selection::label_step(ctx, upstream)?;
-        let mut plan = ItemPlan::new("sample").params(serde_json::json!({
-            "repositories": in_split(ctx, &params),
+        let plan = ItemPlan::new("sample").params(serde_json::json!({
+            "repositories": in_split(ctx, params),
         }));
-        for item in &labels.items {
-            plan = plan.read(format!("{}/{}", labels.step, item.plan.id), item.digest);
-        }
-        Ok(vec![plan])
+        Ok(vec![plan.read_outputs([labels])])
     }
 
     fn run(
@@ -115,10 +105,10 @@ impl StepKind for Stratify {
         _item: &ItemPlan,
         upstream: &Upstream,
     ) -> Result<ItemOutput, StepError> {
-        let params: Params = ctx.params()?;
+        let params: &StratifyParams = ctx.params()?;
         let labels = selection::label_step(ctx, upstream)?;
         let truth: Vec<TruthRecord> = selection::truth_records(labels);
-        let keep = in_split(ctx, &params);
+        let keep = in_split(ctx, params);
         let mut population = Vec::new();
         for record in &truth {
             let flipped = match record.label {
@@ -181,7 +171,7 @@ impl StepKind for Stratify {
     }
 }
 
-fn check(ctx: &StepContext, params: &Params) -> Result<(), StepError> {
+fn check(ctx: &StepContext, params: &StratifyParams) -> Result<(), StepError> {
     let input = |message: String| StepError::Input(format!("step `{}`: {message}", ctx.step.name));
     if !(params.flip_rate > 0.0 && params.flip_rate < 1.0) {
         return Err(input(format!(
@@ -207,7 +197,7 @@ fn check(ctx: &StepContext, params: &Params) -> Result<(), StepError> {
 }
 
 /// The repositories of the step's split, or `None` for every repository.
-fn in_split(ctx: &StepContext, params: &Params) -> Option<BTreeSet<String>> {
+fn in_split(ctx: &StepContext, params: &StratifyParams) -> Option<BTreeSet<String>> {
     params.split.as_ref().map(|split| {
         ctx.pipeline
             .repos

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use claimflow::engine::{
-    Engine, ItemOutput, ItemPlan, ItemResult, ParamSpec, ParamType, Recording, RunOptions, Silent,
+    Engine, ItemOutput, ItemPlan, ItemResult, ParamsDecl, Recording, Role, RunOptions, Silent,
     StepContext, StepError, StepKind, Upstream,
 };
 use claimflow::pipeline::{Pipeline, RepoSource, RepoSpec, StepSpec};
@@ -20,6 +20,14 @@ use crate::common::git::FixtureRepo;
 /// Stands in for `mine-claims` (not merged yet): emits the claim records in its `with.claims`.
 struct GivenClaims;
 
+/// The claims a [`GivenClaims`] step emits.
+#[derive(Debug, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct GivenClaimsParams {
+    /// The claim records.
+    claims: serde_json::Value,
+}
+
 impl StepKind for GivenClaims {
     fn name(&self) -> &'static str {
         "mine-claims"
@@ -30,14 +38,15 @@ impl StepKind for GivenClaims {
     fn about(&self) -> &'static str {
         "claims given in the pipeline (tests)"
     }
-    fn params(&self) -> &'static [ParamSpec] {
-        const PARAMS: &[ParamSpec] = &[ParamSpec::required("claims", ParamType::Any, "claims")];
-        PARAMS
+    fn params(&self) -> ParamsDecl {
+        ParamsDecl::of::<GivenClaimsParams>()
+    }
+    fn role(&self, _step: &StepSpec) -> Role {
+        Role::Claims
     }
     fn items(&self, ctx: &StepContext, _: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
-        Ok(vec![
-            ItemPlan::new("all").params(ctx.step.with["claims"].clone()),
-        ])
+        let params: &GivenClaimsParams = ctx.params()?;
+        Ok(vec![ItemPlan::new("all").params(params.claims.clone())])
     }
     fn run(&self, _: &StepContext, item: &ItemPlan, _: &Upstream) -> Result<ItemOutput, StepError> {
         let records = item.params.as_array().cloned().unwrap_or_default();
@@ -203,12 +212,9 @@ fn claims(parent: &str, child: &str) -> serde_json::Value {
 }
 
 fn pipeline(root: &Path, repository: &Path, claims: serde_json::Value) -> Pipeline {
-    let step = |name: &str, uses: &str, needs: &[&str], with: serde_json::Value| StepSpec {
-        name: name.into(),
-        uses: uses.into(),
-        needs: needs.iter().map(|need| need.to_string()).collect(),
-        with,
-        line: 1,
+    let registry = Registry::with(vec![Arc::new(GivenClaims), Arc::new(Arm)]);
+    let step = |name: &str, uses: &str, needs: &[&str], with: serde_json::Value| {
+        StepSpec::parsed(name, uses, needs, with, &registry).unwrap()
     };
     Pipeline {
         file: root.join("pipeline.yaml"),
@@ -223,7 +229,9 @@ fn pipeline(root: &Path, repository: &Path, claims: serde_json::Value) -> Pipeli
             branch: "main".into(),
             split: None,
             python: Vec::new(),
-            extra: BTreeMap::new(),
+            test_patterns: None,
+            dependencies: Vec::new(),
+            merges: None,
         }],
         models: BTreeMap::new(),
         executor: Default::default(),
@@ -292,7 +300,12 @@ fn an_arm_without_claims_upstream_is_an_input_error() {
     let registry = Registry::with(vec![Arc::new(GivenClaims), Arc::new(Arm)]);
     let engine = Engine::new(&pipeline, &registry, &Silent).unwrap();
     let error = engine.run(&RunOptions::default()).unwrap_err();
-    assert_eq!(error.to_string(), "1 step failed: a0");
+    // An input error found while running is still the user's to fix: exit 2, not 1.
+    assert!(
+        matches!(error, claimflow::engine::EngineError::StepsRejectedInput(_)),
+        "{error}"
+    );
+    assert_eq!(error.to_string(), "1 step found the input wrong: a0");
 }
 
 const CALC: &str = "\
@@ -395,14 +408,17 @@ fn run_testmon(
     let mut pipeline = pipeline(project, repository.path(), json!(records));
     pipeline.repos[0].python = vec!["3.11".into()];
     pipeline.steps.truncate(1);
-    pipeline.steps.push(StepSpec {
-        name: "a4b".into(),
-        uses: "arm".into(),
-        needs: vec!["claims".into()],
-        with: json!({"arm": "testmon"}),
-        line: 1,
-    });
     let registry = Registry::with(vec![Arc::new(GivenClaims), Arc::new(Arm)]);
+    pipeline.steps.push(
+        StepSpec::parsed(
+            "a4b",
+            "arm",
+            &["claims"],
+            json!({"arm": "testmon"}),
+            &registry,
+        )
+        .unwrap(),
+    );
     let events = Recording::default();
     let engine = Engine::new(&pipeline, &registry, &events).unwrap();
     let summary = engine
@@ -473,10 +489,7 @@ fn a_repositorys_test_patterns_decide_which_touched_files_carry_no_change() {
     let project = tempfile::tempdir().unwrap();
     let mut pipeline = pipeline(project.path(), repository.path(), claims(&parent, &child));
     // Counting `util.py` as test code (restored by the oracle) leaves `test_helper` unanchored.
-    pipeline.repos[0].extra.insert(
-        "test_patterns".into(),
-        json!(["tests/**", "src/demo/util.py"]),
-    );
+    pipeline.repos[0].test_patterns = Some(vec!["tests/**".into(), "src/demo/util.py".into()]);
     pipeline
         .steps
         .retain(|step| ["claims", "a3"].contains(&step.name.as_str()));

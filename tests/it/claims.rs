@@ -220,13 +220,16 @@ fn pipeline(root: &Path, repo: RepoSpec) -> Pipeline {
         repos: vec![repo],
         models: BTreeMap::new(),
         executor: Default::default(),
-        steps: vec![StepSpec {
-            name: "claims".into(),
-            uses: "mine-claims".into(),
-            needs: vec!["rank".into()],
-            with: json!({}),
-            line: 1,
-        }],
+        steps: vec![
+            StepSpec::parsed(
+                "claims",
+                "mine-claims",
+                &["rank"],
+                json!({}),
+                &claimflow::steps::Registry::builtin(),
+            )
+            .unwrap(),
+        ],
     }
 }
 
@@ -237,7 +240,9 @@ fn repo_spec(path: PathBuf, python: &[&str]) -> RepoSpec {
         branch: "main".into(),
         split: None,
         python: python.iter().map(|version| version.to_string()).collect(),
-        extra: BTreeMap::new(),
+        test_patterns: None,
+        dependencies: Vec::new(),
+        merges: None,
     }
 }
 
@@ -253,18 +258,12 @@ struct Published {
 /// Plans, computes and publishes `mine-claims` like the engine does, over hand-made commit records.
 fn mine(pipeline: &Pipeline, records: Vec<CommitRecord>) -> Published {
     let store = Store::open(pipeline.workdir.join("cache")).unwrap();
-    let ctx = StepContext {
-        pipeline,
-        step: &pipeline.steps[0],
-        root: &pipeline.root,
-        workdir: &pipeline.workdir,
-        results: &pipeline.results,
-        store: &store,
-    };
+    let ctx = StepContext::new(pipeline, &pipeline.steps[0], &store);
     let ranked = ItemOutput::records(&records);
     let ranked = StepOutput {
         step: "rank".into(),
         kind: "rank-commits".into(),
+        role: claimflow::engine::Role::Commits,
         items: vec![ItemResult {
             plan: ItemPlan::new("demo"),
             digest: store.put_json(&ranked).unwrap(),

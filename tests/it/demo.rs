@@ -158,3 +158,80 @@ steps:
         again.stderr
     );
 }
+
+/// The demo's labels (claim, label, cause) and the verdicts of the arms that read no model (claim,
+/// verdict per arm step), pinned: a change to how steps are declared, parsed or executed must
+/// leave every one of them as it was.
+#[test]
+fn the_demo_labels_and_static_verdicts_stay_as_pinned() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/demo");
+    let project = Project::new();
+    copy_dir(&corpus, &project.path("corpus/demo"));
+    project.file(
+        "pipeline.yaml",
+        r#"version: 1
+name: demo
+repos:
+  - {name: demo, corpus: corpus/demo, branch: main, split: dev, python: ["3.11"]}
+steps:
+  rank:   {uses: rank-commits, with: {by: assertion-deletions, top: 40, min_score: 0}}
+  claims: {uses: mine-claims, needs: [rank]}
+  truth:  {uses: oracle, needs: [claims], with: {runs: 10}}
+  a0:     {uses: arm, needs: [claims], with: {arm: a0}}
+  a1:     {uses: arm, needs: [claims], with: {arm: a1}}
+  a3:     {uses: arm, needs: [claims], with: {arm: file-anchoring}}
+  a4:     {uses: arm, needs: [claims], with: {arm: symbol-anchoring}}
+  a4b:    {uses: arm, needs: [claims], with: {arm: testmon}}
+  sample: {uses: stratify, needs: [truth], with: {split: dev, flip_rate: 0.25, seed: 1}}
+  a4_sampled:  {uses: arm, needs: [claims, sample], with: {arm: symbol-anchoring}}
+  shuffled:    {uses: shuffle, needs: [rank, claims], with: {seed: 1}}
+  a3_shuffled: {uses: arm, needs: [claims, shuffled], with: {arm: file-anchoring}}
+  a4_shuffled: {uses: arm, needs: [claims, shuffled], with: {arm: symbol-anchoring}}
+"#,
+    );
+    project.ok(&["run", "pipeline.yaml", "-j", "2", "-q"]);
+
+    let mut labels = Vec::new();
+    for line in project.read("results/demo/truth.jsonl").lines() {
+        let value: serde_json::Value = serde_json::from_str(line).unwrap();
+        labels.push(format!(
+            "{} {} {}",
+            value["claim"].as_str().unwrap(),
+            value["label"].as_str().unwrap(),
+            value["cause"].as_str().unwrap_or("-")
+        ));
+    }
+    labels.sort();
+    let mut verdicts: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let arms = [
+        "a0",
+        "a1",
+        "a3",
+        "a4",
+        "a4b",
+        "a4_sampled",
+        "a3_shuffled",
+        "a4_shuffled",
+    ];
+    for arm in arms {
+        for line in project
+            .read(&format!("results/demo/predictions/{arm}.jsonl"))
+            .lines()
+        {
+            let value: serde_json::Value = serde_json::from_str(line).unwrap();
+            verdicts
+                .entry(value["claim"].as_str().unwrap().to_string())
+                .or_default()
+                .push(format!("{arm}={}", value["verdict"].as_str().unwrap()));
+        }
+    }
+    let verdicts: Vec<String> = verdicts
+        .into_iter()
+        .map(|(claim, verdicts)| format!("{claim} {}", verdicts.join(" ")))
+        .collect();
+    insta::assert_snapshot!(format!(
+        "# claim label cause\n{}\n\n# claim verdict per arm\n{}",
+        labels.join("\n"),
+        verdicts.join("\n")
+    ));
+}

@@ -3,11 +3,59 @@
 
 use std::path::{Path, PathBuf};
 
-use claimflow::engine::Dag;
+use std::sync::Arc;
+
+use claimflow::engine::{
+    Dag, ItemPlan, ItemResult, ModelName, ParamsDecl, ProjectFile, StepContext, StepError,
+    StepKind, StepName, Upstream,
+};
 use claimflow::pipeline::{Pipeline, load, load_str};
 use claimflow::steps::Registry;
 
-use crate::common::step_kinds::registry;
+/// The step kinds claimflow ships: every loader snapshot is taken against them.
+fn registry() -> Registry {
+    Registry::builtin()
+}
+
+/// A kind whose parameters name a prompt file, a model and another step: the loader's checks of
+/// references, whichever kind declares them.
+struct Ask;
+
+/// The parameters of [`Ask`].
+#[derive(Debug, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct AskParams {
+    /// The prompt template.
+    #[serde(default)]
+    prompt: Option<ProjectFile>,
+    /// A `models:` entry.
+    #[serde(default)]
+    model: Option<ModelName>,
+    /// The arm this step wraps.
+    #[serde(default)]
+    arm: Option<StepName>,
+}
+
+impl StepKind for Ask {
+    fn name(&self) -> &'static str {
+        "ask"
+    }
+    fn version(&self) -> u32 {
+        1
+    }
+    fn about(&self) -> &'static str {
+        "a kind with reference parameters, for loader tests"
+    }
+    fn params(&self) -> ParamsDecl {
+        ParamsDecl::of::<AskParams>()
+    }
+    fn items(&self, _: &StepContext, _: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
+        Ok(Vec::new())
+    }
+    fn publish(&self, _: &StepContext, _: &[ItemResult]) -> Result<(), StepError> {
+        Ok(())
+    }
+}
 
 /// The project root the test pipelines resolve their paths against.
 fn root() -> PathBuf {
@@ -38,6 +86,24 @@ fn bad_pipelines_report_every_problem() {
     insta::glob!("../pipelines/bad", "*.yaml", |path| {
         let problems =
             load(&relative(path), &root(), &registry()).expect_err("a bad pipeline must not load");
+        insta::assert_snapshot!(problems.to_string());
+    });
+}
+
+#[test]
+fn bad_references_report_every_problem() {
+    let mut kinds: Vec<Arc<dyn StepKind>> = vec![Arc::new(Ask)];
+    let builtin = Registry::builtin();
+    kinds.extend(
+        builtin
+            .names()
+            .into_iter()
+            .filter_map(|name| builtin.get(name)),
+    );
+    let registry = Registry::with(kinds);
+    insta::glob!("../pipelines/references", "*.yaml", |path| {
+        let problems =
+            load(&relative(path), &root(), &registry).expect_err("a bad pipeline must not load");
         insta::assert_snapshot!(problems.to_string());
     });
 }
@@ -86,11 +152,11 @@ fn a_key_that_looks_like_a_secret_is_never_echoed() {
 #[test]
 fn with_becomes_sorted_json_and_lines_point_at_step_names() {
     let pipeline = load_good("good/paper.yaml", &registry());
-    let a6 = pipeline.step("a6_risk").unwrap();
-    assert_eq!(a6.line, 46);
+    let a4 = pipeline.step("a4").unwrap();
+    assert_eq!(a4.line, 39);
     assert_eq!(
-        serde_json::to_string(&a6.with).unwrap(),
-        r#"{"model":"budget","options":{"max_tokens":512,"stop":["\n\n"],"temperature":0},"prompt":"prompts/a6_risk.txt","question":"claim"}"#
+        serde_json::to_string(&a4.with).unwrap(),
+        r#"{"arm":"symbol-anchoring","transitive":false}"#
     );
     let stats = pipeline.step("stats").unwrap();
     assert_eq!(stats.with["bootstrap"], serde_json::json!(10000));
@@ -121,7 +187,7 @@ fn load_str_reads_text_as_if_from_the_named_file() {
     .unwrap_err();
     insta::assert_snapshot!(problems.to_string(), @r"
     pipelines/inline.yaml:4:3: error: step `a` (`command`) is missing the required parameter `run`
-      hint: add `run:` under `with:`: the command, run by `sh -c`
+      hint: add `run:` under `with:`: the command, run by `sh -c` in the project root
     1 problem found
     ");
 }
@@ -144,25 +210,11 @@ fn the_paper_pipeline_orders_and_renders() {
     assert_eq!(
         dag.topological(),
         [
-            "rank",
-            "claims",
-            "truth",
-            "sample",
-            "a5",
-            "a6_risk",
-            "a6_shuffled",
-            "stats",
-            "report"
+            "rank", "claims", "truth", "a3", "a4", "a4b", "stats", "report"
         ]
     );
-    assert_eq!(
-        dag.dependents("a6_risk").unwrap(),
-        ["a6_shuffled", "stats", "report"]
-    );
-    assert_eq!(
-        dag.ancestors("a5").unwrap(),
-        ["rank", "claims", "truth", "sample"]
-    );
+    assert_eq!(dag.dependents("a4").unwrap(), ["stats", "report"]);
+    assert_eq!(dag.ancestors("a4").unwrap(), ["rank", "claims"]);
     insta::assert_snapshot!("paper_dot", dag.dot());
     insta::assert_snapshot!("paper_mermaid", dag.mermaid());
 }
@@ -246,4 +298,61 @@ fn every_shipped_pipeline_loads() {
             "{expected} not loaded: {loaded:?}"
         );
     }
+}
+
+/// Out-of-range numbers, an empty `foreach`, a URL that is none and an unknown repository setting
+/// stop `claimflow run` before anything runs: exit 2, each problem at its place, no workdir made.
+#[test]
+fn bad_parameters_stop_a_run_before_anything_runs() {
+    let cases = [
+        ("oracle_runs_negative.yaml", "5:38"),
+        ("oracle_runs_zero.yaml", "5:38"),
+        ("rank_top_zero.yaml", "5:42"),
+        ("stats_bootstrap_too_few.yaml", "5:42"),
+        ("command_foreach_empty.yaml", "5:61"),
+        ("repo_url_not_a_url.yaml", "5:29"),
+        ("repo_unknown_setting.yaml", "8:5"),
+        ("stratify_flip_rate_above_one.yaml", "5:46"),
+        ("llm_arm_replicates_zero.yaml", "7:104"),
+        ("cutoff_date_malformed.yaml", "5:37"),
+    ];
+    for (file, place) in cases {
+        let project = crate::common::project::Project::new();
+        let text = std::fs::read_to_string(root().join("bad").join(file)).unwrap();
+        project.file("pipeline.yaml", &text);
+        let ran = project.run(&["run", "pipeline.yaml"]);
+        assert_eq!(ran.code, 2, "{file}: {}", ran.stderr);
+        assert!(
+            ran.stderr
+                .contains(&format!("pipeline.yaml:{place}: error")),
+            "{file}: {}",
+            ran.stderr
+        );
+        let entries: Vec<_> = std::fs::read_dir(project.root())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        assert_eq!(
+            entries,
+            ["pipeline.yaml"],
+            "{file}: the workdir was touched"
+        );
+    }
+}
+
+/// `claimflow schema` describes every kind's `with:` from the same structs the loader checks.
+#[test]
+fn schema_describes_each_kinds_parameters_with_their_ranges() {
+    let project = crate::common::project::Project::new();
+    let ran = project.ok(&["schema"]);
+    let schema: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    let kinds = schema["oneOf"].as_array().unwrap();
+    let oracle = kinds
+        .iter()
+        .find(|kind| kind["title"] == "oracle")
+        .expect("the oracle is described");
+    let runs = &oracle["properties"]["with"]["properties"]["runs"];
+    assert_eq!(runs["minimum"], 1, "{runs}");
+    assert_eq!(runs["default"], 10, "{runs}");
+    assert_eq!(kinds.len(), registry().names().len());
 }

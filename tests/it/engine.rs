@@ -560,3 +560,63 @@ fn graph_prints_the_steps_and_their_edges() {
     assert!(mermaid.contains("s0[\"gen<br/>(command)\"]"), "{mermaid}");
     assert!(mermaid.contains("s1 --> s2"), "{mermaid}");
 }
+
+/// Regression: a `command` step had no timeout, so a hung command held its run forever.
+#[test]
+fn a_command_past_its_timeout_is_stopped_and_not_cached() {
+    let project = Project::new();
+    project.file(
+        "pipeline.yaml",
+        r#"version: 1
+name: slow
+steps:
+  slow: {uses: command, with: {run: "sleep 30 && echo late > late.txt", outputs: [late.txt], timeout: 0.3}}
+"#,
+    );
+    let started = std::time::Instant::now();
+    let ran = project.run(&["run", "pipeline.yaml"]);
+    assert_eq!(ran.code, 1, "{}", ran.stderr);
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert!(
+        ran.stderr.contains("ran longer than its timeout of 0.3s"),
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(
+        project.plan("pipeline.yaml")[0].2,
+        Some(1),
+        "nothing cached"
+    );
+}
+
+/// Regression: a `command` step passed the user's whole environment (API keys included) to the
+/// command; `env:` names the variables it gets.
+#[test]
+fn a_command_gets_only_the_environment_it_names() {
+    let project = Project::new();
+    project.file(
+        "pipeline.yaml",
+        r#"version: 1
+name: env
+steps:
+  show:
+    uses: command
+    with:
+      run: 'echo "[$CLAIMFLOW_TEST_SECRET][$CLAIMFLOW_TEST_KEPT]" > env.txt'
+      outputs: [env.txt]
+      env: [CLAIMFLOW_TEST_KEPT]
+"#,
+    );
+    let ran = project
+        .command(&["run", "pipeline.yaml"])
+        .env("CLAIMFLOW_TEST_SECRET", "hidden")
+        .env("CLAIMFLOW_TEST_KEPT", "kept")
+        .output()
+        .unwrap();
+    assert!(
+        ran.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    assert_eq!(project.read("env.txt"), "[][kept]\n");
+}

@@ -103,17 +103,15 @@ def test_add():
 ";
 
 fn repo_spec(name: &str, path: &Path, python: &[&str], dependencies: &[&str]) -> RepoSpec {
-    let mut extra = BTreeMap::new();
-    if !dependencies.is_empty() {
-        extra.insert("dependencies".to_string(), json!(dependencies));
-    }
     RepoSpec {
         name: name.into(),
         source: RepoSource::Path(path.to_path_buf()),
         branch: "main".into(),
         split: None,
         python: python.iter().map(|version| version.to_string()).collect(),
-        extra,
+        test_patterns: None,
+        dependencies: dependencies.iter().map(|spec| spec.to_string()).collect(),
+        merges: None,
     }
 }
 
@@ -139,6 +137,17 @@ fn mine(
     with: serde_json::Value,
     records: &[CommitRecord],
 ) -> Mined {
+    mine_noting(root, repos, with, records, &claimflow::engine::Silent)
+}
+
+/// [`mine`], its notes sent to `reporter`.
+fn mine_noting(
+    root: &Path,
+    repos: Vec<RepoSpec>,
+    with: serde_json::Value,
+    records: &[CommitRecord],
+    reporter: &dyn claimflow::engine::Reporter,
+) -> Mined {
     let pipeline = Pipeline {
         file: "pipeline.yaml".into(),
         root: root.to_path_buf(),
@@ -149,23 +158,20 @@ fn mine(
         repos,
         models: BTreeMap::new(),
         executor: Default::default(),
-        steps: vec![StepSpec {
-            name: "claims".into(),
-            uses: "mine-claims".into(),
-            needs: vec!["rank".into()],
-            with,
-            line: 1,
-        }],
+        steps: vec![
+            StepSpec::parsed(
+                "claims",
+                "mine-claims",
+                &["rank"],
+                with,
+                &claimflow::steps::Registry::builtin(),
+            )
+            .unwrap(),
+        ],
     };
     let store = Store::open(pipeline.workdir.join("cache")).unwrap();
-    let ctx = StepContext {
-        pipeline: &pipeline,
-        step: &pipeline.steps[0],
-        root: &pipeline.root,
-        workdir: &pipeline.workdir,
-        results: &pipeline.results,
-        store: &store,
-    };
+    let mut ctx = StepContext::new(&pipeline, &pipeline.steps[0], &store);
+    ctx.reporter = reporter;
     let ranked = ItemOutput::records(records);
     let upstream = Upstream {
         steps: BTreeMap::from([(
@@ -173,6 +179,7 @@ fn mine(
             Arc::new(StepOutput {
                 step: "rank".into(),
                 kind: "rank-commits".into(),
+                role: claimflow::engine::Role::Commits,
                 items: vec![ItemResult {
                     plan: ItemPlan::new("ranked"),
                     digest: store.put_json(&ranked).unwrap(),
@@ -295,8 +302,7 @@ fn a_pin_with_no_release_excludes_the_commit_without_trying_every_interpreter() 
 /// failed is not built again for the next commit.
 #[test]
 fn the_fallback_stops_when_interpreters_fail_the_same_way_and_at_the_cap() {
-    let recording = Arc::new(Recording::default());
-    claimflow::notes::install(recording.clone());
+    let recording = Recording::default();
     let directory = tempfile::tempdir().unwrap();
     let commits = dated_repository(directory.path(), 1_700_000_000, TEST);
     let declared = ["3.13", "3.12", "3.11", "3.10"];
@@ -309,11 +315,12 @@ fn the_fallback_stops_when_interpreters_fail_the_same_way_and_at_the_cap() {
         &["six==0.0.1"],
     )];
     let root = tempfile::tempdir().unwrap();
-    let mined = mine(
+    let mined = mine_noting(
         root.path(),
         repos.clone(),
         json!({}),
         &[record("old", &commits)],
+        &recording,
     );
     assert!(mined.published.is_err(), "the only commit was excluded");
     let exclusion = &mined.excluded[0];
@@ -354,20 +361,16 @@ fn the_fallback_stops_when_interpreters_fail_the_same_way_and_at_the_cap() {
         "{notes:?}"
     );
 
-    // None at all is not a way to mine.
-    let root = tempfile::tempdir().unwrap();
-    let zero = mine(
-        root.path(),
-        repos.clone(),
+    // None at all is not a way to mine: the parameters are refused before anything runs.
+    let error = StepSpec::parsed(
+        "claims",
+        "mine-claims",
+        &["rank"],
         json!({"interpreters": 0}),
-        &[record("old", &commits)],
-    );
-    let error = zero.published.unwrap_err();
-    assert!(matches!(error, StepError::Input(_)), "{error:?}");
-    assert_eq!(
-        error.to_string(),
-        "step `claims`: `interpreters` is how many interpreters to try per commit, at least 1"
-    );
+        &claimflow::steps::Registry::builtin(),
+    )
+    .unwrap_err();
+    assert_eq!(error, "`interpreters` must be at least 1, found 0");
 
     // At most one interpreter; the environment that failed above is not built again.
     let root = tempfile::tempdir().unwrap();

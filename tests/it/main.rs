@@ -1,6 +1,7 @@
 //! The integration tests: one binary, one module per area, shared helpers in `common`.
 
 mod arms;
+mod async_items;
 mod chosen;
 mod claims;
 mod common;

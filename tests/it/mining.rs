@@ -590,7 +590,9 @@ fn spec(name: &str, source: RepoSource) -> RepoSpec {
         branch: "main".to_string(),
         split: None,
         python: Vec::new(),
-        extra: BTreeMap::new(),
+        test_patterns: None,
+        dependencies: Vec::new(),
+        merges: None,
     }
 }
 
@@ -605,27 +607,23 @@ fn pipeline(root: &Path, repos: Vec<RepoSpec>, with: serde_json::Value) -> Pipel
         repos,
         models: BTreeMap::new(),
         executor: Default::default(),
-        steps: vec![StepSpec {
-            name: "rank".into(),
-            uses: "rank-commits".into(),
-            needs: Vec::new(),
-            with,
-            line: 1,
-        }],
+        steps: vec![
+            StepSpec::parsed(
+                "rank",
+                "rank-commits",
+                &[],
+                with,
+                &claimflow::steps::Registry::builtin(),
+            )
+            .unwrap(),
+        ],
     }
 }
 
 /// Plans, computes and publishes the step like the engine does, without a cache.
 fn run_step(pipeline: &Pipeline) -> (Vec<ItemResult>, String) {
     let store = Store::open(pipeline.workdir.join("cache")).unwrap();
-    let ctx = StepContext {
-        pipeline,
-        step: &pipeline.steps[0],
-        root: &pipeline.root,
-        workdir: &pipeline.workdir,
-        results: &pipeline.results,
-        store: &store,
-    };
+    let ctx = StepContext::new(pipeline, &pipeline.steps[0], &store);
     let upstream = Upstream::default();
     let kind = RankCommits;
     let results: Vec<ItemResult> = kind
@@ -721,14 +719,7 @@ fn the_step_key_follows_the_branch_tip_and_the_params() {
             with,
         );
         let store = Store::open(root.path().join("cache")).unwrap();
-        let ctx = StepContext {
-            pipeline: &pipeline,
-            step: &pipeline.steps[0],
-            root: root.path(),
-            workdir: &pipeline.workdir,
-            results: &pipeline.results,
-            store: &store,
-        };
+        let ctx = StepContext::new(&pipeline, &pipeline.steps[0], &store);
         RankCommits
             .items(&ctx, &Upstream::default())
             .unwrap()
@@ -753,7 +744,7 @@ fn a_repository_may_name_its_own_merge_setting() {
     let repo = merged_history();
     let root = tempfile::tempdir().unwrap();
     let mut own = spec("r", RepoSource::Path(repo.path_buf()));
-    own.extra.insert("merges".into(), json!("skip"));
+    own.merges = Some(claimflow::pipeline::Merges::Skip);
     let pipeline = pipeline(root.path(), vec![own], json!({"merges": "include"}));
     let (results, published) = run_step(&pipeline);
     assert_eq!(results[0].plan.params["merges"], "skip");
@@ -765,8 +756,7 @@ fn a_repository_may_name_its_own_test_patterns() {
     let repo = history();
     let root = tempfile::tempdir().unwrap();
     let mut own = spec("r", RepoSource::Path(repo.path_buf()));
-    own.extra
-        .insert("test_patterns".into(), json!(["nothing/**"]));
+    own.test_patterns = Some(vec!["nothing/**".into()]);
     let pipeline = pipeline(
         root.path(),
         vec![own],
@@ -781,25 +771,22 @@ fn a_repository_may_name_its_own_test_patterns() {
 }
 
 #[test]
-fn the_step_rejects_an_unknown_repository_name() {
+fn the_loader_rejects_an_unknown_repository_name() {
     let repo = history();
-    let root = tempfile::tempdir().unwrap();
-    let pipeline = pipeline(
-        root.path(),
-        vec![spec("r", RepoSource::Path(repo.path_buf()))],
-        json!({"repos": ["nope"]}),
+    let text = format!(
+        "version: 1\nname: r\nrepos:\n  - {{name: r, path: {}, branch: main}}\nsteps:\n  \
+         rank: {{uses: rank-commits, with: {{repos: [nope]}}}}\n",
+        repo.path().display()
     );
-    let store = Store::open(root.path().join("cache")).unwrap();
-    let ctx = StepContext {
-        pipeline: &pipeline,
-        step: &pipeline.steps[0],
-        root: root.path(),
-        workdir: &pipeline.workdir,
-        results: &pipeline.results,
-        store: &store,
-    };
-    let error = RankCommits.items(&ctx, &Upstream::default()).unwrap_err();
-    assert!(error.to_string().contains("`nope`"), "{error}");
+    let root = tempfile::tempdir().unwrap();
+    let problems = claimflow::pipeline::load_str(
+        &text,
+        std::path::Path::new("pipeline.yaml"),
+        root.path(),
+        &claimflow::steps::Registry::builtin(),
+    )
+    .unwrap_err();
+    assert!(problems.to_string().contains("`nope`"), "{problems}");
 }
 
 #[test]
@@ -808,7 +795,7 @@ fn a_url_repository_is_cloned_then_fetched() {
     let workdir = tempfile::tempdir().unwrap();
     let url = format!("file://{}", origin.path().display());
     let remote = spec("remote", RepoSource::Url(url));
-    let prepared = repository::prepare(&remote, workdir.path()).unwrap();
+    let prepared = repository::prepare(&remote, workdir.path(), false).unwrap();
     assert_eq!(prepared.tip, origin.head());
     assert_eq!(prepared.path, workdir.path().join("repos").join("remote"));
     origin.commit("Later", &[("pkg/later.py", Some("x = 1\n"))]);
@@ -817,7 +804,7 @@ fn a_url_repository_is_cloned_then_fetched() {
         prepared.tip,
         "locating never fetches"
     );
-    let fetched = repository::prepare(&remote, workdir.path()).unwrap();
+    let fetched = repository::prepare(&remote, workdir.path(), false).unwrap();
     assert_eq!(fetched.tip, origin.head());
     let history = score_history(
         &fetched.path,
@@ -839,7 +826,7 @@ fn steps_preparing_one_url_repository_at_once_share_the_clone() {
     let remote = spec("remote", RepoSource::Url(url));
     let tips: Vec<_> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..4)
-            .map(|_| scope.spawn(|| repository::prepare(&remote, workdir.path())))
+            .map(|_| scope.spawn(|| repository::prepare(&remote, workdir.path(), false)))
             .collect();
         handles
             .into_iter()
@@ -863,7 +850,7 @@ fn head_is_never_used_for_a_missing_branch() {
     let repo = history();
     let mut missing = spec("r", RepoSource::Path(repo.path_buf()));
     missing.branch = "release".into();
-    let error = repository::prepare(&missing, repo.path()).unwrap_err();
+    let error = repository::prepare(&missing, repo.path(), false).unwrap_err();
     insta::assert_snapshot!(error.to_string(), @"branch `release` not found in repository `r` (looked for refs/heads/release and refs/remotes/origin/release; HEAD is never used); set `branch:` to one it has: `main`");
 }
 
@@ -873,7 +860,7 @@ fn a_path_repository_is_read_in_place_without_writes() {
     let before = std::fs::read_dir(repo.path().join(".git")).unwrap().count();
     let path = spec("r", RepoSource::Path(repo.path_buf()));
     let workdir = tempfile::tempdir().unwrap();
-    let prepared = repository::prepare(&path, workdir.path()).unwrap();
+    let prepared = repository::prepare(&path, workdir.path(), false).unwrap();
     assert_eq!(prepared.path, repo.path());
     assert_eq!(
         std::fs::read_dir(repo.path().join(".git")).unwrap().count(),

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use claimflow::cache::{Digest, Store};
 use claimflow::engine::{
-    ItemOutput, ItemResult, StepContext, StepError, StepKind, StepOutput, Upstream,
+    ItemOutput, ItemResult, Role, StepContext, StepError, StepKind, StepOutput, Upstream,
 };
 use claimflow::models::Provider;
 use claimflow::pipeline::{ModelSpec, Pipeline, Price, RepoSource, RepoSpec, StepSpec};
@@ -287,13 +287,53 @@ fn fixture() -> Fixture {
 }
 
 fn step(name: &str, uses: &str, needs: &[&str], with: serde_json::Value) -> StepSpec {
-    StepSpec {
-        name: name.into(),
-        uses: uses.into(),
-        needs: needs.iter().map(|need| need.to_string()).collect(),
-        with,
-        line: 1,
+    StepSpec::parsed(name, uses, needs, with, &fixed_registry(BTreeMap::new())).unwrap()
+}
+
+/// What a fixed step's records are: the miner's claims, the oracle's labels, a sample of them, a
+/// control of `a6_risk`, or the predictions of an arm whose strategy is its step name.
+fn fixed_role(kind: &str, step: &str) -> Role {
+    let model = ARMS
+        .iter()
+        .find(|arm| arm.step == step)
+        .and_then(|arm| arm.model)
+        .map(str::to_string);
+    match kind {
+        "rank-commits" => Role::Commits,
+        "mine-claims" => Role::Claims,
+        "oracle" => Role::Labels,
+        "stratify" => Role::LabelSample,
+        _ if step == "a6_shuffled" => Role::Control {
+            of: "a6_risk".into(),
+            control: "shuffle".into(),
+            model,
+        },
+        _ => Role::Predictions {
+            strategy: step.into(),
+            model,
+        },
     }
+}
+
+/// Fixed kinds under every name the fixtures use, with `stats` and `report`.
+fn fixed_registry(
+    mut records: BTreeMap<&'static str, BTreeMap<String, Vec<serde_json::Value>>>,
+) -> claimflow::steps::Registry {
+    let mut kinds: Vec<Arc<dyn StepKind>> = Vec::new();
+    let names = ["mine-claims", "oracle", "stratify"]
+        .into_iter()
+        .chain(ARMS.iter().map(|arm| arm.uses));
+    let mut seen = std::collections::BTreeSet::new();
+    for kind in names {
+        if seen.insert(kind) {
+            let records = records.remove(kind).unwrap_or_default();
+            kinds.push(Arc::new(Fixed { kind, records }));
+        }
+    }
+    kinds.push(Arc::new(claimflow::steps::RankCommits));
+    kinds.push(Arc::new(StatsStep));
+    kinds.push(Arc::new(ReportStep));
+    claimflow::steps::Registry::with(kinds)
 }
 
 fn arm_with(step: &str) -> serde_json::Value {
@@ -347,7 +387,9 @@ fn pipeline(root: &Path, arms: &[&str], stats_with: serde_json::Value) -> Pipeli
                 branch: "main".into(),
                 split: Some(split.into()),
                 python: vec![],
-                extra: BTreeMap::new(),
+                test_patterns: None,
+                dependencies: Vec::new(),
+                merges: None,
             })
             .collect(),
         models: BTreeMap::from([
@@ -360,6 +402,7 @@ fn pipeline(root: &Path, arms: &[&str], stats_with: serde_json::Value) -> Pipeli
 }
 
 fn output(step: &str, kind: &str, records: Vec<serde_json::Value>) -> Arc<StepOutput> {
+    let role = fixed_role(kind, step);
     let output = ItemOutput {
         records,
         blobs: BTreeMap::new(),
@@ -368,6 +411,7 @@ fn output(step: &str, kind: &str, records: Vec<serde_json::Value>) -> Arc<StepOu
     Arc::new(StepOutput {
         step: step.into(),
         kind: kind.into(),
+        role,
         items: vec![ItemResult {
             plan: claimflow::engine::ItemPlan::new("all"),
             digest,
@@ -393,14 +437,7 @@ fn run_kind(
     upstream: &Upstream,
 ) -> Result<Arc<StepOutput>, StepError> {
     let spec = pipeline.step(name).unwrap();
-    let ctx = StepContext {
-        pipeline,
-        step: spec,
-        root: &pipeline.root,
-        workdir: &pipeline.workdir,
-        results: &pipeline.results,
-        store,
-    };
+    let ctx = StepContext::new(pipeline, spec, store);
     let mut items = Vec::new();
     for plan in kind.items(&ctx, upstream)? {
         let output = kind.run(&ctx, &plan, upstream)?;
@@ -416,6 +453,7 @@ fn run_kind(
     Ok(Arc::new(StepOutput {
         step: name.into(),
         kind: kind.name().into(),
+        role: spec.role.clone(),
         items,
     }))
 }
@@ -791,18 +829,17 @@ struct Fixed {
     records: BTreeMap<String, Vec<serde_json::Value>>,
 }
 
-const FIXED_PARAMS: &[claimflow::engine::ParamSpec] = &[
-    claimflow::engine::ParamSpec::optional(
-        "model",
-        claimflow::engine::ParamType::Model,
-        "the model",
-    ),
-    claimflow::engine::ParamSpec::optional(
-        "arm",
-        claimflow::engine::ParamType::Step,
-        "the arm a control wraps",
-    ),
-];
+/// What a fixed step may say: the model an arm asks, the arm a control wraps.
+#[derive(Debug, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct FixedParams {
+    /// The model.
+    #[serde(default)]
+    model: Option<claimflow::engine::ModelName>,
+    /// The arm a control wraps.
+    #[serde(default)]
+    arm: Option<claimflow::engine::StepName>,
+}
 
 impl StepKind for Fixed {
     fn name(&self) -> &'static str {
@@ -817,8 +854,12 @@ impl StepKind for Fixed {
         "fixed records for tests"
     }
 
-    fn params(&self) -> &'static [claimflow::engine::ParamSpec] {
-        FIXED_PARAMS
+    fn params(&self) -> claimflow::engine::ParamsDecl {
+        claimflow::engine::ParamsDecl::of::<FixedParams>()
+    }
+
+    fn role(&self, step: &StepSpec) -> Role {
+        fixed_role(self.kind, &step.name)
     }
 
     fn items(
@@ -870,13 +911,7 @@ fn the_engine_runs_stats_and_report_and_restores_them_from_the_cache() {
             .or_default()
             .insert(rule.step.into(), values(&fixture.predictions[rule.step]));
     }
-    let mut kinds: Vec<Arc<dyn StepKind>> = by_kind
-        .into_iter()
-        .map(|(kind, records)| Arc::new(Fixed { kind, records }) as Arc<dyn StepKind>)
-        .collect();
-    kinds.push(Arc::new(StatsStep));
-    kinds.push(Arc::new(ReportStep));
-    let registry = claimflow::steps::Registry::with(kinds);
+    let registry = fixed_registry(by_kind);
 
     let mut yaml = String::from("version: 1\nname: engine\nrepos:\n");
     for &(name, split, source, ..) in REPOSITORIES {

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::checker::{Checker, Fields};
-use super::{cycles, duplicates, executor, ladder, models, repos, steps};
+use super::{cycles, duplicates, executor, ladder, models, repos, roles, steps};
 use crate::pipeline::yaml::{Document, Mark, Node, Value};
 use crate::pipeline::{Diagnostic, Pipeline};
 use crate::slurm::ExecutorSpec;
@@ -99,7 +99,8 @@ pub fn validate(
             };
             let mut steps = steps::check(&mut checker, node, &known, registry);
             cycles::check(&mut checker, &steps);
-            let specs = ladder::expand(steps.specs, &mut steps.places);
+            let mut specs = ladder::expand(steps.specs, &mut steps.places);
+            roles::declare(&mut specs, registry);
             (specs, steps.places)
         }
         None => (Vec::new(), BTreeMap::new()),

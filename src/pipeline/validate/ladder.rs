@@ -85,6 +85,9 @@ pub fn expand(specs: Vec<StepSpec>, places: &mut BTreeMap<String, Places>) -> Ve
                 uses: spec.uses.clone(),
                 needs: needs_of(&spec, Some(model)),
                 with,
+                // Parsed again with the rung's own `model:` once every ladder is expanded.
+                params: spec.params.clone(),
+                role: spec.role.clone(),
                 line: spec.line,
             });
         }
@@ -104,6 +107,8 @@ mod tests {
             uses: "llm-arm".into(),
             needs: needs.iter().map(|need| need.to_string()).collect(),
             with,
+            params: crate::engine::ParsedParams::of(crate::engine::NoParams {}),
+            role: crate::engine::Role::Other,
             line: 1,
         }
     }

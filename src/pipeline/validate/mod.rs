@@ -13,6 +13,7 @@ mod ladder;
 mod models;
 mod params;
 mod repos;
+mod roles;
 mod steps;
 
 pub use document::validate;

@@ -1,5 +1,7 @@
-//! A step's `with:` parameters, checked against what its kind declares ([`ParamSpec`]).
+//! A step's `with:` parameters, checked against its kind's parameter struct ([`ParamSpec`]s read
+//! from the struct's schema), then parsed into the struct once.
 //!
+//! Types and ranges are checked here, at each value's line and column, before anything runs.
 //! Names that parameters refer to (a model, a step, a repository, a file) are checked here too, so
 //! a misspelt prompt path fails at load time rather than an hour into a run.
 
@@ -7,7 +9,7 @@ use std::path::Path;
 
 use super::checker::{Checker, Fields};
 use super::json::to_json;
-use crate::engine::{ParamSpec, ParamType, StepKind};
+use crate::engine::{ParamSpec, ParamType, ParsedParams, StepKind};
 use crate::pipeline::suggest;
 use crate::pipeline::yaml::{Entry, Mark, Node, Value};
 
@@ -20,7 +22,8 @@ pub struct Context<'a> {
     pub needs: Option<&'a [String]>,
 }
 
-/// Checks `with` (absent means no parameters) and returns it as JSON if it is valid.
+/// Checks `with` (absent means no parameters) and returns it as JSON, parsed into the kind's
+/// struct, if it is valid.
 pub fn check(
     checker: &mut Checker,
     with: Option<&Entry>,
@@ -28,8 +31,8 @@ pub fn check(
     owner: &str,
     step_mark: Mark,
     context: &Context,
-) -> Option<serde_json::Value> {
-    let specs = kind.params();
+) -> Option<(serde_json::Value, ParsedParams)> {
+    let specs = kind.params().specs();
     let label = format!("`with` of {owner}");
     let (fields, at) = match with {
         Some(entry) if entry.value.value == Value::Null => {
@@ -39,7 +42,7 @@ pub fn check(
         None => (Fields::of(step_mark, &[]), step_mark),
     };
     let before = checker.count();
-    let names: Vec<&str> = specs.iter().map(|spec| spec.name).collect();
+    let names: Vec<&str> = specs.iter().map(|spec| spec.name.as_str()).collect();
     for entry in fields.entries() {
         match specs.iter().find(|spec| spec.name == entry.key) {
             Some(spec) => value(checker, &entry.value, spec, owner, context),
@@ -66,7 +69,7 @@ pub fn check(
         }
     }
     for spec in specs.iter().filter(|spec| spec.required) {
-        if fields.get(spec.name).is_none() {
+        if fields.get(&spec.name).is_none() {
             checker.error(
                 at,
                 format!(
@@ -74,7 +77,11 @@ pub fn check(
                     kind.name(),
                     spec.name
                 ),
-                Some(format!("add `{}:` under `with:`: {}", spec.name, spec.help)),
+                Some(format!(
+                    "add `{}:` under `with:`: {}",
+                    spec.name,
+                    lowercase_first(spec.help.trim_end_matches('.'))
+                )),
             );
         }
     }
@@ -93,21 +100,55 @@ pub fn check(
             sorted.insert(entry.key.clone(), value);
         }
     }
-    (checker.count() == before).then_some(serde_json::Value::Object(sorted))
+    if checker.count() != before {
+        return None;
+    }
+    let with = serde_json::Value::Object(sorted);
+    // A model ladder (`model: [a, b]`) stands for one step per entry, each parsed with its own
+    // entry when the ladder is expanded; the first entry stands for them here.
+    let mut parsed = with.clone();
+    if let Some(first) = with
+        .get("model")
+        .and_then(serde_json::Value::as_array)
+        .and_then(|models| models.first())
+    {
+        parsed["model"] = first.clone();
+    }
+    match kind.params().parse(parsed) {
+        Ok(params) => Some((with, params)),
+        Err(error) => {
+            // The checks above mirror the struct; what they let through and serde refuses is
+            // still the user's to fix, at the `with:` it came from.
+            checker.error(
+                at,
+                format!("invalid `with` of {owner}: {error}"),
+                Some(format!(
+                    "see the parameters of `{}`: {}",
+                    kind.name(),
+                    suggest::quoted_list(&names)
+                )),
+            );
+            None
+        }
+    }
 }
 
 /// Checks one parameter's value against its declared type.
 fn value(checker: &mut Checker, node: &Node, spec: &ParamSpec, owner: &str, context: &Context) {
     let label = format!("parameter `{}` of {owner}", spec.name);
-    match spec.ty {
+    match &spec.ty {
         ParamType::String => {
             checker.string(node, &label);
         }
         ParamType::Integer => {
-            checker.integer(node, &label);
+            if let Some(number) = checker.integer(node, &label) {
+                range(checker, node.mark, number as f64, spec, &label);
+            }
         }
         ParamType::Number => {
-            checker.number(node, &label);
+            if let Some(number) = checker.number(node, &label) {
+                range(checker, node.mark, number, spec, &label);
+            }
         }
         ParamType::Bool => {
             if !matches!(node.value, Value::Bool(_)) {
@@ -116,9 +157,10 @@ fn value(checker: &mut Checker, node: &Node, spec: &ParamSpec, owner: &str, cont
         }
         ParamType::Enum(allowed) => {
             if let Some(text) = checker.string(node, &label)
-                && !allowed.contains(&text.as_str())
+                && !allowed.contains(&text)
             {
-                let list = format!("allowed: {}", suggest::quoted_list(allowed));
+                let allowed: Vec<&str> = allowed.iter().map(String::as_str).collect();
+                let list = format!("allowed: {}", suggest::quoted_list(&allowed));
                 let hint = match suggest::nearest(&text, allowed.iter().copied()) {
                     Some(near) => format!("did you mean `{near}`? {list}"),
                     None => list,
@@ -218,8 +260,53 @@ fn value(checker: &mut Checker, node: &Node, spec: &ParamSpec, owner: &str, cont
                 checker.wrong_type(node, &label, "a list of step names");
             }
         }
+        ParamType::RepoList => {
+            if let Value::List(items) = &node.value {
+                for item in items {
+                    if let Some(name) = checker.string(item, &format!("each item of {label}")) {
+                        reference(
+                            checker,
+                            item.mark,
+                            &name,
+                            context.repos,
+                            "repository",
+                            "repos",
+                            &label,
+                        );
+                    }
+                }
+            } else {
+                checker.wrong_type(node, &label, "a list of repository names");
+            }
+        }
         ParamType::Any => {}
     }
+}
+
+/// Checks that a number lies in the parameter's declared range.
+fn range(checker: &mut Checker, mark: Mark, number: f64, spec: &ParamSpec, label: &str) {
+    let below = spec.minimum.is_some_and(|minimum| number < minimum);
+    let above = spec.maximum.is_some_and(|maximum| number > maximum);
+    if below || above {
+        let range = spec.range().unwrap_or_default();
+        checker.error(
+            mark,
+            format!("{label} must be {range}, found {number}"),
+            Some(format!(
+                "`{}` takes a value {range}: {}",
+                spec.name,
+                lowercase_first(spec.help.trim_end_matches('.'))
+            )),
+        );
+    }
+}
+
+/// `text` with its first letter in lower case, to follow a colon.
+fn lowercase_first(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_lowercase().chain(chars).collect()
+    })
 }
 
 /// Checks that a step a parameter names exists and is among the steps this step needs: the engine

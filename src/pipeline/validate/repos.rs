@@ -3,10 +3,9 @@
 use std::collections::BTreeMap;
 
 use super::checker::{Checker, Fields};
-use super::json::to_json;
 use crate::pipeline::suggest;
 use crate::pipeline::yaml::{Node, Value};
-use crate::pipeline::{DiagnosticKind, RepoSource, RepoSpec};
+use crate::pipeline::{DiagnosticKind, Merges, RepoSource, RepoSpec};
 
 /// The keys a repository entry may have.
 const KEYS: &[&str] = &[
@@ -23,8 +22,6 @@ const KEYS: &[&str] = &[
 ];
 
 /// Mining settings kept raw in [`RepoSpec::extra`] for the step kinds that read them.
-const EXTRA: &[&str] = &["test_patterns", "dependencies", "merges"];
-
 /// What `merges:` may say (rank-commits reads it: score merges against their first parent, or
 /// skip them).
 const MERGES: &[&str] = &["include", "skip"];
@@ -86,29 +83,25 @@ pub fn check(checker: &mut Checker, node: &Node) -> Checked {
         let python = fields
             .get("python")
             .map(|node| python(checker, node, &owner));
-        let mut extra = BTreeMap::new();
-        let mut extra_clean = true;
-        for key in EXTRA {
-            if let Some(node) = fields.get(key) {
-                if !mining_setting(checker, key, node, &owner) {
-                    extra_clean = false;
-                    continue;
-                }
-                match to_json(checker, node, &format!("`{key}` of {owner}")) {
-                    Some(value) => {
-                        extra.insert((*key).to_string(), value);
-                    }
-                    None => extra_clean = false,
-                }
-            }
-        }
+        let test_patterns = fields
+            .get("test_patterns")
+            .map(|node| test_patterns(checker, node, &owner));
+        let dependencies = fields
+            .get("dependencies")
+            .map(|node| checker.string_list(node, &format!("`dependencies` of {owner}")));
+        let merges = fields
+            .get("merges")
+            .map(|node| merges(checker, node, &owner));
+        let settings_clean = test_patterns.as_ref().is_none_or(Option::is_some)
+            && dependencies.as_ref().is_none_or(Option::is_some)
+            && merges.as_ref().is_none_or(Option::is_some);
         if let (Some(name), Some(source), Some(branch), Some(split), Some(python), true) = (
             name,
             source,
             branch,
             split.map_or(Some(None), |split| split.map(Some)),
             python.unwrap_or(Some(Vec::new())),
-            extra_clean,
+            settings_clean,
         ) {
             checked.specs.push(RepoSpec {
                 name,
@@ -116,7 +109,9 @@ pub fn check(checker: &mut Checker, node: &Node) -> Checked {
                 branch,
                 split,
                 python,
-                extra,
+                test_patterns: test_patterns.flatten(),
+                dependencies: dependencies.flatten().unwrap_or_default(),
+                merges: merges.flatten(),
             });
         }
     }
@@ -173,6 +168,18 @@ fn source(checker: &mut Checker, fields: &Fields, owner: &str) -> Option<RepoSou
         return None;
     }
     match entry.key.as_str() {
+        "url" if !is_url(&text) => {
+            checker.error(
+                entry.value.mark,
+                format!("`url` of {owner} is `{text}`, which is not a repository URL"),
+                Some(
+                    "write a URL git can clone, e.g. `https://github.com/owner/name.git` or \
+                     `git@github.com:owner/name.git`; for a local repository use `path:`"
+                        .to_string(),
+                ),
+            );
+            None
+        }
         "url" => Some(RepoSource::Url(text)),
         key => {
             let path = checker.root.join(&text);
@@ -255,25 +262,88 @@ fn python(checker: &mut Checker, node: &Node, owner: &str) -> Option<Vec<String>
 }
 
 /// Checks the shape of a mining setting, so a mistake is reported here with its position rather
-/// than by the step kind that reads it, without one.
-fn mining_setting(checker: &mut Checker, key: &str, node: &Node, owner: &str) -> bool {
-    let label = format!("`{key}` of {owner}");
-    match key {
-        "merges" => {
-            let Some(merges) = checker.string(node, &label) else {
-                return false;
-            };
-            if MERGES.contains(&merges.as_str()) {
-                return true;
-            }
+/// `merges:`, `include` or `skip`.
+fn merges(checker: &mut Checker, node: &Node, owner: &str) -> Option<Merges> {
+    let label = format!("`merges` of {owner}");
+    let merges = checker.string(node, &label)?;
+    match merges.as_str() {
+        "include" => Some(Merges::Include),
+        "skip" => Some(Merges::Skip),
+        _ => {
             checker.error(
                 node.mark,
                 format!("`{merges}` is not an allowed value for {label}"),
                 suggest::hint(&merges, MERGES, "allowed"),
             );
-            false
+            None
         }
-        // `test_patterns` are globs, `dependencies` are pip requirement specifiers.
-        _ => checker.string_list(node, &label).is_some(),
+    }
+}
+
+/// `test_patterns:`, a list of globs, each one valid.
+fn test_patterns(checker: &mut Checker, node: &Node, owner: &str) -> Option<Vec<String>> {
+    let label = format!("`test_patterns` of {owner}");
+    let patterns = checker.string_list(node, &label)?;
+    let Value::List(items) = &node.value else {
+        return None;
+    };
+    let mut clean = true;
+    for (pattern, item) in patterns.iter().zip(items) {
+        if let Err(error) = glob::Pattern::new(pattern) {
+            clean = false;
+            checker.error(
+                item.mark,
+                format!("`{pattern}` in {label} is not a valid glob: {error}"),
+                Some("write globs such as `tests/**/*.py` or `test_*.py`".to_string()),
+            );
+        }
+    }
+    clean.then_some(patterns)
+}
+
+/// Whether `text` is a URL git clones: `scheme://host/path` (http, https, git, ssh, file) or the
+/// scp-like `user@host:path`.
+fn is_url(text: &str) -> bool {
+    if text.chars().any(char::is_whitespace) {
+        return false;
+    }
+    if let Some((scheme, rest)) = text.split_once("://") {
+        let known = ["http", "https", "git", "ssh", "file", "git+ssh", "ssh+git"];
+        return known.contains(&scheme)
+            && (scheme == "file" || rest.split('/').next().is_some_and(|host| !host.is_empty()));
+    }
+    match text.split_once(':') {
+        Some((user_host, path)) => {
+            user_host.contains('@')
+                && !path.is_empty()
+                && user_host.split('@').all(|part| !part.is_empty())
+        }
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_url;
+
+    #[test]
+    fn urls_git_clones_are_urls_and_prose_is_not() {
+        for url in [
+            "https://github.com/tkem/cachetools.git",
+            "git@github.com:owner/name.git",
+            "ssh://git@host/owner/name",
+            "file:///srv/repos/name",
+        ] {
+            assert!(is_url(url), "{url}");
+        }
+        for text in [
+            "not a url",
+            "github.com/owner/name",
+            "https://",
+            "owner/name",
+            "ftp://x/y",
+        ] {
+            assert!(!is_url(text), "{text}");
+        }
     }
 }

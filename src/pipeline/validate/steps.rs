@@ -2,6 +2,7 @@
 
 use super::checker::{Checker, Fields};
 use super::params;
+use crate::engine::Role;
 use crate::pipeline::StepSpec;
 use crate::pipeline::suggest;
 use crate::pipeline::yaml::{Mark, Node, Value};
@@ -165,19 +166,27 @@ pub fn check(checker: &mut Checker, node: &Node, known: &Known, registry: &Regis
             }),
         };
 
-        if let (true, Some(uses), Some(needs), Some(with)) = (valid_name, uses, needs, with) {
+        if let (true, Some(uses), Some(needs), Some((with, params))) =
+            (valid_name, uses, needs, with)
+        {
             let places = Places {
                 step: entry.key_mark,
                 with: fields.get("with").cloned(),
             };
             checked.places.insert(name.clone(), places);
-            checked.specs.push(StepSpec {
+            let mut spec = StepSpec {
                 name: name.clone(),
                 uses,
                 needs,
                 with,
+                params,
+                role: Role::Other,
                 line: entry.key_mark.line,
-            });
+            };
+            if let Some(kind) = registry.get(&spec.uses) {
+                spec.role = kind.role(&spec);
+            }
+            checked.specs.push(spec);
         }
     }
     checked

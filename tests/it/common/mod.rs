@@ -11,4 +11,3 @@ pub mod project;
 pub mod pytest_jobs;
 pub mod python_env;
 pub mod pytools;
-pub mod step_kinds;

@@ -8,10 +8,10 @@ use std::sync::{Arc, Mutex};
 
 use claimflow::cache::Digest;
 use claimflow::engine::{
-    Engine, ItemOutput, ItemPlan, ItemResult, ParamSpec, Recording, RunOptions, StepContext,
-    StepError, StepKind, Upstream,
+    Engine, ItemOutput, ItemPlan, ItemResult, NoParams, ParamsDecl, Recording, Role, RunOptions,
+    StepContext, StepError, StepKind, Upstream,
 };
-use claimflow::pipeline::{Pipeline, load_str};
+use claimflow::pipeline::{Pipeline, StepSpec, load_str};
 use claimflow::records::{ClaimRecord, PredictionRecord, Verdict};
 use claimflow::steps::{LlmArm, ProseRender, Registry};
 use serde_json::json;
@@ -23,9 +23,6 @@ use claimflow::models::Provider;
 
 /// The variable the test pipeline names for its key.
 const KEY_VARIABLE: &str = "CLAIMFLOW_IT_MODELS_KEY";
-
-/// `--offline` is process-wide: tests that set it run one at a time.
-static OFFLINE: Mutex<()> = Mutex::new(());
 
 /// A stand-in for `mine-claims`: the claims written in the project's `claims.json`.
 struct ClaimsFromFile;
@@ -40,8 +37,11 @@ impl StepKind for ClaimsFromFile {
     fn about(&self) -> &'static str {
         "claims read from claims.json, for tests"
     }
-    fn params(&self) -> &'static [ParamSpec] {
-        &[]
+    fn params(&self) -> ParamsDecl {
+        ParamsDecl::of::<NoParams>()
+    }
+    fn role(&self, _: &StepSpec) -> Role {
+        Role::Claims
     }
     fn items(&self, ctx: &StepContext, _: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
         let bytes = std::fs::read(ctx.root.join("claims.json")).expect("claims.json");
@@ -225,12 +225,21 @@ steps:
     }
 
     fn run(&self) -> Result<(), String> {
+        self.run_with(false)
+    }
+
+    /// A run, with `--offline` or without.
+    fn run_with(&self, offline: bool) -> Result<(), String> {
         let pipeline = self.pipeline();
         let registry = registry();
         let recording = Recording::default();
         let engine = Engine::new(&pipeline, &registry, &recording).unwrap();
+        let options = RunOptions {
+            offline,
+            ..RunOptions::default()
+        };
         engine
-            .run(&RunOptions::default())
+            .run(&options)
             .map(|_| ())
             .map_err(|error| format!("{error}: {:?}", recording.events()))
     }
@@ -256,9 +265,6 @@ fn counts(pairs: &[(&str, usize)]) -> BTreeMap<String, usize> {
 
 #[test]
 fn every_model_arm_predicts_and_a_prompt_edit_costs_exactly_its_calls() {
-    let _offline = OFFLINE
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let setup = Setup::new();
     setup.run().unwrap();
     // A5 asks once per commit (2); every other arm once per claim (5); the prose arm skips the
@@ -341,9 +347,7 @@ fn every_model_arm_predicts_and_a_prompt_edit_costs_exactly_its_calls() {
     assert_eq!(setup.to_run(), edited);
 
     // Offline, a miss fails clearly and sends nothing.
-    claimflow::engine::set_offline(true);
-    let offline = setup.run();
-    claimflow::engine::set_offline(false);
+    let offline = setup.run_with(true);
     let error = offline.unwrap_err();
     assert!(
         error.contains("--offline and no cached answer of model `judge`"),
@@ -394,9 +398,6 @@ fn every_model_arm_predicts_and_a_prompt_edit_costs_exactly_its_calls() {
 /// asking its own model; the prose arm's rungs read the renderer's rung of the same model.
 #[test]
 fn a_list_of_models_runs_each_arm_once_per_model_under_predictable_names() {
-    let _offline = OFFLINE
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let setup = Setup::new();
     let path = setup.root().join("pipeline.yaml");
     let text = std::fs::read_to_string(&path).unwrap();
@@ -482,9 +483,6 @@ fn a_list_of_models_runs_each_arm_once_per_model_under_predictable_names() {
 /// directly, so what one run asked the other finds cached.
 #[test]
 fn an_entry_without_its_key_uses_its_fallback_with_the_fallbacks_keys() {
-    let _offline = OFFLINE
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let setup = Setup::new();
     let path = setup.root().join("pipeline.yaml");
     let text = std::fs::read_to_string(&path).unwrap();
@@ -555,9 +553,6 @@ fn coin(index: usize, request: &Recorded) -> Reply {
 /// claim.
 #[test]
 fn replicates_ask_each_call_again_and_report_their_agreement() {
-    let _offline = OFFLINE
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let setup = Setup::with_model(coin);
     let path = setup.root().join("pipeline.yaml");
     let text = std::fs::read_to_string(&path).unwrap();

@@ -4,9 +4,10 @@
 use std::sync::Arc;
 
 use claimflow::engine::{
-    Engine, ItemOutput, ItemPlan, ItemResult, ParamSpec, Recording, RunOptions, StepContext,
-    StepError, StepKind, Upstream,
+    Engine, ItemOutput, ItemPlan, ItemResult, NoParams, ParamsDecl, Recording, Role, RunOptions,
+    StepContext, StepError, StepKind, Upstream,
 };
+use claimflow::pipeline::StepSpec;
 use claimflow::records::ClaimRecord;
 use claimflow::steps::{FixedEnvironment, OracleStep, PythonEnvironments, Registry};
 
@@ -27,8 +28,11 @@ impl StepKind for FixedClaims {
     fn about(&self) -> &'static str {
         "claims fixed by the test"
     }
-    fn params(&self) -> &'static [ParamSpec] {
-        &[]
+    fn params(&self) -> ParamsDecl {
+        ParamsDecl::of::<NoParams>()
+    }
+    fn role(&self, _step: &StepSpec) -> Role {
+        Role::Claims
     }
     fn items(&self, _ctx: &StepContext, _upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
         let commits: std::collections::BTreeSet<&str> =
@@ -147,7 +151,7 @@ fn step_labels_commits_in_parallel_and_a_rerun_runs_no_pytest() {
 #[test]
 fn key_params_leave_out_timeout_and_slots_and_write_defaults() {
     let step = OracleStep::new(Arc::new(FixedEnvironment(environment())));
-    let key = |with: serde_json::Value| step.key_params(&with);
+    let key = |with: serde_json::Value| step.params().parse(with).unwrap().key().clone();
     assert_eq!(
         key(serde_json::json!({"runs": 3, "timeout": 5, "slots": 4})),
         key(serde_json::json!({"runs": 3}))
@@ -186,14 +190,7 @@ fn an_invariant_failure_fails_the_step_and_writes_nothing() {
     std::fs::write(&file, pipeline_text("{runs: 3}")).unwrap();
     let pipeline = claimflow::pipeline::load(&file, root, &registry).unwrap();
     let store = claimflow::cache::Store::open(root.join("cache")).unwrap();
-    let ctx = StepContext {
-        pipeline: &pipeline,
-        step: pipeline.step("truth").unwrap(),
-        root,
-        workdir: &root.join(".claimflow"),
-        results: &pipeline.results,
-        store: &store,
-    };
+    let ctx = StepContext::new(&pipeline, pipeline.step("truth").unwrap(), &store);
     let record = serde_json::json!({
         "claim": "demo@p::tests/test_core.py::test_add",
         "label": "flipped",

@@ -23,14 +23,14 @@ mod two_by_two;
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::value::Value;
 use crate::stats::document::{ArmStats, StatsDocument};
 use crate::stats::mcnemar::McNemar;
 
 /// Which arms each table compares.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ReportConfig {
     /// Table II: the arms on the evaluated split.
@@ -86,6 +86,59 @@ impl Default for ReportConfig {
             ladder: None,
             cutoff: names(&["a4", "a4b", "a6_risk"]),
         }
+    }
+}
+
+impl ReportConfig {
+    /// The paper's layout with each strategy id (`a4`, `a6_risk`) replaced by the arm step that
+    /// declares that strategy in `document`: the one judging every claim when exactly one does,
+    /// else the one judging a selection when exactly one does. Tables pick arms by what they are,
+    /// whatever the steps are called.
+    pub fn declared(document: &StatsDocument) -> Self {
+        let mut steps: BTreeMap<&str, Vec<(&str, bool)>> = BTreeMap::new();
+        for (step, stats) in &document.arms {
+            if let Some(strategy) = &stats.step.strategy {
+                let selected = stats.step.judged_selection.is_some();
+                steps.entry(strategy).or_default().push((step, selected));
+            }
+        }
+        let resolve = |name: &mut String| {
+            let Some(candidates) = steps.get(name.as_str()) else {
+                return;
+            };
+            for selected in [false, true] {
+                let mut matching = candidates.iter().filter(|(_, judged)| *judged == selected);
+                if let (Some((step, _)), None) = (matching.next(), matching.next()) {
+                    *name = (*step).to_string();
+                    return;
+                }
+            }
+        };
+        let mut config = ReportConfig::default();
+        for name in config
+            .arms
+            .iter_mut()
+            .chain(config.testmon.iter_mut())
+            .chain(config.claim_question.iter_mut())
+            .chain(config.practitioner.iter_mut())
+            .chain(config.prose_baselines.iter_mut())
+            .chain(config.cutoff.iter_mut())
+            .chain(
+                config
+                    .pairs
+                    .iter_mut()
+                    .flat_map(|(first, second)| [first, second]),
+            )
+            .chain([
+                &mut config.diff_only,
+                &mut config.diff_with_claim,
+                &mut config.prose,
+                &mut config.prose_reference,
+            ])
+        {
+            resolve(name);
+        }
+        config
     }
 }
 
