@@ -402,7 +402,7 @@ impl<'a> Engine<'a> {
         let keyed: Vec<(ItemPlan, Digest)> = plans
             .into_iter()
             .map(|plan| {
-                let key = key_parts(kind.as_ref(), &params, &plan).digest();
+                let key = key_parts(kind.as_ref(), params, &plan).digest();
                 (plan, key)
             })
             .collect();
