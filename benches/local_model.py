@@ -8,7 +8,13 @@ A6 arms send, and prints calls per minute, latency and how many answers parsed a
 
     benches/local_model.py                 # P = 1 and 4, 24 calls each
     benches/local_model.py --parallel 1 2 4 8 --calls 40
+    benches/local_model.py --mix --parallel 1 4 --in-flight 1   # the demo's arms interleaved
     CLAIMFLOW=target/release/claimflow benches/local_model.py
+
+`--mix` asks each message with the three claim-relative prompts of `prompts/` in turn (A5C, A6
+base, A6 risk), as a run's arms interleave their calls; `--in-flight K` sends K at once whatever the
+slots (default: as many as slots). The tokens the server evaluated per call (after its prompt cache)
+are printed beside the prompt's size.
 
 Targets are reported, not enforced: the script exits non-zero only on an error.
 """
@@ -74,12 +80,25 @@ def message(index):
     return f"CLAIM:\n{test}\nDIFF:\n{''.join(diff)}"
 
 
-def call(base_url, model, index):
+MIXED = ["a5c.txt", "a6_base.txt", "a6_risk.txt"]
+
+
+def system_prompt(index, mix):
+    """The system prompt of call `index`: A6's stand-in, or under `--mix` the shipped prompts in
+    turn (the prompt file is sent without its final newline, as the arms send it)."""
+    if not mix:
+        return SYSTEM
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "prompts", MIXED[index % len(MIXED)])) as file:
+        return file.read().removesuffix("\n")
+
+
+def call(base_url, model, index, mix=False):
     body = {
         "model": model,
         "messages": [
-            {"role": "system", "content": SYSTEM},
-            {"role": "user", "content": message(index)},
+            {"role": "system", "content": system_prompt(index, mix)},
+            {"role": "user", "content": message(index // len(MIXED) if mix else index)},
         ],
         "temperature": 0,
         "seed": 1,
@@ -103,7 +122,9 @@ def call(base_url, model, index):
         verdict = json.loads(content).get("verdict")
     except (ValueError, AttributeError):
         verdict = None
-    return elapsed, verdict, answer.get("usage", {})
+    usage = dict(answer.get("usage", {}))
+    usage["evaluated"] = answer.get("timings", {}).get("prompt_n", usage.get("prompt_tokens", 0))
+    return elapsed, verdict, usage
 
 
 def serve(claimflow, parallel):
@@ -121,15 +142,18 @@ def serve(claimflow, parallel):
     return process, line
 
 
-def measure(claimflow, parallel, calls):
+def measure(claimflow, parallel, calls, in_flight=None, mix=False):
+    in_flight = in_flight or parallel
     process, base_url = serve(claimflow, parallel)
     try:
         model = json.load(urllib.request.urlopen(f"{base_url}/models", timeout=30))["data"][0]["id"]
         # One warm-up call: the first decode allocates buffers.
         call(base_url, model, 10_000)
         started = time.monotonic()
-        with ThreadPoolExecutor(max_workers=parallel) as pool:
-            results = list(pool.map(lambda index: call(base_url, model, index), range(calls)))
+        with ThreadPoolExecutor(max_workers=in_flight) as pool:
+            results = list(
+                pool.map(lambda index: call(base_url, model, index, mix), range(calls))
+            )
         wall = time.monotonic() - started
     finally:
         process.send_signal(signal.SIGTERM)
@@ -137,8 +161,12 @@ def measure(claimflow, parallel, calls):
     latencies = sorted(elapsed for elapsed, _, _ in results)
     verdicts = [verdict for _, verdict, _ in results]
     prompt_tokens = sum(usage.get("prompt_tokens", 0) for _, _, usage in results) / calls
+    evaluated = sum(usage.get("evaluated", 0) for _, _, usage in results) / calls
     return {
         "parallel": parallel,
+        "in_flight": in_flight,
+        "mix": mix,
+        "evaluated_tokens": evaluated,
         "calls": calls,
         "wall_s": wall,
         "calls_per_minute": calls * 60 / wall,
@@ -154,6 +182,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--parallel", type=int, nargs="+", default=[1, 4])
     parser.add_argument("--calls", type=int, default=24)
+    parser.add_argument("--in-flight", type=int, help="calls sent at once (default: the slots)")
+    parser.add_argument("--mix", action="store_true", help="interleave the A5C/A6 prompts")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON too")
     arguments = parser.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -163,14 +193,21 @@ def main():
     )
     # Provision first (instant when cached), so no measurement includes the build.
     subprocess.run(claimflow + ["models", "provision"], check=True, stdout=subprocess.DEVNULL)
-    rows = [measure(claimflow, parallel, arguments.calls) for parallel in arguments.parallel]
+    rows = []
+    for parallel in arguments.parallel:
+        rows.append(
+            measure(claimflow, parallel, arguments.calls, arguments.in_flight, arguments.mix)
+        )
+        # Each row as it comes: a slow machine may not wait for the last.
+        print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     print(f"cores: {os.cpu_count()}, load average: {open('/proc/loadavg').read().split()[:3]}")
-    print(f"{'slots':>5}  {'calls':>5}  {'wall s':>7}  {'calls/min':>9}  {'median s':>8}  "
-          f"{'prompt tok':>10}  held/flipped/none")
+    print(f"{'slots':>5}  {'sent':>4}  {'calls':>5}  {'wall s':>7}  {'calls/min':>9}  "
+          f"{'median s':>8}  {'prompt tok':>10}  {'evaluated':>9}  held/flipped/none")
     for row in rows:
-        print(f"{row['parallel']:>5}  {row['calls']:>5}  {row['wall_s']:>7.1f}  "
-              f"{row['calls_per_minute']:>9.1f}  {row['median_latency_s']:>8.2f}  "
-              f"{row['prompt_tokens']:>10.0f}  {row['held']}/{row['flipped']}/{row['no_verdict']}")
+        print(f"{row['parallel']:>5}  {row['in_flight']:>4}  {row['calls']:>5}  "
+              f"{row['wall_s']:>7.1f}  {row['calls_per_minute']:>9.1f}  "
+              f"{row['median_latency_s']:>8.2f}  {row['prompt_tokens']:>10.0f}  "
+              f"{row['evaluated_tokens']:>9.0f}  {row['held']}/{row['flipped']}/{row['no_verdict']}")
     if arguments.json:
         print(json.dumps(rows, indent=2))
 

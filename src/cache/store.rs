@@ -662,12 +662,23 @@ impl Store {
     }
 }
 
-/// Writes `bytes` to `path` through a temp file created in `tmp_dir` (same filesystem) and a rename.
+/// Writes `bytes` to `path` through a temp file created in `tmp_dir` and a rename. When `path`
+/// is on another filesystem than `tmp_dir` (a workdir mounted apart from the results), the temp
+/// file is made beside `path` instead, so the rename stays atomic.
 pub fn write_atomic_in(tmp_dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-    if let Some(parent) = path.parent() {
-        fs::create_dir_all(parent).map_err(io_error("create", parent))?;
-    }
+    let parent = path.parent().unwrap_or(Path::new("."));
+    fs::create_dir_all(parent).map_err(io_error("create", parent))?;
     fs::create_dir_all(tmp_dir).map_err(io_error("create", tmp_dir))?;
+    match write_through(tmp_dir, path, bytes) {
+        Err(StoreError::Io { source, .. }) if source.kind() == io::ErrorKind::CrossesDevices => {
+            write_through(parent, path, bytes)
+        }
+        result => result,
+    }
+}
+
+/// Writes `bytes` to a temp file in `tmp_dir`, then renames it to `path`.
+fn write_through(tmp_dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     let mut temp = tempfile::NamedTempFile::new_in(tmp_dir)
         .map_err(io_error("create a temp file in", tmp_dir))?;
     temp.write_all(bytes)

@@ -159,6 +159,41 @@ mod tests {
         }
     }
 
+    /// Over many seeded corpora of one to four repositories with one to four commits each: a
+    /// claim is paired with another repository's commit whenever another repository offers one,
+    /// never with its own commit, and left unpaired only when no other commit exists.
+    #[test]
+    fn pairs_across_repositories_whenever_another_offers_a_commit() {
+        let generator = crate::stats::SplitMix64::new(7);
+        let mut counter = 0;
+        let mut below = |bound: usize| {
+            counter += 1;
+            1 + generator.index(counter, bound)
+        };
+        for corpus in 0..200 {
+            let commits: Vec<CommitRef> = (0..below(4))
+                .flat_map(|repo| {
+                    let name = format!("r{repo}");
+                    let count = below(4);
+                    (0..count).map(move |n| commit(&name, n as u32))
+                })
+                .collect();
+            let claims: Vec<ShuffleClaim> = commits.iter().flat_map(|c| claims_of(c, 3)).collect();
+            let result = shuffle(&claims, &commits, corpus as u64);
+            assert_eq!(result.pairings.len() + result.unpaired.len(), claims.len());
+            for pairing in &result.pairings {
+                let elsewhere = commits.iter().any(|c| c.repo != pairing.own.repo);
+                assert_ne!(pairing.paired, pairing.own, "corpus {corpus}: {pairing:?}");
+                assert!(commits.contains(&pairing.paired));
+                assert_eq!(pairing.other_repository, elsewhere, "corpus {corpus}");
+                assert_eq!(pairing.paired.repo != pairing.own.repo, elsewhere);
+            }
+            for unpaired in &result.unpaired {
+                assert_eq!(commits.len(), 1, "corpus {corpus}: {unpaired:?}");
+            }
+        }
+    }
+
     #[test]
     fn a_lone_commit_leaves_its_claims_unpaired_with_why() {
         let only = commit("a", 0);

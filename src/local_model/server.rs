@@ -27,7 +27,8 @@ use crate::python::log_tail;
 /// How a server is started.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerOptions {
-    /// Requests decoded at once (`--parallel`), with continuous batching.
+    /// Slots (`--parallel`): requests decoded at once, with continuous batching, and prompts kept
+    /// cached, one per slot.
     pub parallel: usize,
     /// Tokens one slot holds, prompt and answer together.
     pub context_per_slot: usize,
@@ -48,9 +49,12 @@ pub const TRAINED_CONTEXT: usize = 8192;
 impl Default for ServerOptions {
     fn default() -> Self {
         ServerOptions {
-            // One slot: on 2 cores, more slots share the same cores and each call waits longer
-            // (benches/README.md: 10.3 calls a minute with one slot, 5.4 with two, 3.6 with four).
-            parallel: 1,
+            // Four slots, one request at a time (an embedded entry's `concurrency` is 1: on 2
+            // cores requests decoded together each wait longer, benches/README.md). The slots
+            // are for the prompt cache: the server gives a request the slot whose cached prompt
+            // shares the longest prefix, so each arm's system prompt stays cached in a slot of
+            // its own instead of being evicted by the next arm's call.
+            parallel: 4,
             context_per_slot: TRAINED_CONTEXT,
             threads: std::thread::available_parallelism().map_or(1, |threads| threads.get()),
             max_answer_tokens: 1024,

@@ -30,7 +30,23 @@ pub enum RunnerError {
         #[source]
         source: std::io::Error,
     },
+    /// The filesystem of the run's directory was full (or read-only) when the run ended, so
+    /// pytest may have failed to write its output or its record file: whatever the run did is
+    /// no outcome of the tests.
+    #[error(
+        "run pytest in {path}: its filesystem is {state} ({available} bytes free), so the run's \
+         outcome cannot be trusted; free some space there and run again"
+    )]
+    NoRoom {
+        path: String,
+        state: &'static str,
+        available: u64,
+    },
 }
+
+/// Below this many free bytes a filesystem counts as full: a run's captured output or record
+/// file may have been cut short.
+const FULL_BELOW: u64 = 1 << 20;
 
 /// How a pytest process ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,6 +127,7 @@ pub fn run_pytest(request: &RunRequest) -> Result<RunReport, RunnerError> {
     };
     let _ = waiter.join();
     let elapsed = started.elapsed();
+    room_left(&request.files.dir)?;
 
     let records = fs::read(request.files.records())
         .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
@@ -125,6 +142,38 @@ pub fn run_pytest(request: &RunRequest) -> Result<RunReport, RunnerError> {
         records,
         output_tail,
         elapsed,
+    })
+}
+
+/// Fails when the filesystem holding `dir` is read-only or has less than [`FULL_BELOW`] bytes
+/// free: an outcome seen there may come from the disk, not from the tests.
+fn room_left(dir: &Path) -> Result<(), RunnerError> {
+    use std::os::unix::ffi::OsStrExt;
+    let path =
+        std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(|_| RunnerError::Prepare {
+            path: dir.display().to_string(),
+            source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
+        })?;
+    // SAFETY: `statvfs` fills the zeroed struct it is given from a NUL-terminated path.
+    let mut stats: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(path.as_ptr(), &mut stats) } != 0 {
+        return Err(RunnerError::Prepare {
+            path: dir.display().to_string(),
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    let available = stats.f_bavail.saturating_mul(stats.f_frsize);
+    let state = if stats.f_flag & libc::ST_RDONLY != 0 {
+        "read-only"
+    } else if available < FULL_BELOW {
+        "full"
+    } else {
+        return Ok(());
+    };
+    Err(RunnerError::NoRoom {
+        path: dir.display().to_string(),
+        state,
+        available,
     })
 }
 

@@ -15,6 +15,20 @@ pub struct Diagnostic {
     pub message: String,
     /// What to do about it.
     pub hint: Option<String>,
+    /// What sort of problem it is, for callers that treat one sort apart.
+    #[serde(skip)]
+    pub kind: DiagnosticKind,
+}
+
+/// The sort of problem a [`Diagnostic`] reports.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum DiagnosticKind {
+    /// The pipeline itself is wrong.
+    #[default]
+    Invalid,
+    /// A repository's `path:` or `corpus:` names a directory this machine lacks (a local clone
+    /// made elsewhere); the path as the pipeline writes it.
+    MissingDirectory(PathBuf),
 }
 
 impl fmt::Display for Diagnostic {

@@ -20,6 +20,7 @@ pub fn load(file: &Path, root: &Path, registry: &dyn Kinds) -> Result<Pipeline, 
             column: 1,
             message: format!("cannot read the pipeline: {error}"),
             hint: Some(hint.into()),
+            kind: Default::default(),
         }])
     })?;
     load_str(&text, file, root, registry)
@@ -41,6 +42,7 @@ pub fn load_str(
             column: error.mark.column,
             message: format!("invalid YAML: {}", error.message),
             hint: Some(syntax_hint(&error.message).into()),
+            kind: Default::default(),
         }])
     })?;
     super::validate::validate(&document, file, root, registry).map_err(Diagnostics)

@@ -21,7 +21,7 @@ pub mod time_limit;
 mod validate;
 mod yaml;
 
-pub use diagnostic::{Diagnostic, Diagnostics};
+pub use diagnostic::{Diagnostic, DiagnosticKind, Diagnostics};
 pub use executor::{
     DEFAULT_MAX_JOBS, ExecutorKind, ExecutorSpec, SlurmSettings, TimeLimits, reserved_flag,
 };

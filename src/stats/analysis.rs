@@ -194,6 +194,7 @@ pub fn analyze(
         rankings: None,
         cutoff: None,
         rename_class: None,
+        post_cutoff: None,
     }
 }
 

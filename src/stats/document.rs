@@ -60,6 +60,20 @@ pub struct StatsDocument {
     /// arm's recall on them; present when a `rename-class` step is needed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rename_class: Option<crate::stats::rename_class::RenameClassStats>,
+    /// The whole analysis again on the claims after a training cutoff; present when a `cutoff`
+    /// step is needed and the claims scored above are not already that split.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub post_cutoff: Option<Box<PostCutoff>>,
+}
+
+/// Every number of [`StatsDocument`] again, restricted to the claims whose child commit is dated
+/// after a training cutoff: what the report renders a second time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PostCutoff {
+    /// The `cutoff` step that drew the split.
+    pub step: String,
+    pub cutoff: crate::stats::cutoff::Cutoff,
+    pub document: StatsDocument,
 }
 
 /// The evaluated claims.

@@ -5,7 +5,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::cutoff::CutoffSummary;
 use crate::controls::cutoff::{IntervalSettings, compare_across};
 use crate::controls::rename::{RenameClaim, rename_class};
 use crate::engine::StepOutput;
@@ -17,6 +16,7 @@ use crate::stats::rename_class::RenameClassStats;
 use crate::stats::{Evaluation, Resample};
 
 /// What both analyses read.
+#[derive(Clone)]
 pub struct ControlInputs<'a> {
     pub population: &'a [TruthRecord],
     pub origins: &'a Origins,
@@ -37,13 +37,7 @@ impl ControlInputs<'_> {
         if self.population.is_empty() {
             return Ok(None);
         }
-        let summary: CutoffSummary = split
-            .items
-            .iter()
-            .flat_map(|item| item.output.records.iter())
-            .find(|record| record.get("record").and_then(|value| value.as_str()) == Some("cutoff"))
-            .and_then(|record| serde_json::from_value(record.clone()).ok())
-            .ok_or_else(|| format!("step `{}` has no cutoff summary record", split.step))?;
+        let summary = super::cutoff::summary_of(split)?;
         let evaluation = Evaluation::build(self.population, self.origins, self.arms, self.in_split)
             .map_err(|error| error.to_string())?;
         let arms: Vec<String> = evaluation

@@ -225,6 +225,17 @@ impl StepKind for CutoffStep {
     }
 }
 
+/// The summary record among a `cutoff` step's outputs.
+pub fn summary_of(split: &crate::engine::StepOutput) -> Result<CutoffSummary, String> {
+    split
+        .items
+        .iter()
+        .flat_map(|item| item.output.records.iter())
+        .find(|record| record.get("record").and_then(|value| value.as_str()) == Some("cutoff"))
+        .and_then(|record| serde_json::from_value(record.clone()).ok())
+        .ok_or_else(|| format!("step `{}` has no cutoff summary record", split.step))
+}
+
 /// A problem with the date: the parameter it is about, what is wrong, what to do.
 type DateProblem = (Option<String>, String, String);
 

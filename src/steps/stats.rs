@@ -14,6 +14,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::label_sources::{self, LabelSources};
+use crate::stats::cutoff::Side;
 use crate::engine::{
     ItemOutput, ItemPlan, ItemResult, ParamsDecl, PipelineProblem, Role, StepContext, StepError,
     StepKind, StepName, StepOutput, Upstream,
@@ -21,6 +22,7 @@ use crate::engine::{
 use crate::pipeline::{Pipeline, RepoSource, StepSpec};
 use crate::records::{ClaimRecord, CommitRecord, Label, PredictionRecord, TruthRecord};
 use crate::stats::corpus::{self, RepositoryInfo};
+use crate::stats::document::PostCutoff;
 use crate::stats::evaluation::{ArmInput, JudgedSelection, Origins};
 use crate::stats::rankings::{self, DensitySettings, RankingInput};
 use crate::stats::reweight::NaturalRate;
@@ -79,7 +81,9 @@ impl StepKind for StatsStep {
         // 3: with several oracle steps needed, the arms are scored against the one whose claims
         //    they read (not the first by name), and the corpus table reads that oracle's
         //    `mine-claims` and `rank-commits` steps; `rankings` adds flip density by ranking.
-        3
+        // 4: with the oracle needed, a `cutoff` split is analysed again on its own
+        //    (`post_cutoff`) instead of replacing the oracle's labels.
+        4
     }
 
     fn about(&self) -> &'static str {
@@ -393,6 +397,8 @@ fn compute(
         .as_deref()
         .and_then(|name| upstream.steps.get(name))
         .map(AsRef::as_ref);
+    // A sample supplies the labels scored, else the oracle; a cutoff split never replaces the
+    // oracle's labels: it gets a whole analysis of its own (`post_cutoff`).
     let stratify = upstream.first_with_role(|role| *role == Role::LabelSample);
     let claims: Option<Vec<ClaimRecord>> =
         feeding(ctx, upstream, &Role::Claims, sources.arms.as_deref())
@@ -468,7 +474,7 @@ fn compute(
                     .insert(labels.step.clone(), upstream.steps[&labels.step].clone());
                 recorded_natural_rate(&only)
             })
-            .or_else(|| recorded_natural_rate(upstream))
+            .or_else(|| recorded_natural_rate(&not_a_split_of_others(upstream, stratify)))
             .or_else(|| {
                 let (step, records) = match oracle {
                     Some(oracle) => (oracle.step.clone(), &population),
@@ -510,9 +516,9 @@ fn compute(
         loro: loro_pairs(ctx, params)?,
         natural_rate,
         split: params.split.clone(),
-        labels_from,
+        labels_from: labels_from.clone(),
     };
-    let mut document = analyze(&evaluation, corpus_rows, repositories, &options);
+    let mut document = analyze(&evaluation, corpus_rows, repositories.clone(), &options);
     let controls = super::control_stats::ControlInputs {
         population: &population,
         origins: &origins,
@@ -549,6 +555,30 @@ fn compute(
                 .map_err(|message| input_error(ctx, message))?,
         );
     }
+    if let Some(split) = upstream.first_with_role(|role| *role == Role::LabelSplit)
+        && split.step != labels_from
+        && !label_sources::ancestors(ctx.pipeline, &labels_from).contains(&split.step)
+    {
+        let scored = Scored {
+            labels: &labels,
+            origins: &origins,
+            arms: &arms,
+            in_split: in_split.as_ref(),
+            claims: claims.as_deref(),
+            commits: commits.as_deref(),
+            repositories: &repositories,
+            options: &options,
+        };
+        document.post_cutoff = Some(Box::new(
+            post_cutoff(
+                split,
+                &scored,
+                &controls,
+                upstream.first_with_role(|role| *role == Role::RenameClass),
+            )
+                .map_err(|message| input_error(ctx, message))?,
+        ));
+    }
     if !sources.rankings.is_empty() {
         let settings = DensitySettings {
             resamples: options.resamples,
@@ -564,6 +594,112 @@ fn compute(
         )?);
     }
     Ok(document)
+}
+
+/// The upstream steps whose recorded natural rate may stand for the claims scored: every one but
+/// a date split (`Role::LabelSplit`) that does not supply the labels (its rate is that of the split alone).
+fn not_a_split_of_others(upstream: &Upstream, labels: Option<&StepOutput>) -> Upstream {
+    let mut kept = Upstream::default();
+    for (name, output) in &upstream.steps {
+        let supplies = labels.is_some_and(|labels| labels.step == output.step);
+        if output.role != Role::LabelSplit || supplies {
+            kept.steps.insert(name.clone(), output.clone());
+        }
+    }
+    kept
+}
+
+/// What the analysis of the whole set read, for the post-cutoff split to read again.
+struct Scored<'a> {
+    labels: &'a [TruthRecord],
+    origins: &'a Origins,
+    arms: &'a BTreeMap<String, ArmInput>,
+    in_split: Option<&'a BTreeSet<String>>,
+    claims: Option<&'a [ClaimRecord]>,
+    commits: Option<&'a [CommitRecord]>,
+    repositories: &'a BTreeMap<String, RepositoryInfo>,
+    options: &'a AnalysisOptions,
+}
+
+/// The whole analysis again on the claims scored above whose child commit is after the cutoff of
+/// the `cutoff` step `split`: the same arms, controls and rename class, the corpus of the commits
+/// after the cutoff, and precision reweighted to the split's natural rate (its flip rate after
+/// the cutoff). Rankings and the
+/// comparison across the cutoff are about the whole set and stay out.
+fn post_cutoff(
+    split: &StepOutput,
+    scored: &Scored,
+    controls: &super::control_stats::ControlInputs,
+    renames: Option<&StepOutput>,
+) -> Result<PostCutoff, String> {
+    let summary = super::cutoff::summary_of(split)?;
+    let population = super::selection::truth_records(split);
+    let after: BTreeSet<&str> = population
+        .iter()
+        .map(|record| record.claim.as_str())
+        .collect();
+    let labels: Vec<TruthRecord> = scored
+        .labels
+        .iter()
+        .filter(|record| after.contains(record.claim.as_str()))
+        .cloned()
+        .collect();
+    let evaluation = Evaluation::build(&labels, scored.origins, scored.arms, scored.in_split)
+        .map_err(|error| error.to_string())?;
+    let claims: Option<Vec<ClaimRecord>> = scored.claims.map(|claims| {
+        claims
+            .iter()
+            .filter(|claim| after.contains(claim.id.as_str()))
+            .cloned()
+            .collect()
+    });
+    let commits: Option<Vec<CommitRecord>> = scored.commits.map(|commits| {
+        commits
+            .iter()
+            .filter(|commit| summary.cutoff.side(commit.time) == Side::After)
+            .cloned()
+            .collect()
+    });
+    let corpus_rows = corpus::corpus(
+        scored.repositories,
+        &population,
+        scored.origins,
+        claims.as_deref(),
+        commits.as_deref(),
+    )
+    .map_err(|error| error.to_string())?;
+    // Every table's context line names the split: the whole set's, after the cutoff.
+    let whole = scored
+        .options
+        .split
+        .clone()
+        .unwrap_or_else(|| "all labelled claims".to_string());
+    let options = AnalysisOptions {
+        natural_rate: summary.natural_rate.map(|value| NaturalRate {
+            value,
+            source: format!("step:{}", split.step),
+        }),
+        split: Some(format!("{whole} after the cutoff {}", summary.cutoff.text)),
+        ..scored.options.clone()
+    };
+    let mut document = analyze(
+        &evaluation,
+        corpus_rows,
+        scored.repositories.clone(),
+        &options,
+    );
+    if let Some(renames) = renames {
+        let after_only = super::control_stats::ControlInputs {
+            population: &population,
+            ..controls.clone()
+        };
+        document.rename_class = Some(after_only.rename_class(renames)?);
+    }
+    Ok(PostCutoff {
+        step: split.step.clone(),
+        cutoff: summary.cutoff,
+        document,
+    })
 }
 
 /// Flip density of every ranking in `sources`, from its rank step's commits and its oracle's

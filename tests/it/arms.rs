@@ -430,21 +430,17 @@ fn without_seconds(path: &Path, parent: &str) -> String {
         .replace(parent, "<parent>")
 }
 
-#[test]
-fn testmon_selects_exactly_the_tests_that_execute_the_changed_function() {
+/// The testmon arms' history: a parent with `calc.py`, `tests/test_calc.py` and `extra` files,
+/// and a child that multiplies the other way round. Returns the repository, parent and child.
+fn calc_history(extra: &[(&str, &str)]) -> (FixtureRepo, String, String) {
     let mut repository = FixtureRepo::new();
-    let parent = repository
-        .commit(
-            "parent",
-            &[
-                ("src/demo/__init__.py", Some("")),
-                ("src/demo/calc.py", Some(CALC)),
-                ("tests/test_calc.py", Some(TEST_CALC)),
-                ("tests/test_other.py", Some(TEST_OTHER)),
-            ],
-        )
-        .head()
-        .to_string();
+    let mut files: Vec<(&str, Option<&str>)> = vec![
+        ("src/demo/__init__.py", Some("")),
+        ("src/demo/calc.py", Some(CALC)),
+        ("tests/test_calc.py", Some(TEST_CALC)),
+    ];
+    files.extend(extra.iter().map(|(path, text)| (*path, Some(*text))));
+    let parent = repository.commit("parent", &files).head().to_string();
     let child = repository
         .commit(
             "calc: multiply the other way round",
@@ -455,34 +451,28 @@ fn testmon_selects_exactly_the_tests_that_execute_the_changed_function() {
         )
         .head()
         .to_string();
-    let tests = [
-        ("tests/test_calc.py", "test_add"),
-        ("tests/test_calc.py", "test_mul"),
-        ("tests/test_calc.py", "test_both"),
-        ("tests/test_other.py", "test_other"),
-    ];
-    let mut records: Vec<serde_json::Value> = tests
-        .iter()
-        .map(|(file, name)| {
-            let node = format!("{file}::{name}");
-            json!({
-                "id": claim_id("demo", &parent, &node),
-                "repo": "demo", "parent": parent, "commit": child, "node": node,
-                "source": format!("def {name}():\n    pass\n"),
-                "assertions": ["assert True"], "fixtures": [],
-            })
-        })
-        .collect();
-    // A claim whose test testmon never saw (no such test at the parent) gets no verdict.
-    let node = "tests/test_other.py::test_missing";
-    records.push(json!({
-        "id": claim_id("demo", &parent, node),
+    (repository, parent, child)
+}
+
+/// A claim record of `node` at `parent` for the given claims step.
+fn claim_record(parent: &str, child: &str, node: &str) -> serde_json::Value {
+    let name = node.rsplit("::").next().unwrap();
+    json!({
+        "id": claim_id("demo", parent, node),
         "repo": "demo", "parent": parent, "commit": child, "node": node,
-        "source": "def test_missing():\n    pass\n",
+        "source": format!("def {name}():\n    pass\n"),
         "assertions": ["assert True"], "fixtures": [],
-    }));
-    let project = tempfile::tempdir().unwrap();
-    let mut pipeline = pipeline(project.path(), repository.path(), json!(records));
+    })
+}
+
+/// Runs the claims step and a testmon arm `a4b` over `records` under Python 3.11; returns the
+/// pipeline (for its results) and how many items were computed.
+fn run_testmon(
+    project: &Path,
+    repository: &FixtureRepo,
+    records: Vec<serde_json::Value>,
+) -> (Pipeline, usize) {
+    let mut pipeline = pipeline(project, repository.path(), json!(records));
     pipeline.repos[0].python = vec!["3.11".into()];
     pipeline.steps.truncate(1);
     let registry = Registry::with(vec![Arc::new(GivenClaims), Arc::new(Arm::default())]);
@@ -501,8 +491,31 @@ fn testmon_selects_exactly_the_tests_that_execute_the_changed_function() {
     let summary = engine
         .run(&RunOptions::default())
         .unwrap_or_else(|error| panic!("{error}: {:#?}", events.events()));
+    (pipeline, summary.computed())
+}
+
+#[test]
+fn testmon_selects_exactly_the_tests_that_execute_the_changed_function() {
+    let (repository, parent, child) = calc_history(&[("tests/test_other.py", TEST_OTHER)]);
+    let mut records: Vec<serde_json::Value> = [
+        "tests/test_calc.py::test_add",
+        "tests/test_calc.py::test_mul",
+        "tests/test_calc.py::test_both",
+        "tests/test_other.py::test_other",
+    ]
+    .iter()
+    .map(|node| claim_record(&parent, &child, node))
+    .collect();
+    // A claim whose test testmon never saw (no such test at the parent) gets no verdict.
+    records.push(claim_record(
+        &parent,
+        &child,
+        "tests/test_other.py::test_missing",
+    ));
+    let project = tempfile::tempdir().unwrap();
+    let (pipeline, computed) = run_testmon(project.path(), &repository, records);
     // One item for the claims, one for the commit.
-    assert_eq!(summary.computed(), 2);
+    assert_eq!(computed, 2);
     let path = pipeline.results.join("predictions/a4b.jsonl");
     insta::assert_snapshot!("arms_a4b", without_seconds(&path, &parent));
 }
@@ -513,58 +526,16 @@ fn testmon_selects_exactly_the_tests_that_execute_the_changed_function() {
 /// Here a repository's `conftest.py` adds the option testmon's plugins also add, the same failure.
 #[test]
 fn testmon_that_cannot_start_at_the_parent_gives_no_verdict_and_the_step_finishes() {
-    let mut repository = FixtureRepo::new();
     let conftest =
         "def pytest_addoption(parser):\n    parser.addoption('--lf', action='store_true')\n";
-    let parent = repository
-        .commit(
-            "parent",
-            &[
-                ("src/demo/__init__.py", Some("")),
-                ("src/demo/calc.py", Some(CALC)),
-                ("tests/conftest.py", Some(conftest)),
-                ("tests/test_calc.py", Some(TEST_CALC)),
-            ],
-        )
-        .head()
-        .to_string();
-    let child = repository
-        .commit(
-            "calc: multiply the other way round",
-            &[(
-                "src/demo/calc.py",
-                Some(&CALC.replace("return a * b", "return b * a")),
-            )],
-        )
-        .head()
-        .to_string();
-    let node = "tests/test_calc.py::test_mul";
-    let records = json!([{
-        "id": claim_id("demo", &parent, node),
-        "repo": "demo", "parent": parent, "commit": child, "node": node,
-        "source": "def test_mul():\n    pass\n",
-        "assertions": ["assert True"], "fixtures": [],
-    }]);
+    let (repository, parent, child) = calc_history(&[("tests/conftest.py", conftest)]);
+    let records = vec![claim_record(
+        &parent,
+        &child,
+        "tests/test_calc.py::test_mul",
+    )];
     let project = tempfile::tempdir().unwrap();
-    let mut pipeline = pipeline(project.path(), repository.path(), records);
-    pipeline.repos[0].python = vec!["3.11".into()];
-    pipeline.steps.truncate(1);
-    pipeline.steps.push(
-        StepSpec::parsed(
-            "a4b",
-            "arm",
-            &["claims"],
-            json!({"arm": "testmon"}),
-            &Registry::builtin(),
-        )
-        .unwrap(),
-    );
-    let registry = Registry::with(vec![Arc::new(GivenClaims), Arc::new(Arm::default())]);
-    let events = Recording::default();
-    let engine = Engine::new(&pipeline, &registry, &events).unwrap();
-    engine
-        .run(&RunOptions::default())
-        .unwrap_or_else(|error| panic!("{error}: {:#?}", events.events()));
+    let (pipeline, _) = run_testmon(project.path(), &repository, records);
     let text = std::fs::read_to_string(pipeline.results.join("predictions/a4b.jsonl")).unwrap();
     let predictions: Vec<serde_json::Value> = text
         .lines()

@@ -1,6 +1,7 @@
 //! The splits and controls on the demo corpus through the binary: a stratified sample at 25%
 //! flips with its natural rate, an arm that judges only the sampled claims, the post-cutoff split
-//! and the fixed-repository comparison across it (Table IX), and the rename class (the demo's one
+//! at a `models:` entry's `cutoff:` (reported whole a second time) and the fixed-repository
+//! comparison across it (Table IX), the shuffle across two repositories, and the rename class (the demo's one
 //! pure rename, `Inventory.is_low` → `needs_restock`), as `corpus/demo/EXPECTED.md` documents.
 
 use std::collections::BTreeSet;
@@ -13,12 +14,14 @@ const PIPELINE: &str = r#"version: 1
 name: demo
 repos:
   - {name: demo, corpus: corpus/demo, branch: main, split: dev, python: ["3.11"]}
+models:
+  judge: {provider: llama-server, cutoff: 2024-03-10}
 steps:
   rank:    {uses: rank-commits, with: {top: 40, min_score: 0}}
   claims:  {uses: mine-claims, needs: [rank]}
   truth:   {uses: oracle, needs: [claims], with: {runs: 10}}
   sample:  {uses: stratify, needs: [truth], with: {split: dev, flip_rate: 0.25, seed: 1}}
-  post:    {uses: cutoff, needs: [rank, truth], with: {date: 2024-03-10}}
+  post:    {uses: cutoff, needs: [rank, truth], with: {model: judge}}
   renames: {uses: rename-class, needs: [claims]}
   a3:      {uses: arm, needs: [claims], with: {arm: file-anchoring}}
   a4:      {uses: arm, needs: [claims], with: {arm: symbol-anchoring}}
@@ -206,6 +209,66 @@ fn the_demo_controls_report_what_expected_md_documents() {
         &report,
         &["Table VI", "Table IX", "Controls", "Rename class"]
     ));
+
+    // The post-cutoff split, its date from `models: judge`'s `cutoff:`, reported whole again:
+    // the sampled claims after 2024-03-10, every table the whole set's report has but the
+    // rankings and the comparison across the cutoff, in `post-cutoff/`.
+    let post = &stats["post_cutoff"];
+    assert_eq!(post["step"], "post", "{post}");
+    assert_eq!(post["cutoff"]["text"], "2024-03-10", "{post}");
+    let after: BTreeSet<&str> = sides(&cutoff, "after");
+    let expected: Vec<&String> = sampled
+        .iter()
+        .filter(|claim| after.contains(claim.as_str()))
+        .collect();
+    assert_eq!(
+        post["document"]["sample"]["claims"],
+        expected.len(),
+        "{}",
+        post["document"]["sample"]
+    );
+    assert_eq!(
+        post["document"]["natural_rate"]["value"], cutoff["natural_rate"],
+        "the split's own flip rate"
+    );
+    assert!(
+        report.contains("[post-cutoff/report.md](post-cutoff/report.md)"),
+        "{report}"
+    );
+    let tables = |directory: &str| -> BTreeSet<String> {
+        std::fs::read_dir(project.path(directory))
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    let whole = tables("results/demo/tables");
+    let split = tables("results/demo/post-cutoff/tables");
+    let about_the_whole: BTreeSet<String> = whole
+        .iter()
+        .filter(|name| name.starts_with("table9") || name.starts_with("flip_density"))
+        .cloned()
+        .collect();
+    assert!(!about_the_whole.is_empty(), "{whole:?}");
+    assert_eq!(
+        split,
+        whole.difference(&about_the_whole).cloned().collect(),
+        "every table again but those about the whole set"
+    );
+    insta::assert_snapshot!(
+        "demo_post_cutoff_report",
+        project.read("results/demo/post-cutoff/report.md")
+    );
+}
+
+/// The claims on one side of a `cutoff.json`.
+fn sides<'a>(cutoff: &'a serde_json::Value, side: &str) -> BTreeSet<&'a str> {
+    cutoff["sides"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, value)| value.as_str() == Some(side))
+        .map(|(claim, _)| claim.as_str())
+        .collect()
 }
 
 #[test]
@@ -233,4 +296,80 @@ fn a_cutoff_takes_its_date_from_a_models_entry_and_says_when_it_has_none() {
             .to_string();
     assert!(!problems.contains("`post`"), "{problems}");
     assert!(problems.contains("both `date` and `model`"), "{problems}");
+}
+
+const TWO_REPOSITORIES: &str = r#"version: 1
+name: shuffled
+repos:
+  - {name: demo, corpus: corpus/demo, branch: main, split: dev, python: ["3.11"]}
+  - {name: ledger, corpus: corpus/ledger, branch: main, split: heldout, python: ["3.11"]}
+steps:
+  rank:     {uses: rank-commits, with: {top: 40, min_score: 0}}
+  claims:   {uses: mine-claims, needs: [rank]}
+  shuffled: {uses: shuffle, needs: [rank, claims], with: {seed: 1}}
+  a3_shuffled: {uses: arm, needs: [claims, shuffled], with: {arm: file-anchoring}}
+"#;
+
+#[test]
+fn the_shuffle_pairs_every_claim_with_a_commit_of_the_other_repository() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let project = Project::new();
+    for corpus in ["corpus/demo", "corpus/ledger"] {
+        copy_dir(&root.join(corpus), &project.path(corpus));
+    }
+    project.file("pipeline.yaml", TWO_REPOSITORIES);
+    project.ok(&["run", "pipeline.yaml", "-j", "2", "-q"]);
+
+    // The commits each repository offers (those whose diff touches a source file).
+    let mut offered: std::collections::BTreeMap<String, BTreeSet<String>> = Default::default();
+    for line in project.read("results/shuffled/commits.jsonl").lines() {
+        let commit: serde_json::Value = serde_json::from_str(line).unwrap();
+        offered
+            .entry(commit["repo"].as_str().unwrap().to_string())
+            .or_default()
+            .insert(commit["commit"].as_str().unwrap().to_string());
+    }
+    assert_eq!(offered.len(), 2, "{offered:?}");
+
+    let pairings: Vec<serde_json::Value> = project
+        .read("results/shuffled/shuffle.jsonl")
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let claims = project
+        .read("results/shuffled/claims.jsonl")
+        .lines()
+        .count();
+    assert_eq!(pairings.len(), claims);
+    let mut seen = BTreeSet::new();
+    for pairing in &pairings {
+        let (own, paired) = (&pairing["own"], &pairing["paired"]);
+        assert_ne!(paired["commit"], own["commit"], "{pairing}");
+        assert_ne!(paired["repo"], own["repo"], "{pairing}");
+        assert_eq!(pairing["other_repository"], true, "{pairing}");
+        let repository = paired["repo"].as_str().unwrap();
+        assert!(
+            offered[repository].contains(paired["commit"].as_str().unwrap()),
+            "{pairing}"
+        );
+        seen.insert(own["repo"].as_str().unwrap().to_string());
+    }
+    assert_eq!(seen.len(), 2, "claims of both repositories are paired");
+    let summary: serde_json::Value =
+        serde_json::from_str(&project.read("results/shuffled/shuffle.json")).unwrap();
+    assert_eq!(summary["other_repository"], summary["paired"], "{summary}");
+    assert_eq!(summary["unpaired"], serde_json::json!([]), "{summary}");
+
+    // The arm over the pairs judged each claim against the other repository's diff.
+    for line in project
+        .read("results/shuffled/predictions/a3_shuffled.jsonl")
+        .lines()
+    {
+        let prediction: serde_json::Value = serde_json::from_str(line).unwrap();
+        let claim = prediction["claim"].as_str().unwrap();
+        let own = claim.split('@').next().unwrap();
+        let diff_of = prediction["evidence"]["diff_of"].as_str().unwrap();
+        assert!(!diff_of.starts_with(&format!("{own}@")), "{prediction}");
+    }
+    insta::assert_json_snapshot!("two_repository_shuffle_summary", summary);
 }

@@ -249,12 +249,10 @@ fn a_byte_order_mark_is_not_part_of_the_first_key() {
 
 /// A repository `path:` under an absolute directory this machine does not have.
 fn is_missing_local_clone(diagnostic: &claimflow::pipeline::Diagnostic) -> bool {
-    let Some(rest) = diagnostic.message.strip_prefix("`path` of ") else {
-        return false;
-    };
-    rest.split('`')
-        .nth(3)
-        .is_some_and(|named| named.starts_with('/') && !std::path::Path::new(named).exists())
+    matches!(
+        &diagnostic.kind,
+        claimflow::pipeline::DiagnosticKind::MissingDirectory(path) if path.is_absolute()
+    )
 }
 
 /// Every pipeline the project ships (`pipelines/` and `pipelines/real/`) loads with the builtin

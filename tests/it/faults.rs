@@ -1,6 +1,8 @@
 //! Faults, each a named test on the real chain (ranking, mining, the oracle, two static arms) over
 //! the `repro_smoke` fixture: SIGKILL at seeded random moments, a corrupted cache, two runs at
-//! once, and tests that hang, kill their interpreter, leave a daemon behind or flood stdout.
+//! once, tests that hang, kill their interpreter, leave a daemon behind or flood stdout, and a
+//! read-only or full workdir (mounted over in a user + mount namespace, `unshare -rm`; skipped
+//! with the reason where the kernel forbids one).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -395,4 +397,212 @@ fn files_under(root: &Path) -> Vec<std::path::PathBuf> {
     }
     files.sort();
     files
+}
+
+/// Whether this kernel lets the test make a user + mount namespace and mount in it (`unshare
+/// -rm`); the reason when it does not.
+fn mount_namespaces() -> Result<(), String> {
+    let probe = std::process::Command::new("unshare")
+        .args(["-rm", "sh", "-c", "mount -t tmpfs -o size=16k tmpfs /mnt"])
+        .output()
+        .map_err(|error| format!("unshare could not start: {error}"))?;
+    if probe.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&probe.stderr).trim().to_string())
+    }
+}
+
+/// The fixture repository, or `None` (the reason printed) where the kernel forbids the
+/// namespaces these tests mount in.
+fn namespaces_and_fixture() -> Option<FixtureRepo> {
+    if let Err(reason) = mount_namespaces() {
+        eprintln!("skipped: this kernel forbids a user + mount namespace ({reason})");
+        return None;
+    }
+    Some(crate::invariants::repro_smoke::fixture())
+}
+
+/// A project over `repository` with its (empty) workdir and the `phases/` directory made.
+fn namespaced_project(repository: &FixtureRepo) -> Project {
+    let project = project(repository.path());
+    std::fs::create_dir_all(project.path("phases")).unwrap();
+    std::fs::create_dir_all(project.path(".claimflow")).unwrap();
+    project
+}
+
+/// Runs `script` with `sh` in a fresh user + mount namespace, in the project root, with
+/// `$CLAIMFLOW` the binary and `$WORKDIR` the project's workdir; each `claimflow` step of the
+/// script writes its exit code and output under `phases/` (outside the workdir, which the script
+/// mounts over and which is gone with the namespace).
+fn in_mount_namespace(project: &Project, script: &str) {
+    let status = std::process::Command::new("unshare")
+        .args(["-rm", "sh", "-c", script])
+        .current_dir(project.root())
+        .env("CLAIMFLOW", env!("CARGO_BIN_EXE_claimflow"))
+        .env("WORKDIR", project.path(".claimflow"))
+        .env("NO_COLOR", "1")
+        .status()
+        .unwrap();
+    assert!(status.success(), "the namespace script failed: {status}");
+}
+
+/// What one phase of [`in_mount_namespace`] did.
+fn phase(project: &Project, name: &str) -> crate::common::project::Ran {
+    crate::common::project::Ran {
+        code: project
+            .read(&format!("phases/{name}.code"))
+            .trim()
+            .parse()
+            .unwrap(),
+        stdout: project.read(&format!("phases/{name}.out")),
+        stderr: project.read(&format!("phases/{name}.err")),
+    }
+}
+
+/// A `claimflow` invocation as a phase of a namespace script.
+fn phase_line(name: &str, args: &str) -> String {
+    format!(
+        "\"$CLAIMFLOW\" {args} > phases/{name}.out 2> phases/{name}.err; echo $? > phases/{name}.code\n"
+    )
+}
+
+/// Every result file written is whole: each line of each JSON-lines file parses, each JSON file
+/// parses, and no temporary file is left beside them.
+fn results_are_whole(project: &Project) {
+    let results = project.path("results");
+    if !results.exists() {
+        return;
+    }
+    for file in files_under(&results) {
+        let name = file.file_name().unwrap().to_string_lossy().to_string();
+        let text = std::fs::read_to_string(&file).unwrap();
+        if name.ends_with(".jsonl") {
+            for line in text.lines() {
+                serde_json::from_str::<serde_json::Value>(line)
+                    .unwrap_or_else(|error| panic!("{}: a torn line: {error}", file.display()));
+            }
+        } else if name.ends_with(".json") {
+            serde_json::from_str::<serde_json::Value>(&text)
+                .unwrap_or_else(|error| panic!("{}: torn: {error}", file.display()));
+        } else {
+            panic!(
+                "{}: not a result file (a temporary left behind?)",
+                file.display()
+            );
+        }
+    }
+}
+
+/// A read-only workdir: the run stops before any step computes, exit 1 or 2, with an error that
+/// names the path it could not write; no result file is written; the next run on a writable
+/// workdir completes.
+#[test]
+fn a_read_only_workdir_is_named_in_the_error_and_nothing_is_half_written() {
+    let Some(repository) = namespaces_and_fixture() else {
+        return;
+    };
+    let project = namespaced_project(&repository);
+    let script = format!(
+        "set -e\nmount --bind \"$WORKDIR\" \"$WORKDIR\"\nmount -o remount,bind,ro \"$WORKDIR\"\nset +e\n{}",
+        phase_line("run", "run pipeline.yaml -q")
+    );
+    in_mount_namespace(&project, &script);
+    let ran = phase(&project, "run");
+    assert!(
+        ran.code == 1 || ran.code == 2,
+        "exit {}: {}",
+        ran.code,
+        ran.stderr
+    );
+    let workdir = project.path(".claimflow").display().to_string();
+    assert!(
+        ran.stderr.contains(&workdir),
+        "the error names no path under {workdir}: {}",
+        ran.stderr
+    );
+    assert!(
+        ran.stderr.to_lowercase().contains("read-only"),
+        "the error does not say why: {}",
+        ran.stderr
+    );
+    assert!(
+        !ran.stderr.contains("panicked"),
+        "a panic is no error message: {}",
+        ran.stderr
+    );
+    results_are_whole(&project);
+    assert!(files_under(&project.path(".claimflow")).is_empty());
+
+    project.ok(&["run", "pipeline.yaml", "-q"]);
+    let verified = verify(&project);
+    assert_eq!(verified.code, 0, "{}", verified.stdout);
+}
+
+/// Regressions: with the workdir on a filesystem of its own, publishing a result failed
+/// ("rename into …: Invalid cross-device link", the temp file was made in the workdir); and a
+/// pytest run that could not write its output on a full disk exited 120 and was cached as the
+/// claims' label (`unknown_at_parent`), served again once there was room.
+///
+/// A full workdir (a tmpfs half the size the run needs, over it): the run fails with an error
+/// naming the path it could not write and the lack of space; the cache then verifies (nothing
+/// half-stored is served) and no result file is torn; with room again the same workdir completes
+/// the run and its results equal a run that never lacked room.
+#[test]
+fn a_full_workdir_is_named_in_the_error_and_nothing_is_half_written() {
+    let Some(repository) = namespaces_and_fixture() else {
+        return;
+    };
+    let reference = project(repository.path());
+    reference.ok(&["run", "pipeline.yaml", "-q"]);
+    let expected = results(&reference);
+
+    let project = namespaced_project(&repository);
+    // Half of what the uninterrupted run's workdir holds: the run fills it midway.
+    let full_at = kilobytes_in(&reference.path(".claimflow")) / 2;
+    let script = format!(
+        "set -e\nmount -t tmpfs -o size={full_at}k tmpfs \"$WORKDIR\"\nset +e\n{}{}\
+         mount -o remount,size=512m \"$WORKDIR\"\n{}{}",
+        phase_line("full", "run pipeline.yaml -q"),
+        phase_line("verify_full", "cache verify pipeline.yaml"),
+        phase_line("room", "run pipeline.yaml -q"),
+        phase_line("verify_room", "cache verify pipeline.yaml"),
+    );
+    in_mount_namespace(&project, &script);
+    let full = phase(&project, "full");
+    assert_eq!(full.code, 1, "{}", full.stderr);
+    let workdir = project.path(".claimflow").display().to_string();
+    assert!(
+        full.stderr.contains(&workdir),
+        "the error names no path under {workdir}: {}",
+        full.stderr
+    );
+    assert!(
+        full.stderr.contains("No space left on device") || full.stderr.contains("is full"),
+        "the error does not say why: {}",
+        full.stderr
+    );
+    assert!(!full.stderr.contains("panicked"), "{}", full.stderr);
+    let verified = phase(&project, "verify_full");
+    assert_eq!(verified.code, 0, "{}{}", verified.stdout, verified.stderr);
+    let room = phase(&project, "room");
+    assert_eq!(room.code, 0, "{}", room.stderr);
+    let verified = phase(&project, "verify_room");
+    assert_eq!(verified.code, 0, "{}{}", verified.stdout, verified.stderr);
+    results_are_whole(&project);
+    assert_eq!(results(&project), expected);
+}
+
+/// The disk space the files under `root` take, in kilobytes (`du -sk`).
+fn kilobytes_in(root: &Path) -> u64 {
+    let du = std::process::Command::new("du")
+        .arg("-sk")
+        .arg(root)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&du.stdout)
+        .split_whitespace()
+        .next()
+        .and_then(|size| size.parse().ok())
+        .unwrap_or_else(|| panic!("du -sk {}: {du:?}", root.display()))
 }

@@ -2,9 +2,7 @@
 //! so `a0` no longer hides behind `a3`), the base rate shown, and the paper's Figure 3 drawn from
 //! the model arms' predictions. Set `CLAIMFLOW_FIGURES_DIR` to keep the SVG files for a look.
 
-use serde_json::json;
-
-use crate::stats::{all_arms, read, run_pipeline};
+use crate::stats::{every_arm_reported, read};
 
 /// Every `<text>` of an SVG: its content and its box (x, y of the baseline's start, width by the
 /// font's size, height), in pixels.
@@ -43,12 +41,7 @@ fn texts(svg: &str) -> Vec<(String, f64, f64, f64, f64)> {
 #[test]
 fn every_arm_is_labelled_where_no_other_label_covers_it() {
     let root = tempfile::tempdir().unwrap();
-    let pipeline = run_pipeline(
-        root.path(),
-        &all_arms(),
-        json!({"bootstrap": 200, "seed": 3}),
-    )
-    .unwrap();
+    let pipeline = every_arm_reported(root.path());
     let svg = read(&pipeline, "figures/arms.svg");
     if let Some(directory) = std::env::var_os("CLAIMFLOW_FIGURES_DIR") {
         for figure in ["arms", "question_information", "cost"] {
@@ -92,12 +85,7 @@ fn every_arm_is_labelled_where_no_other_label_covers_it() {
 #[test]
 fn figure_three_is_the_two_by_two_of_question_and_information() {
     let root = tempfile::tempdir().unwrap();
-    let pipeline = run_pipeline(
-        root.path(),
-        &all_arms(),
-        json!({"bootstrap": 200, "seed": 3}),
-    )
-    .unwrap();
+    let pipeline = every_arm_reported(root.path());
     let svg = read(&pipeline, "figures/question_information.svg");
     let all: Vec<String> = texts(&svg).into_iter().map(|(text, ..)| text).collect();
     for expected in [

@@ -241,7 +241,7 @@ repos:
   - {name: demo, corpus: corpus/demo, branch: main, split: dev, python: ["3.11"]}
 models:
   judge: {provider: openai, model: gpt-4.1-mini, api_key_env: CLAIMFLOW_IT_UNSET_KEY, fallback: local}
-  local: {provider: llama-server}
+  local: {provider: llama-server, max_output_tokens: 128}
 steps:
   rank:   {uses: rank-commits, with: {top: 4}}
   claims: {uses: mine-claims, needs: [rank]}

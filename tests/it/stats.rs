@@ -494,6 +494,11 @@ pub(crate) fn all_arms() -> Vec<&'static str> {
     ARMS.iter().map(|arm| arm.step).collect()
 }
 
+/// Every arm through `stats` and `report` with a short bootstrap: what the figure tests read.
+pub(crate) fn every_arm_reported(root: &Path) -> Pipeline {
+    run_pipeline(root, &all_arms(), json!({"bootstrap": 200, "seed": 3})).unwrap()
+}
+
 pub(crate) fn read(pipeline: &Pipeline, relative: &str) -> String {
     std::fs::read_to_string(pipeline.results.join(relative))
         .unwrap_or_else(|error| panic!("read {relative}: {error}"))
@@ -573,12 +578,7 @@ fn stats_json_carries_the_contract_fields() {
 #[test]
 fn figures_are_svg_with_one_mark_per_arm() {
     let root = tempfile::tempdir().unwrap();
-    let pipeline = run_pipeline(
-        root.path(),
-        &all_arms(),
-        json!({"bootstrap": 200, "seed": 3}),
-    )
-    .unwrap();
+    let pipeline = every_arm_reported(root.path());
     let stats: StatsDocument = serde_json::from_str(&read(&pipeline, "stats.json")).unwrap();
     let circles = |figure: &str| {
         let text = read(&pipeline, figure);

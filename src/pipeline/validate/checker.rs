@@ -6,9 +6,9 @@
 
 use std::path::Path;
 
-use crate::pipeline::Diagnostic;
 use crate::pipeline::suggest;
 use crate::pipeline::yaml::{Entry, Mark, Node, Value};
+use crate::pipeline::{Diagnostic, DiagnosticKind};
 
 /// Collects diagnostics for one file.
 pub struct Checker<'a> {
@@ -63,12 +63,24 @@ impl<'a> Checker<'a> {
 
     /// Records a problem at `mark`.
     pub fn error(&mut self, mark: Mark, message: impl Into<String>, hint: Option<String>) {
+        self.error_of_kind(DiagnosticKind::Invalid, mark, message, hint);
+    }
+
+    /// Records a problem of a sort callers may treat apart at `mark`.
+    pub fn error_of_kind(
+        &mut self,
+        kind: DiagnosticKind,
+        mark: Mark,
+        message: impl Into<String>,
+        hint: Option<String>,
+    ) {
         self.diagnostics.push(Diagnostic {
             file: self.file.to_path_buf(),
             line: mark.line,
             column: mark.column,
             message: message.into(),
             hint,
+            kind,
         });
     }
 

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use super::checker::{Checker, Fields};
 use crate::pipeline::suggest;
 use crate::pipeline::yaml::{Node, Value};
-use crate::pipeline::{Merges, RepoSource, RepoSpec};
+use crate::pipeline::{DiagnosticKind, Merges, RepoSource, RepoSpec};
 
 /// The keys a repository entry may have.
 const KEYS: &[&str] = &[
@@ -184,7 +184,13 @@ fn source(checker: &mut Checker, fields: &Fields, owner: &str) -> Option<RepoSou
         key => {
             let path = checker.root.join(&text);
             if !path.is_dir() {
-                checker.error(
+                let kind = if path.exists() {
+                    DiagnosticKind::Invalid
+                } else {
+                    DiagnosticKind::MissingDirectory(text.clone().into())
+                };
+                checker.error_of_kind(
+                    kind,
                     entry.value.mark,
                     format!("`{key}` of {owner} names `{text}`, which is not a directory"),
                     Some(
