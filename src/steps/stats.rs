@@ -14,7 +14,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::label_sources::{self, LabelSources};
-use crate::stats::cutoff::Side;
 use crate::engine::{
     ItemOutput, ItemPlan, ItemResult, ParamsDecl, PipelineProblem, Role, StepContext, StepError,
     StepKind, StepName, StepOutput, Upstream,
@@ -22,6 +21,7 @@ use crate::engine::{
 use crate::pipeline::{Pipeline, RepoSource, StepSpec};
 use crate::records::{ClaimRecord, CommitRecord, Label, PredictionRecord, TruthRecord};
 use crate::stats::corpus::{self, RepositoryInfo};
+use crate::stats::cutoff::Side;
 use crate::stats::document::PostCutoff;
 use crate::stats::evaluation::{ArmInput, JudgedSelection, Origins};
 use crate::stats::rankings::{self, DensitySettings, RankingInput};
@@ -576,7 +576,7 @@ fn compute(
                 &controls,
                 upstream.first_with_role(|role| *role == Role::RenameClass),
             )
-                .map_err(|message| input_error(ctx, message))?,
+            .map_err(|message| input_error(ctx, message))?,
         ));
     }
     if !sources.rankings.is_empty() {
