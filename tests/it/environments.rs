@@ -423,6 +423,19 @@ def test_add():
     assert add(b, a) == 3
 ";
 
+/// A pipeline `name` that ranks (`top` commits, else the default), mines and labels (2 runs) the
+/// repository at `path` under Python `python`.
+fn labelling_pipeline(name: &str, path: &Path, python: &str, top: Option<usize>) -> String {
+    let rank = top.map_or(String::new(), |top| format!(", with: {{top: {top}}}"));
+    format!(
+        "version: 1\nname: {name}\nrepos:\n  - name: demo\n    path: {}\n    branch: main\n    \
+         python: [\"{python}\"]\nsteps:\n  rank: {{uses: rank-commits{rank}}}\n  \
+         claims: {{uses: mine-claims, needs: [rank]}}\n  \
+         truth: {{uses: oracle, needs: [claims], with: {{runs: 2}}}}\n",
+        path.display()
+    )
+}
+
 /// `rank -> claims -> truth` through the binary on a repository dated `time`; truth.jsonl's lines.
 fn label_dated(time: i64) -> (Vec<serde_json::Value>, Vec<serde_json::Value>, String) {
     let repository = tempfile::tempdir().unwrap();
@@ -430,13 +443,7 @@ fn label_dated(time: i64) -> (Vec<serde_json::Value>, Vec<serde_json::Value>, St
     let project = Project::new();
     project.file(
         "pipeline.yaml",
-        &format!(
-            "version: 1\nname: era\nrepos:\n  - name: demo\n    path: {}\n    branch: main\n    \
-             python: [\"3.6\"]\nsteps:\n  rank: {{uses: rank-commits, with: {{top: 5}}}}\n  \
-             claims: {{uses: mine-claims, needs: [rank]}}\n  \
-             truth: {{uses: oracle, needs: [claims], with: {{runs: 2}}}}\n",
-            repository.path().display()
-        ),
+        &labelling_pipeline("era", repository.path(), "3.6", Some(5)),
     );
     project.ok(&["run", "pipeline.yaml"]);
     let lines = |name: &str| -> Vec<serde_json::Value> {
@@ -496,13 +503,7 @@ fn label_with(
     let project = Project::new();
     project.file(
         "pipeline.yaml",
-        &format!(
-            "version: 1\nname: uv\nrepos:\n  - name: demo\n    path: {}\n    branch: main\n    \
-             python: [\"3.11\"]\nsteps:\n  rank: {{uses: rank-commits}}\n  \
-             claims: {{uses: mine-claims, needs: [rank]}}\n  \
-             truth: {{uses: oracle, needs: [claims], with: {{runs: 2}}}}\n",
-            repository.path().display()
-        ),
+        &labelling_pipeline("uv", repository.path(), "3.11", None),
     );
     let mut command = project.command(&["run", "pipeline.yaml"]);
     command.env("CLAIMFLOW_CACHE_DIR", cache.path());
@@ -906,13 +907,7 @@ fn a_nose_projects_test_modules_are_mined_and_labelled() {
     let project = Project::new();
     project.file(
         "pipeline.yaml",
-        &format!(
-            "version: 1\nname: nose\nrepos:\n  - name: demo\n    path: {}\n    branch: main\n    \
-             python: [\"3.11\"]\nsteps:\n  rank: {{uses: rank-commits, with: {{top: 5}}}}\n  \
-             claims: {{uses: mine-claims, needs: [rank]}}\n  \
-             truth: {{uses: oracle, needs: [claims], with: {{runs: 2}}}}\n",
-            repository.path().display()
-        ),
+        &labelling_pipeline("nose", repository.path(), "3.11", Some(5)),
     );
     project.ok(&["run", "pipeline.yaml"]);
     let excluded = project.read("results/nose/excluded.jsonl");
