@@ -232,8 +232,12 @@ pub fn run(cli: Cli) -> Result<()> {
             let summary = engine.run(&options)?;
             if verbosity == Verbosity::Normal {
                 // Said once the run is through, not before it: a pipeline refused at planning
-                // prints its errors alone.
-                eprintln!("{}", crate::sandbox::protections());
+                // prints its errors alone. Said only when the run started test processes, which
+                // probed the machine: a run that started none (a no-op, a pipeline without pytest
+                // steps) does not start a confined process just to say what others would get.
+                if let Some(protections) = crate::sandbox::probed() {
+                    eprintln!("{protections}");
+                }
                 eprintln!(
                     "run finished: {} computed, {} cached; results in {}",
                     summary.computed(),

@@ -86,9 +86,11 @@ pub const HIDDEN: &[&str] = &[
 /// The variable that turns confinement off (`off`), for a machine where namespaces misbehave.
 pub const SWITCH: &str = "CLAIMFLOW_SANDBOX";
 
+/// What [`protections`] found, once it has looked.
+static PROTECTIONS: OnceLock<Protections> = OnceLock::new();
+
 /// What is active on this machine, probed once.
 pub fn protections() -> &'static Protections {
-    static PROTECTIONS: OnceLock<Protections> = OnceLock::new();
     PROTECTIONS.get_or_init(|| Protections {
         network: if std::env::var(SWITCH).is_ok_and(|value| value == "off") {
             Network::Disabled
@@ -99,6 +101,13 @@ pub fn protections() -> &'static Protections {
             }
         },
     })
+}
+
+/// What [`protections`] found, if this process has started a test process (or asked) already;
+/// None without probing. A run says what its test processes got only when it started some: the
+/// probe starts a confined process of its own, which a run that starts none need not pay for.
+pub fn probed() -> Option<&'static Protections> {
+    PROTECTIONS.get()
 }
 
 /// Makes `command` start in fresh user, network and mount namespaces when this machine allows it;
