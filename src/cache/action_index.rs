@@ -13,14 +13,20 @@
 //! skips bytes that do not frame a whole entry with a matching checksum, up to the next magic number,
 //! so a torn entry reads as a miss (the item is computed again), never as a wrong record. `gc`
 //! rewrites the log with the live entries only, through a temp file and a rename.
+//!
+//! The log is read into one buffer, and an entry's inline parts are slices of it ([`Bytes`]), not
+//! copies: opening a store of many small records costs one read and one allocation per entry,
+//! which is most of what a re-run that computes nothing pays before its first item.
 
-use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use super::Digest;
+use super::digest::DigestMap;
 
 /// The first bytes of every entry.
 const MAGIC: [u8; 4] = *b"CFA1";
@@ -32,8 +38,8 @@ pub const INLINE_LIMIT: usize = 16 * 1024;
 /// Where a part of an entry (its output, its key record) is kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Part {
-    /// Inside the entry.
-    Inline(Vec<u8>),
+    /// Inside the entry (a slice of the log as read, or the bytes appended).
+    Inline(Bytes),
     /// An object of the store, named by the part's digest.
     Object,
 }
@@ -84,9 +90,14 @@ impl IndexEntry {
         framed
     }
 
-    /// Decodes a body whose checksum matched; None if it does not parse.
-    fn decode(body: &[u8]) -> Option<IndexEntry> {
-        let mut reader = Reader { bytes: body };
+    /// Decodes a body whose checksum matched; None if it does not parse. Inline parts are slices
+    /// of `body`, sharing its buffer.
+    fn decode(body: &Bytes) -> Option<IndexEntry> {
+        let mut reader = Reader {
+            whole: body,
+            at: 0,
+            bytes: body,
+        };
         let key = Digest::from_bytes(reader.array()?);
         let output = Digest::from_bytes(reader.array()?);
         let seconds = f64::from_le_bytes(reader.array()?);
@@ -120,6 +131,10 @@ fn checksum(body: &[u8]) -> [u8; 8] {
 }
 
 struct Reader<'a> {
+    /// The body being read, whose buffer inline parts share.
+    whole: &'a Bytes,
+    /// Where `bytes` starts within `whole`.
+    at: usize,
     bytes: &'a [u8],
 }
 
@@ -130,6 +145,7 @@ impl<'a> Reader<'a> {
         }
         let (head, tail) = self.bytes.split_at(n);
         self.bytes = tail;
+        self.at += n;
         Some(head)
     }
 
@@ -141,7 +157,9 @@ impl<'a> Reader<'a> {
         match self.take(1)?[0] {
             0 => {
                 let len = u32::from_le_bytes(self.array()?) as usize;
-                Some(Part::Inline(self.take(len)?.to_vec()))
+                let start = self.at;
+                self.take(len)?;
+                Some(Part::Inline(self.whole.slice(start..start + len)))
             }
             1 => Some(Part::Object),
             _ => None,
@@ -149,11 +167,9 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// What reading the log found.
+/// What reading the log found besides its entries.
 #[derive(Debug, Default)]
 pub struct Scan {
-    /// The last entry of every key, in the order of first appearance.
-    pub entries: Vec<IndexEntry>,
     /// Bytes that framed no whole entry (torn by a killed run, or damaged).
     pub skipped_bytes: u64,
     /// Where an entry that runs past the end starts, with nothing after it: it may be a write still
@@ -161,22 +177,15 @@ pub struct Scan {
     pub unfinished_from: Option<usize>,
 }
 
-/// Reads every whole entry of `bytes`, skipping what does not frame one.
-pub fn scan(bytes: &[u8]) -> Scan {
+/// Hands every whole entry of `bytes` to `found`, in file order, skipping what does not frame one.
+pub fn scan(bytes: &Bytes, mut found: impl FnMut(IndexEntry)) -> Scan {
     let mut scan = Scan::default();
-    let mut position: HashMap<Digest, usize> = HashMap::new();
     let mut at = 0;
     while at < bytes.len() {
         if let Some((body, next)) = frame_at(bytes, at)
-            && let Some(entry) = IndexEntry::decode(body)
+            && let Some(entry) = IndexEntry::decode(&bytes.slice(body))
         {
-            match position.get(&entry.key) {
-                Some(&index) => scan.entries[index] = entry,
-                None => {
-                    position.insert(entry.key, scan.entries.len());
-                    scan.entries.push(entry);
-                }
-            }
+            found(entry);
             at = next;
             continue;
         }
@@ -191,15 +200,16 @@ pub fn scan(bytes: &[u8]) -> Scan {
     scan
 }
 
-/// The body of a whole entry framed at `at` and where the next one starts.
-fn frame_at(bytes: &[u8], at: usize) -> Option<(&[u8], usize)> {
+/// The range of the body of a whole entry framed at `at`, and where the next one starts.
+fn frame_at(bytes: &[u8], at: usize) -> Option<(std::ops::Range<usize>, usize)> {
     let frame = bytes.get(at..at + FRAME)?;
     if frame[..4] != MAGIC {
         return None;
     }
     let len = u32::from_le_bytes(frame[4..8].try_into().ok()?) as usize;
-    let body = bytes.get(at + FRAME..at + FRAME + len)?;
-    (checksum(body) == frame[8..16]).then_some((body, at + FRAME + len))
+    let range = at + FRAME..at + FRAME + len;
+    let body = bytes.get(range.clone())?;
+    (checksum(body) == frame[8..16]).then_some((range, at + FRAME + len))
 }
 
 /// True if `rest` starts like an entry whose frame or body the bytes end inside.
@@ -223,7 +233,7 @@ fn next_magic(bytes: &[u8], from: usize) -> usize {
 #[derive(Debug)]
 pub struct ActionIndex {
     path: PathBuf,
-    entries: HashMap<Digest, Arc<IndexEntry>>,
+    entries: DigestMap<Arc<IndexEntry>>,
     /// How far into the file this index has read.
     read_to: u64,
     skipped_bytes: u64,
@@ -236,7 +246,7 @@ impl ActionIndex {
     pub fn load(path: &Path) -> io::Result<Self> {
         let mut index = ActionIndex {
             path: path.to_path_buf(),
-            entries: HashMap::new(),
+            entries: DigestMap::default(),
             read_to: 0,
             skipped_bytes: 0,
             appender: None,
@@ -266,10 +276,15 @@ impl ActionIndex {
         file.seek(SeekFrom::Start(self.read_to))?;
         let mut bytes = Vec::with_capacity((len - self.read_to) as usize);
         file.read_to_end(&mut bytes)?;
-        let scanned = scan(&bytes);
-        for entry in scanned.entries {
-            self.entries.insert(entry.key, Arc::new(entry));
-        }
+        let bytes = Bytes::from(bytes);
+        // Room for about one entry per this many bytes: a small record's entry is about this size,
+        // so the map is not grown (and copied) a dozen times while a big log is read.
+        self.entries.reserve(bytes.len() / 400);
+        let entries = &mut self.entries;
+        // The last entry of a key wins.
+        let scanned = scan(&bytes, |entry| {
+            entries.insert(entry.key, Arc::new(entry));
+        });
         self.skipped_bytes += scanned.skipped_bytes;
         self.read_to += scanned.unfinished_from.unwrap_or(bytes.len()) as u64;
         Ok(())
@@ -339,12 +354,30 @@ impl ActionIndex {
 /// The byte range of an entry's body within `bytes`, for tests that damage entries.
 #[cfg(test)]
 fn body_range(bytes: &[u8], at: usize) -> Option<std::ops::Range<usize>> {
-    frame_at(bytes, at).map(|(body, next)| next - body.len()..next)
+    frame_at(bytes, at).map(|(body, _)| body)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
+
+    /// What a scan of `bytes` finds: the last entry of every key in the order of first appearance,
+    /// and the rest of the scan.
+    fn scanned(bytes: &[u8]) -> (Vec<IndexEntry>, Scan) {
+        let mut entries: Vec<IndexEntry> = Vec::new();
+        let mut position: HashMap<Digest, usize> = HashMap::new();
+        let scan = scan(&Bytes::copy_from_slice(bytes), |entry| {
+            match position.get(&entry.key) {
+                Some(&index) => entries[index] = entry,
+                None => {
+                    position.insert(entry.key, entries.len());
+                    entries.push(entry);
+                }
+            }
+        });
+        (entries, scan)
+    }
 
     fn entry(name: &str) -> IndexEntry {
         IndexEntry {
@@ -352,7 +385,7 @@ mod tests {
             output: Digest::of(b"output"),
             step: "gen".into(),
             seconds: 0.25,
-            output_bytes: Part::Inline(b"{\"records\":[]}".to_vec()),
+            output_bytes: Part::Inline(Bytes::from_static(b"{\"records\":[]}")),
             record_bytes: Part::Object,
         }
     }
@@ -362,8 +395,8 @@ mod tests {
         let mut later = entry("a");
         later.seconds = 2.0;
         let bytes = [entry("a").encode(), entry("b").encode(), later.encode()].concat();
-        let scanned = scan(&bytes);
-        assert_eq!(scanned.entries, vec![later, entry("b")]);
+        let (entries, scanned) = scanned(&bytes);
+        assert_eq!(entries, vec![later, entry("b")]);
         assert_eq!(scanned.skipped_bytes, 0);
     }
 
@@ -373,8 +406,8 @@ mod tests {
         let torn = &entry("b").encode()[..30];
         let third = entry("c").encode();
         let bytes = [first.clone(), torn.to_vec(), third].concat();
-        let scanned = scan(&bytes);
-        assert_eq!(scanned.entries, vec![entry("a"), entry("c")]);
+        let (entries, scanned) = scanned(&bytes);
+        assert_eq!(entries, vec![entry("a"), entry("c")]);
         assert_eq!(scanned.skipped_bytes, 30);
         assert_eq!(scanned.unfinished_from, None);
     }
@@ -383,8 +416,8 @@ mod tests {
     fn a_torn_entry_at_the_end_is_unfinished_not_skipped() {
         let first = entry("a").encode();
         let bytes = [first.clone(), entry("b").encode()[..30].to_vec()].concat();
-        let scanned = scan(&bytes);
-        assert_eq!(scanned.entries, vec![entry("a")]);
+        let (entries, scanned) = scanned(&bytes);
+        assert_eq!(entries, vec![entry("a")]);
         assert_eq!(scanned.skipped_bytes, 0);
         assert_eq!(scanned.unfinished_from, Some(first.len()));
     }
@@ -394,8 +427,8 @@ mod tests {
         let mut bytes = entry("a").encode();
         let body = body_range(&bytes, 0).unwrap();
         bytes[body.start + 40] ^= 1;
-        let scanned = scan(&bytes);
-        assert!(scanned.entries.is_empty());
+        let (entries, scanned) = scanned(&bytes);
+        assert!(entries.is_empty());
         assert_eq!(scanned.skipped_bytes, bytes.len() as u64);
     }
 

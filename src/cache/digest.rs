@@ -1,9 +1,17 @@
 //! Digests name every object in the cache and every item's content key.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A map keyed by digests, hashed with a fast hasher: the store probes one per cached item, and
+/// its keys are not chosen by anyone who could aim collisions at it (they are blake3 digests).
+pub type DigestMap<V> = HashMap<Digest, V, foldhash::fast::RandomState>;
+
+/// How long `blake3:` and 64 hex digits are.
+const TEXT_LEN: usize = 7 + 64;
 
 /// A blake3 digest, printed and serialized as `blake3:<64 hex digits>`.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -35,6 +43,19 @@ impl Digest {
         blake3::Hash::from_bytes(self.0).to_hex().to_string()
     }
 
+    /// `blake3:<64 hex digits>`, written on the stack: keys serialize many digests, and the
+    /// formatting machinery costs more than the digits.
+    fn text(&self) -> [u8; TEXT_LEN] {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut text = [0; TEXT_LEN];
+        text[..7].copy_from_slice(b"blake3:");
+        for (index, byte) in self.0.iter().enumerate() {
+            text[7 + 2 * index] = HEX[usize::from(byte >> 4)];
+            text[8 + 2 * index] = HEX[usize::from(byte & 0xf)];
+        }
+        text
+    }
+
     /// The first 12 hex digits, for display.
     pub fn short(&self) -> String {
         self.hex()[..12].to_string()
@@ -43,8 +64,7 @@ impl Digest {
 
 impl fmt::Display for Digest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // The hex digits are formatted on the stack: keys serialize many digests.
-        write!(f, "blake3:{}", blake3::Hash::from_bytes(self.0).to_hex())
+        f.write_str(std::str::from_utf8(&self.text()).expect("ASCII"))
     }
 }
 
@@ -74,7 +94,7 @@ impl FromStr for Digest {
 
 impl Serialize for Digest {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
+        serializer.serialize_str(std::str::from_utf8(&self.text()).expect("ASCII"))
     }
 }
 
@@ -106,6 +126,17 @@ mod tests {
         assert!(text.starts_with("blake3:"));
         assert_eq!(text.len(), 7 + 64);
         assert_eq!(text.parse::<Digest>().unwrap(), digest);
+        assert_eq!(
+            text,
+            format!(
+                "blake3:{}",
+                blake3::Hash::from_bytes(*digest.as_bytes()).to_hex()
+            )
+        );
+        assert_eq!(
+            serde_json::to_string(&digest).unwrap(),
+            format!("\"{text}\"")
+        );
     }
 
     #[test]
