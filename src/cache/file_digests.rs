@@ -14,13 +14,23 @@
 //!
 //! The table lives in `<cache>/file-digests`, replaced atomically when a run learned something, with
 //! a checksum: a file that is damaged or of another version reads as empty.
+//!
+//! A file under a directory the caller holds open ([`Dir`]: the store's objects, the project root)
+//! is stat'ed by its name relative to that directory: the kernel then walks two or three path
+//! components instead of the ten of an absolute path, which is most of what a stat costs.
 
 use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::{self, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+
+/// Remembered digests by path, keyed by the path's bytes: hashing a `Path` walks its components,
+/// which costs more than the lookup, and a re-run looks up every output it restores.
+type Table = HashMap<OsString, Remembered, foldhash::fast::RandomState>;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::Digest;
@@ -64,6 +74,63 @@ impl Stamp {
     }
 }
 
+/// The stat of the file `relative` names under `dir` (None if there is none, or it is not a
+/// file), following symbolic links as [`fs::metadata`] does.
+fn stat_at(dir: &Dir, relative: &Path) -> io::Result<Option<Stamp>> {
+    let name = std::ffi::CString::new(relative.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path with a NUL byte"))?;
+    // SAFETY: `stat` is plain data that fstatat fills; the directory descriptor is open for as
+    // long as `dir` lives, and `name` is a NUL-terminated string.
+    let stat = unsafe {
+        let mut stat: libc::stat = std::mem::zeroed();
+        if libc::fstatat(dir.fd.as_raw_fd(), name.as_ptr(), &mut stat, 0) != 0 {
+            let error = io::Error::last_os_error();
+            return match error.kind() {
+                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory => Ok(None),
+                _ => Err(error),
+            };
+        }
+        stat
+    };
+    if stat.st_mode & libc::S_IFMT != libc::S_IFREG {
+        return Ok(None);
+    }
+    Ok(Some(Stamp {
+        size: stat.st_size as u64,
+        modified: nanos(stat.st_mtime, stat.st_mtime_nsec),
+        changed: nanos(stat.st_ctime, stat.st_ctime_nsec),
+        inode: stat.st_ino,
+        device: stat.st_dev,
+    }))
+}
+
+/// A directory held open, so that the files under it are stat'ed relative to it.
+#[derive(Debug)]
+pub struct Dir {
+    path: PathBuf,
+    fd: OwnedFd,
+}
+
+impl Dir {
+    /// Opens the directory at `path`.
+    pub fn open(path: &Path) -> io::Result<Self> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = fs::File::options()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY)
+            .open(path)?;
+        Ok(Dir {
+            path: path.to_path_buf(),
+            fd: file.into(),
+        })
+    }
+
+    /// The path it was opened at.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
 fn nanos(seconds: i64, nanoseconds: i64) -> i128 {
     seconds as i128 * 1_000_000_000 + nanoseconds as i128
 }
@@ -79,7 +146,7 @@ struct Remembered {
 #[derive(Debug)]
 pub struct FileDigests {
     path: PathBuf,
-    entries: HashMap<PathBuf, Remembered>,
+    entries: Table,
     dirty: bool,
 }
 
@@ -99,7 +166,7 @@ impl FileDigests {
 
     /// The remembered digest of `path` if its stamp is still `stamp`.
     pub fn get(&mut self, path: &Path, stamp: &Stamp) -> Option<Digest> {
-        let entry = self.entries.get_mut(path)?;
+        let entry = self.entries.get_mut(path.as_os_str())?;
         if entry.stamp != *stamp {
             return None;
         }
@@ -111,11 +178,11 @@ impl FileDigests {
     /// the file is too fresh to trust its stamp.
     pub fn remember(&mut self, path: &Path, stamp: Stamp, stat_time: SystemTime, digest: Digest) {
         if stamp.racy(stat_time) {
-            self.entries.remove(path);
+            self.entries.remove(path.as_os_str());
             return;
         }
         self.entries.insert(
-            path.to_path_buf(),
+            path.as_os_str().to_os_string(),
             Remembered {
                 stamp,
                 digest,
@@ -155,7 +222,32 @@ pub fn digest_of(table: &std::sync::Mutex<FileDigests>, path: &Path) -> io::Resu
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(error) => return Err(error),
     };
-    let stamp = Stamp::of(&meta);
+    digest_after_stat(table, path, Stamp::of(&meta), stat_time)
+}
+
+/// [`digest_of`] for the file `relative` names under the open directory `dir`; `path` is its
+/// whole path (`dir`'s path joined with `relative`), under which the table remembers it.
+pub fn digest_at(
+    table: &std::sync::Mutex<FileDigests>,
+    dir: &Dir,
+    relative: &Path,
+    path: &Path,
+) -> io::Result<Option<Digest>> {
+    debug_assert_eq!(dir.path().join(relative), path);
+    let stat_time = SystemTime::now();
+    let Some(stamp) = stat_at(dir, relative)? else {
+        return Ok(None);
+    };
+    digest_after_stat(table, path, stamp, stat_time)
+}
+
+/// The digest of the file at `path`, stat'ed as `stamp` at `stat_time`: remembered, or read.
+fn digest_after_stat(
+    table: &std::sync::Mutex<FileDigests>,
+    path: &Path,
+    stamp: Stamp,
+    stat_time: SystemTime,
+) -> io::Result<Option<Digest>> {
     if let Some(digest) = lock(table).get(path, &stamp) {
         return Ok(Some(digest));
     }
@@ -176,11 +268,11 @@ fn lock(table: &std::sync::Mutex<FileDigests>) -> std::sync::MutexGuard<'_, File
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-fn encode(entries: &HashMap<PathBuf, Remembered>) -> Vec<u8> {
+fn encode(entries: &Table) -> Vec<u8> {
     let mut bytes = Vec::with_capacity(MAGIC.len() + entries.len() * 128 + 32);
     bytes.extend_from_slice(MAGIC);
     for (path, entry) in entries {
-        let path = path.as_os_str().as_bytes();
+        let path = path.as_bytes();
         bytes.extend_from_slice(&(path.len() as u32).to_le_bytes());
         bytes.extend_from_slice(path);
         let stamp = &entry.stamp;
@@ -196,13 +288,14 @@ fn encode(entries: &HashMap<PathBuf, Remembered>) -> Vec<u8> {
     bytes
 }
 
-fn decode(bytes: &[u8]) -> Option<HashMap<PathBuf, Remembered>> {
+fn decode(bytes: &[u8]) -> Option<Table> {
     let (content, check) = bytes.split_at_checked(bytes.len().checked_sub(32)?)?;
     if blake3::hash(content).as_bytes() != check {
         return None;
     }
     let mut rest = content.strip_prefix(MAGIC.as_slice())?;
-    let mut entries = HashMap::new();
+    // An entry is about 130 bytes: sized once, not grown while read.
+    let mut entries = Table::with_capacity_and_hasher(rest.len() / 120, Default::default());
     fn take<'a>(rest: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
         let (head, tail) = rest.split_at_checked(n)?;
         *rest = tail;
@@ -216,7 +309,7 @@ fn decode(bytes: &[u8]) -> Option<HashMap<PathBuf, Remembered>> {
     }
     while !rest.is_empty() {
         let len = u32::from_le_bytes(take(&mut rest, 4)?.try_into().ok()?) as usize;
-        let path = PathBuf::from(std::ffi::OsStr::from_bytes(take(&mut rest, len)?));
+        let path = OsStr::from_bytes(take(&mut rest, len)?).to_os_string();
         let stamp = Stamp {
             size: u64_of(&mut rest)?,
             modified: i128_of(&mut rest)?,
@@ -285,6 +378,32 @@ mod tests {
         age(&file, Duration::from_secs(60));
         let now = Stamp::of(&fs::metadata(&file).unwrap());
         assert_eq!(reloaded.get(&file, &now), None);
+    }
+
+    #[test]
+    fn a_stat_under_an_open_directory_is_the_stat_of_the_whole_path() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join("out")).unwrap();
+        let file = dir.path().join("out/a.txt");
+        fs::write(&file, "one").unwrap();
+        let open = Dir::open(dir.path()).unwrap();
+        let relative = Path::new("out/a.txt");
+        // The stamps must agree: the table remembers a file under either way of reaching it.
+        assert_eq!(
+            stat_at(&open, relative).unwrap(),
+            Some(Stamp::of(&fs::metadata(&file).unwrap()))
+        );
+        assert_eq!(stat_at(&open, Path::new("out/missing.txt")).unwrap(), None);
+        assert_eq!(
+            stat_at(&open, Path::new("out")).unwrap(),
+            None,
+            "a directory"
+        );
+        let table = Mutex::new(FileDigests::load(&dir.path().join("table")));
+        assert_eq!(
+            digest_at(&table, &open, relative, &file).unwrap(),
+            Some(Digest::of(b"one"))
+        );
     }
 
     #[test]

@@ -23,7 +23,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::action_index::{ActionIndex, INLINE_LIMIT, IndexEntry, Part};
-use super::file_digests::{self, FileDigests};
+use super::file_digests::{self, Dir, FileDigests};
 use super::{Digest, KeyRecord};
 
 /// Failures of the store, each naming the path it concerns.
@@ -140,6 +140,10 @@ pub struct Store {
     root: PathBuf,
     index: Arc<Mutex<ActionIndex>>,
     files: Arc<Mutex<FileDigests>>,
+    /// `objects/`, held open: an object is stat'ed by its name under it.
+    objects: Arc<Dir>,
+    /// Directories callers stat files under ([`Store::file_digest_under`]), opened on first use.
+    bases: Arc<Mutex<Vec<Arc<Dir>>>>,
 }
 
 /// A held lock on the store; released on drop.
@@ -157,9 +161,12 @@ impl Store {
         }
         let log = root.join("actions.log");
         let index = ActionIndex::load(&log).map_err(io_error("read", &log))?;
+        let objects = root.join("objects");
         let store = Store {
             files: Arc::new(Mutex::new(FileDigests::load(&root.join("file-digests")))),
             index: Arc::new(Mutex::new(index)),
+            objects: Arc::new(Dir::open(&objects).map_err(io_error("open", &objects))?),
+            bases: Arc::default(),
             root,
         };
         store.move_legacy_actions()?;
@@ -176,6 +183,42 @@ impl Store {
     /// since it was last hashed ([`super::file_digests`]).
     pub fn file_digest(&self, path: &Path) -> Result<Option<Digest>, StoreError> {
         file_digests::digest_of(&self.files, path).map_err(io_error("read", path))
+    }
+
+    /// [`Store::file_digest`] of the file `relative` names under the directory `base` (the project
+    /// root): the same digest, the file stat'ed relative to `base` held open, which spares the
+    /// kernel walking `base`'s own path again for every file under it.
+    pub fn file_digest_under(
+        &self,
+        base: &Path,
+        relative: &Path,
+    ) -> Result<Option<Digest>, StoreError> {
+        let path = base.join(relative);
+        if relative.is_absolute() {
+            return self.file_digest(&path);
+        }
+        let dir = {
+            let mut bases = self
+                .bases
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            match bases.iter().find(|dir| dir.path() == base) {
+                Some(dir) => Arc::clone(dir),
+                None => match Dir::open(base) {
+                    Ok(dir) => {
+                        let dir = Arc::new(dir);
+                        bases.push(Arc::clone(&dir));
+                        dir
+                    }
+                    // No directory to hold open (gone, or not one): the whole path says why.
+                    Err(_) => {
+                        drop(bases);
+                        return self.file_digest(&path);
+                    }
+                },
+            }
+        };
+        file_digests::digest_at(&self.files, &dir, relative, &path).map_err(io_error("read", &path))
     }
 
     /// Writes the remembered file digests, if this process learned new ones.
@@ -195,8 +238,7 @@ impl Store {
     }
 
     fn object_path(&self, digest: &Digest) -> PathBuf {
-        let hex = digest.hex();
-        self.root.join("objects").join(&hex[..2]).join(&hex[2..])
+        self.objects.path().join(object_name_of(digest))
     }
 
     /// Takes the shared lock that every `run` holds; `gc` waits for all of them.
@@ -261,8 +303,11 @@ impl Store {
     /// it was last hashed is not read again (objects are never rewritten in place, so a changed
     /// byte changes the stat). A damaged object is removed, as [`Store::get`] removes it.
     pub fn has_intact(&self, digest: &Digest) -> Result<bool, StoreError> {
-        let path = self.object_path(digest);
-        match self.file_digest(&path)? {
+        let name = object_name_of(digest);
+        let path = self.objects.path().join(&name);
+        let found = file_digests::digest_at(&self.files, &self.objects, &name, &path)
+            .map_err(io_error("read", &path))?;
+        match found {
             None => Ok(false),
             Some(found) if found == *digest => Ok(true),
             Some(_) => {
@@ -333,7 +378,7 @@ impl Store {
 
     fn output_of(&self, entry: &IndexEntry) -> Result<Option<(Digest, Vec<u8>)>, StoreError> {
         match &entry.output_bytes {
-            Part::Inline(bytes) => Ok(Some((entry.output, bytes.clone()))),
+            Part::Inline(bytes) => Ok(Some((entry.output, bytes.to_vec()))),
             Part::Object => match self.get(&entry.output) {
                 Ok(bytes) => Ok(Some((entry.output, bytes))),
                 Err(StoreError::Missing(_)) => Ok(None),
@@ -344,7 +389,7 @@ impl Store {
 
     fn record_bytes_of(&self, entry: &IndexEntry) -> Result<Option<Vec<u8>>, StoreError> {
         match &entry.record_bytes {
-            Part::Inline(bytes) => Ok(Some(bytes.clone())),
+            Part::Inline(bytes) => Ok(Some(bytes.to_vec())),
             Part::Object => match self.get(&entry.key) {
                 Ok(bytes) => Ok(Some(bytes)),
                 Err(StoreError::Missing(_)) => Ok(None),
@@ -416,7 +461,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let part = |digest: &Digest, bytes: &[u8]| -> Result<Part, StoreError> {
             if bytes.len() <= INLINE_LIMIT {
-                return Ok(Part::Inline(bytes.to_vec()));
+                return Ok(Part::Inline(bytes::Bytes::copy_from_slice(bytes)));
             }
             let path = self.object_path(digest);
             if !path.exists() {
@@ -471,7 +516,7 @@ impl Store {
                         record_bytes: if big {
                             Part::Object
                         } else {
-                            Part::Inline(canonical)
+                            Part::Inline(canonical.into())
                         },
                     };
                     let log = self.root.join("actions.log");
@@ -689,6 +734,16 @@ fn write_through(tmp_dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), StoreE
         source: error.error,
     })?;
     Ok(())
+}
+
+/// Where an object lives under `objects/`: `<first two hex digits>/<the other 62>`.
+fn object_name_of(digest: &Digest) -> PathBuf {
+    let hex = digest.hex();
+    let mut name = String::with_capacity(65);
+    name.push_str(&hex[..2]);
+    name.push('/');
+    name.push_str(&hex[2..]);
+    PathBuf::from(name)
 }
 
 fn object_name(path: &Path) -> String {

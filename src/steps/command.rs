@@ -203,14 +203,14 @@ impl StepKind for CommandStep {
                 let pattern = element.substitute(pattern);
                 for path in expand(ctx.root, &pattern, step)? {
                     // Through the store's file digests: an input whose stat is unchanged is not read.
-                    let digest =
-                        ctx.store
-                            .file_digest(&ctx.root.join(&path))?
-                            .ok_or_else(|| {
-                                StepError::Message(format!(
-                                    "step `{step}`: input {path} disappeared while it was read"
-                                ))
-                            })?;
+                    let digest = ctx
+                        .store
+                        .file_digest_under(ctx.root, Path::new(&path))?
+                        .ok_or_else(|| {
+                            StepError::Message(format!(
+                                "step `{step}`: input {path} disappeared while it was read"
+                            ))
+                        })?;
                     plan = plan.file(path, digest);
                 }
             }
@@ -368,10 +368,14 @@ impl StepKind for CommandStep {
     fn publish(&self, ctx: &StepContext, items: &[ItemResult]) -> Result<(), StepError> {
         for item in items {
             for (path, digest) in &item.output.blobs {
-                let target = ctx.root.join(path);
                 // A file that already holds the cached bytes stays; its stat usually says so.
-                let current = ctx.store.file_digest(&target).ok().flatten();
+                let current = ctx
+                    .store
+                    .file_digest_under(ctx.root, Path::new(path))
+                    .ok()
+                    .flatten();
                 if current != Some(*digest) {
+                    let target = ctx.root.join(path);
                     let bytes = ctx.store.get(digest)?;
                     crate::cache::write_atomic_in(&ctx.workdir.join("tmp"), &target, &bytes)?;
                 }
