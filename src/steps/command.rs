@@ -24,6 +24,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
+use std::os::unix::process::CommandExt;
 use std::path::{Component, Path};
 use std::process::{Command, Stdio};
 
@@ -258,8 +259,9 @@ impl StepKind for CommandStep {
             source,
         })?;
         let params: &CommandParams = ctx.params()?;
-        let mut command = Command::new("sh");
+        let mut command = Command::new(shell());
         command
+            .arg0("sh")
             .arg("-c")
             .arg(run)
             .current_dir(ctx.root)
@@ -383,6 +385,26 @@ impl StepKind for CommandStep {
         }
         Ok(())
     }
+}
+
+/// The `sh` that `PATH` names (its first absolute directory holding one), found once: spawning by the bare name makes every item's spawn try
+/// each directory of `PATH` in turn (nine `execve` calls per item on a typical `PATH`). Without a
+/// `sh` on `PATH` the bare name is left to the spawn, which then fails as before.
+fn shell() -> &'static Path {
+    static SHELL: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    SHELL.get_or_init(|| {
+        use std::os::unix::fs::PermissionsExt;
+        std::env::var_os("PATH")
+            .iter()
+            .flat_map(std::env::split_paths)
+            .filter(|dir| dir.is_absolute())
+            .map(|dir| dir.join("sh"))
+            .find(|candidate| {
+                fs::metadata(candidate)
+                    .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+            })
+            .unwrap_or_else(|| "sh".into())
+    })
 }
 
 /// The project-relative files matching `pattern`, sorted; a pattern matching nothing is an error.
