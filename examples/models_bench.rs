@@ -30,6 +30,7 @@ use claimflow::engine::{
 use claimflow::models::{ChatRequest, ModelClient, Question};
 use claimflow::pipeline::Provider;
 use claimflow::pipeline::{ModelSpec, load_str};
+use claimflow::progress::{Progress, Verbosity};
 use claimflow::records::ClaimRecord;
 use claimflow::steps::{LlmArm, Registry};
 use fake_server::{FakeServer, Reply};
@@ -210,7 +211,9 @@ fn cached() {
         ..RunOptions::default()
     };
     let started = Instant::now();
-    Engine::new(&pipeline, &registry, &Silent)
+    // Quiet prints nothing but failures: a failed first run says why.
+    let quiet = Progress::new(Verbosity::Quiet);
+    Engine::new(&pipeline, &registry, &quiet)
         .unwrap()
         .run(&options)
         .unwrap();

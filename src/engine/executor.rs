@@ -498,22 +498,38 @@ impl<'a> Engine<'a> {
                 });
             }
             Execution::Async => {
+                // An item holds its key's lock (an open file) while it waits for its pool's
+                // slot, so the items started at once are bounded, not all of them: twenty
+                // thousand model calls started together ran out of file descriptors. Twice the
+                // slots of the pools they use keeps every slot busy.
+                let pools_used: BTreeSet<&Pool> = misses
+                    .iter()
+                    .map(|&index| &keyed[index].as_ref().expect("a miss").0.pool)
+                    .collect();
+                let in_flight = 2 * pools_used
+                    .iter()
+                    .map(|pool| pools.capacity(pool))
+                    .sum::<usize>()
+                    .max(1);
+                let start = |index: usize| {
+                    let (plan, key) = keyed[index].as_ref().expect("a miss");
+                    let record = key_parts(kind.as_ref(), params, plan).to_record();
+                    let job = &job;
+                    async move {
+                        let item_started = Instant::now();
+                        let outcome = self.compute_async(job, plan, (&record, key)).await;
+                        (index, outcome, item_started)
+                    }
+                };
                 super::runtime::runtime().block_on(async {
-                    let mut running: FuturesUnordered<_> = misses
-                        .iter()
-                        .map(|&index| {
-                            let (plan, key) = keyed[index].as_ref().expect("a miss");
-                            let record = key_parts(kind.as_ref(), params, plan).to_record();
-                            let job = &job;
-                            async move {
-                                let item_started = Instant::now();
-                                let outcome = self.compute_async(job, plan, (&record, key)).await;
-                                (index, outcome, item_started)
-                            }
-                        })
-                        .collect();
+                    let mut waiting = misses.iter().copied();
+                    let mut running: FuturesUnordered<_> =
+                        waiting.by_ref().take(in_flight).map(start).collect();
                     while let Some((index, outcome, item_started)) = running.next().await {
                         finish(index, outcome, item_started);
+                        if let Some(next) = waiting.next() {
+                            running.push(start(next));
+                        }
                     }
                 });
             }
