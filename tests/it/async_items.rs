@@ -25,6 +25,8 @@ struct Behaviour {
     hang: Vec<&'static str>,
     /// Sleep per request, to observe how many are in flight.
     latency: Duration,
+    /// Items `i0`, `i1`, … instead of the six `a` … `f`.
+    count: usize,
 }
 
 /// A step kind whose items are requests to a remote model: async, in the model's pool.
@@ -34,6 +36,8 @@ struct Remote {
     in_flight: AtomicUsize,
     peak: AtomicUsize,
     started: AtomicBool,
+    /// The most key-lock files this process held open at once, seen from inside a request.
+    peak_locks: AtomicUsize,
 }
 
 impl Remote {
@@ -44,6 +48,7 @@ impl Remote {
             in_flight: AtomicUsize::new(0),
             peak: AtomicUsize::new(0),
             started: AtomicBool::new(false),
+            peak_locks: AtomicUsize::new(0),
         })
     }
 
@@ -74,14 +79,20 @@ impl StepKind for Remote {
         Execution::Async
     }
     fn items(&self, _: &StepContext, _: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
-        Ok(["a", "b", "c", "d", "e", "f"]
+        let count = self.behaviour.lock().unwrap().count;
+        let ids: Vec<String> = if count == 0 {
+            ["a", "b", "c", "d", "e", "f"].map(String::from).to_vec()
+        } else {
+            (0..count).map(|index| format!("i{index}")).collect()
+        };
+        Ok(ids
             .into_iter()
             .map(|id| ItemPlan::new(id).pool(Pool::Model("m".into())))
             .collect())
     }
     fn run_async<'a>(
         &'a self,
-        _ctx: &'a StepContext<'a>,
+        ctx: &'a StepContext<'a>,
         item: &'a ItemPlan,
         _upstream: &'a Upstream,
     ) -> ItemFuture<'a> {
@@ -100,6 +111,8 @@ impl StepKind for Remote {
                     behaviour.latency,
                 )
             };
+            let locks = open_files(&ctx.store.root().join("locks").join("keys"));
+            self.peak_locks.fetch_max(locks, Ordering::SeqCst);
             let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
             self.peak.fetch_max(now, Ordering::SeqCst);
             self.started.store(true, Ordering::SeqCst);
@@ -120,6 +133,18 @@ impl StepKind for Remote {
     fn publish(&self, _: &StepContext, _: &[ItemResult]) -> Result<(), StepError> {
         Ok(())
     }
+}
+
+/// How many of this process's file descriptors are open on `path`.
+fn open_files(path: &Path) -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|entry| std::fs::read_link(entry.path()).is_ok_and(|target| target == path))
+                .count()
+        })
+        .unwrap_or(0)
 }
 
 const PIPELINE: &str = "version: 1\nname: remote\nmodels:\n  m: {provider: openai, model: x, \
@@ -204,6 +229,28 @@ fn a_models_concurrency_bounds_the_requests_in_flight() {
     let (result, _) = run(root.path(), &kind, &options());
     result.unwrap();
     assert_eq!(kind.peak.load(Ordering::SeqCst), 2);
+}
+
+/// The models bench's 20,000 calls failed with "Too many open files": every item was started at
+/// once, and each held its key's lock file while it waited for one of the model's slots.
+#[test]
+fn items_waiting_for_a_slot_are_bounded_and_hold_few_lock_files() {
+    let root = tempfile::tempdir().unwrap();
+    let kind = Remote::new(Behaviour {
+        latency: Duration::from_millis(2),
+        count: 300,
+        ..Behaviour::default()
+    });
+    let (result, events) = run(root.path(), &kind, &options());
+    let summary = result.unwrap_or_else(|error| panic!("{error}: {events:?}"));
+    assert_eq!(summary.computed(), 300);
+    assert_eq!(kind.peak.load(Ordering::SeqCst), 2);
+    // The model's two slots, twice over: items started ahead of a free slot, not all 300.
+    let locks = kind.peak_locks.load(Ordering::SeqCst);
+    assert!(
+        (1..=4).contains(&locks),
+        "{locks} key-lock files open at once"
+    );
 }
 
 #[test]
