@@ -63,12 +63,15 @@ impl fmt::Display for Outcome {
 }
 
 /// A finished child: how it ended, how long it ran, and how much output the cap left out.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Finished {
     pub outcome: Outcome,
     pub elapsed: Duration,
     /// Bytes of output not written to the capture (0 when all of it fit under the cap).
     pub left_out: u64,
+    /// Its stdout and its stderr under [`Capture::Memory`] (empty otherwise).
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
 }
 
 /// Where a child's stdout and stderr go.
@@ -78,6 +81,9 @@ pub enum Capture<'a> {
     Log(&'a Path),
     /// Each into a file of its own, each under the cap.
     Split { stdout: &'a Path, stderr: &'a Path },
+    /// Each kept in memory, under the cap, and returned in [`Finished`]: a short answer (a version,
+    /// a probe's JSON).
+    Memory,
 }
 
 /// What a capture keeps by default: 16 MiB, far above any log claimflow reads (pip's, pytest's).
@@ -140,6 +146,7 @@ impl<'a> Run<'a> {
                 Sink::create(stdout, self.cap)?,
                 Sink::create(stderr, self.cap)?,
             ],
+            Capture::Memory => vec![Sink::memory(self.cap), Sink::memory(self.cap)],
         };
         let (out_reader, out_writer) = io::pipe()?;
         let mut readers: Vec<Option<File>> = vec![Some(File::from(OwnedFd::from(out_reader)))];
@@ -150,7 +157,7 @@ impl<'a> Run<'a> {
                     .stdout(out_writer.try_clone()?)
                     .stderr(out_writer);
             }
-            Capture::Split { .. } => {
+            Capture::Split { .. } | Capture::Memory => {
                 let (err_reader, err_writer) = io::pipe()?;
                 readers.push(Some(File::from(OwnedFd::from(err_reader))));
                 self.command.stdout(out_writer).stderr(err_writer);
@@ -167,6 +174,7 @@ impl<'a> Run<'a> {
             set_nonblocking(reader)?;
         }
         let deadline = self.timeout.map(|timeout| started + timeout);
+        let mut buffer = vec![0u8; 64 * 1024];
         let outcome = loop {
             if let Some(status) = child.try_wait()? {
                 break Outcome::of(status);
@@ -188,30 +196,39 @@ impl<'a> Run<'a> {
                 limit = limit.min(CANCEL_CHECK);
             }
             wait(group.exit_fd(), &readers, limit)?;
-            drain(&mut readers, &mut sinks)?;
+            drain(&mut readers, &mut sinks, &mut buffer)?;
         };
-        // What the child wrote before it ended; a straggler of its group holding a pipe open is
-        // killed with the group, so nothing is waited for here.
-        drain(&mut readers, &mut sinks)?;
+        // Whatever the child left running in its group dies first; then what is left in the pipes
+        // is read (a daemon that left the group and still writes is not waited for: one more
+        // drain, and its pipe is closed).
         drop(group);
+        drain(&mut readers, &mut sinks, &mut buffer)?;
         // A capture that could not be written (a full disk) fails the run, naming its file, once
         // the child is reaped and its group gone.
         let mut left_out = 0;
+        let mut kept = Vec::new();
         for sink in sinks {
-            left_out += sink.finish()?;
+            let (dropped, bytes) = sink.finish()?;
+            left_out += dropped;
+            kept.push(bytes);
         }
+        let mut kept = kept.into_iter();
         Ok(Finished {
             outcome,
             elapsed: started.elapsed(),
             left_out,
+            stdout: kept.next().unwrap_or_default(),
+            stderr: kept.next().unwrap_or_default(),
         })
     }
 }
 
-/// One capture file: the first `cap` bytes as they come, then the last [`TAIL_KEPT`] in memory.
+/// One capture: the first `cap` bytes as they come, then the last [`TAIL_KEPT`] in memory.
 struct Sink {
-    path: PathBuf,
-    file: File,
+    /// The capture file, or none for a capture kept in memory (`memory`).
+    path: Option<PathBuf>,
+    file: Option<File>,
+    memory: Vec<u8>,
     /// The first write that failed: later output is dropped, the run still waits for the child.
     failed: Option<io::Error>,
     cap: u64,
@@ -225,14 +242,35 @@ impl Sink {
     fn create(path: &Path, cap: u64) -> io::Result<Self> {
         let file = File::create(path).map_err(|error| in_file("create", path, &error))?;
         Ok(Sink {
-            path: path.to_path_buf(),
-            file,
+            path: Some(path.to_path_buf()),
+            file: Some(file),
+            ..Sink::memory(cap)
+        })
+    }
+
+    fn memory(cap: u64) -> Self {
+        Sink {
+            path: None,
+            file: None,
+            memory: Vec::new(),
             failed: None,
             cap,
             written: 0,
             tail: Vec::new(),
             left_out: 0,
-        })
+        }
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
+        match (&mut self.file, &self.path) {
+            (Some(file), Some(path)) => file
+                .write_all(bytes)
+                .map_err(|error| in_file("write", path, &error)),
+            _ => {
+                self.memory.extend_from_slice(bytes);
+                Ok(())
+            }
+        }
     }
 
     fn push(&mut self, mut bytes: &[u8]) {
@@ -243,8 +281,8 @@ impl Sink {
         let room = usize::try_from(self.cap.saturating_sub(self.written)).unwrap_or(usize::MAX);
         if room > 0 {
             let head = &bytes[..bytes.len().min(room)];
-            if let Err(error) = self.file.write_all(head) {
-                self.failed = Some(in_file("write", &self.path, &error));
+            if let Err(error) = self.write(head) {
+                self.failed = Some(error);
                 self.left_out += bytes.len() as u64;
                 return;
             }
@@ -261,9 +299,10 @@ impl Sink {
         }
     }
 
-    /// Writes the kept end after a line saying how much was left out; returns that many bytes.
-    fn finish(mut self) -> io::Result<u64> {
-        if let Some(error) = self.failed {
+    /// Writes the kept end after a line saying how much was left out; returns that many bytes,
+    /// and what a memory capture kept.
+    fn finish(mut self) -> io::Result<(u64, Vec<u8>)> {
+        if let Some(error) = self.failed.take() {
             return Err(error);
         }
         if self.tail.len() > TAIL_KEPT {
@@ -272,15 +311,15 @@ impl Sink {
             self.left_out += excess as u64;
         }
         if self.left_out > 0 {
-            writeln!(
-                self.file,
-                "\n[{} bytes of output left out here: the capture keeps {} bytes and the end]",
+            let note = format!(
+                "\n[{} bytes of output left out here: the capture keeps {} bytes and the end]\n",
                 self.left_out, self.cap
-            )
-            .and_then(|()| self.file.write_all(&self.tail))
-            .map_err(|error| in_file("write", &self.path, &error))?;
+            );
+            let tail = std::mem::take(&mut self.tail);
+            self.write(note.as_bytes())?;
+            self.write(&tail)?;
         }
-        Ok(self.left_out)
+        Ok((self.left_out, self.memory))
     }
 }
 
@@ -332,13 +371,17 @@ fn wait(exit: Option<&OwnedFd>, readers: &[Option<File>], mut limit: Duration) -
     Ok(())
 }
 
-/// Moves what the pipes hold into the sinks; a pipe at its end is closed.
-fn drain(readers: &mut [Option<File>], sinks: &mut [Sink]) -> io::Result<()> {
-    let mut buffer = vec![0u8; 64 * 1024];
+/// Reads of one pipe per [`drain`]: a child that writes faster than it is read still lets the wait
+/// look at its deadline, its exit and the token between drains.
+const READS_PER_DRAIN: usize = 16;
+
+/// Moves what the pipes hold (up to [`READS_PER_DRAIN`] reads each) into the sinks; a pipe at its
+/// end is closed.
+fn drain(readers: &mut [Option<File>], sinks: &mut [Sink], buffer: &mut [u8]) -> io::Result<()> {
     for (reader, sink) in readers.iter_mut().zip(sinks.iter_mut()) {
         let Some(file) = reader else { continue };
-        loop {
-            match file.read(&mut buffer) {
+        for _ in 0..READS_PER_DRAIN {
+            match file.read(buffer) {
                 Ok(0) => {
                     *reader = None;
                     break;
@@ -351,6 +394,12 @@ fn drain(readers: &mut [Option<File>], sinks: &mut [Sink]) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Runs `command` to its end or its `timeout`, its stdout and stderr kept in memory: for a child
+/// whose answer is short (a version, a probe's JSON).
+pub fn output(command: &mut Command, timeout: Duration) -> io::Result<Finished> {
+    Run::new(command, Capture::Memory).timeout(timeout).run()
 }
 
 /// Runs `command` to its end or its `timeout`, stdout and stderr both into `log`: the shorthand
@@ -419,6 +468,20 @@ mod tests {
         assert!(finished.outcome.success());
         assert_eq!(std::fs::read_to_string(&stdout).unwrap(), "out\n");
         assert_eq!(std::fs::read_to_string(&stderr).unwrap(), "err\n");
+    }
+
+    #[test]
+    fn a_memory_capture_returns_both_outputs() {
+        let finished = output(
+            &mut shell("echo out; echo err >&2"),
+            Duration::from_secs(60),
+        )
+        .unwrap();
+        assert!(finished.outcome.success());
+        assert_eq!(finished.stdout, b"out\n");
+        assert_eq!(finished.stderr, b"err\n");
+        let finished = output(&mut shell("sleep 300"), Duration::from_millis(200)).unwrap();
+        assert_eq!(finished.outcome, Outcome::TimedOut);
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! Every child claimflow starts to do Python work (venv creation, pip, pytest collection and runs)
-//! gets a process group of its own, recorded here while it lives. A group is what a stopped run
+//! Every child claimflow starts (through [`crate::process::Run`]: venv creation, pip, pytest
+//! collection and runs, a `command` step's shell; and the local model's server) gets a process
+//! group of its own, recorded here while it lives. A group is what a stopped run
 //! must take down: pip's build subprocesses and pytest's children live in it too, and since the
 //! group is not the terminal's foreground group, Ctrl-C no longer reaches them directly.
 //!
