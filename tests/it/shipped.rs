@@ -1,6 +1,6 @@
 //! The paper's shipped pipelines (`pipelines/dev.yaml`, `heldout.yaml`, `post-cutoff.yaml`) hold
 //! what issue #14 promises a user: public repositories on named branches, every arm and every
-//! control, a stratified 25% sample, replicates of the model arms, stats and the report. Checked
+//! control, a stratified 25% sample, replicates of the held-out model arms, stats and the report. Checked
 //! on the loaded pipeline against the real step kinds (planning would clone the repositories), and
 //! through the binary with and without the hosted model's key set.
 
@@ -183,6 +183,19 @@ fn heldout_yaml_is_the_papers_held_out_split() {
     check_the_papers_dag(&pipeline);
     let sample = pipeline.step("sample").unwrap();
     assert_eq!(sample.with["split"], "heldout");
+    // Run-to-run variance: every model arm that is no control asks each call again, so the report
+    // has the agreement the controls' agreement is read against.
+    for step in &pipeline.steps {
+        if let Role::Predictions {
+            strategy,
+            model: Some(_),
+        } = &step.role
+            && strategy != "prose"
+        {
+            let replicates = step.with["replicates"].as_u64().unwrap_or(1);
+            assert!(replicates >= 2, "`{}` asks each call once", step.name);
+        }
+    }
 }
 
 /// The development split: boltons and arrow, the same DAG.
