@@ -27,12 +27,17 @@ use claimflow::engine::{
     Engine, ItemOutput, ItemPlan, ItemResult, NoParams, ParamsDecl, Role, RunOptions, Silent,
     StepContext, StepError, StepKind, Upstream,
 };
-use claimflow::models::{ChatRequest, ModelClient, Provider, Question};
+use claimflow::models::{ChatRequest, ModelClient, Question};
+use claimflow::pipeline::Provider;
 use claimflow::pipeline::{ModelSpec, load_str};
 use claimflow::records::ClaimRecord;
 use claimflow::steps::{LlmArm, Registry};
 use fake_server::{FakeServer, Reply};
 use serde_json::json;
+
+/// The allocator the `claimflow` binary uses, so the cached re-run costs here what it costs there.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn answer() -> serde_json::Value {
     json!({
@@ -211,14 +216,20 @@ fn cached() {
         .unwrap();
     let first = started.elapsed().as_secs_f64();
     assert_eq!(server.count(), COMMITS * PER_COMMIT);
-    let mut best = f64::INFINITY;
-    for _ in 0..3 {
-        let started = Instant::now();
+    // More re-runs for a profiler to sample (`MODELS_BENCH_RERUNS`); three by default.
+    let reruns: usize = std::env::var("MODELS_BENCH_RERUNS")
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(3);
+    let (mut best, mut best_cpu) = (f64::INFINITY, f64::INFINITY);
+    for _ in 0..reruns {
+        let (started, cpu) = (Instant::now(), cpu_seconds());
         Engine::new(&pipeline, &registry, &Silent)
             .unwrap()
             .run(&options)
             .unwrap();
         best = best.min(started.elapsed().as_secs_f64());
+        best_cpu = best_cpu.min(cpu_seconds() - cpu);
     }
     assert_eq!(
         server.count(),
@@ -228,8 +239,20 @@ fn cached() {
     println!(
         "{}",
         json!({"bench": "cached", "items": COMMITS * PER_COMMIT, "first_run_seconds": first,
-               "rerun_seconds": best, "target": 0.5})
+               "rerun_seconds": best, "rerun_cpu_seconds": best_cpu, "target": 0.5})
     );
+}
+
+/// CPU seconds (user + system) this process has used so far, all threads.
+fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage fills the struct we pass and touches nothing else.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let seconds = |time: libc::timeval| time.tv_sec as f64 + time.tv_usec as f64 / 1e6;
+    seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }
 
 fn main() {

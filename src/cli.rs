@@ -9,9 +9,9 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::cache::Store;
 use crate::engine::{Dag, Engine, EngineError, RunOptions, Silent, live_set};
+use crate::pipeline::ExecutorKind;
 use crate::pipeline::{self, Pipeline};
 use crate::progress::{Progress, Verbosity};
-use crate::slurm::ExecutorKind;
 use crate::slurm::executor::SlurmExecutor;
 use crate::steps::Registry;
 

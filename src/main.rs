@@ -10,6 +10,12 @@ use claimflow::cli::{self, Cli};
 use claimflow::engine::EngineError;
 use claimflow::pipeline::Diagnostics;
 
+/// mimalloc, not the system allocator: a run over tens of thousands of items allocates and frees
+/// millions of small values (keys, records, plans), and glibc's malloc spent a quarter of a cached
+/// re-run's time on them (see `benches/README.md`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // Ctrl-C or `kill` must not leave pip or pytest running, nor half-built environments behind.

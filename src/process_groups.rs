@@ -10,11 +10,13 @@
 
 use std::collections::BTreeMap;
 use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::{Child, Command, ExitStatus};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
 
 /// The live groups and scratch directories, by a handle id.
 struct Live {
@@ -42,6 +44,9 @@ fn live() -> MutexGuard<'static, Live> {
 pub struct Group {
     id: u64,
     leader: libc::pid_t,
+    /// A pidfd of the leader (Linux 5.3 and later): readable once it exits, so a wait wakes on the
+    /// exit itself instead of polling.
+    exit: Option<OwnedFd>,
 }
 
 impl Group {
@@ -50,6 +55,48 @@ impl Group {
     pub fn kill(&self) {
         kill_group(self.leader);
     }
+
+    /// Waits at most `limit` for `child`, the group's leader, to exit. With a pidfd the wait ends
+    /// the moment it exits; without one it is a short sleep, so a short-lived child costs at most
+    /// a few milliseconds of waiting. Thousands of one-line commands each wait once, so a
+    /// wake-up on the exit is what keeps a fan-out of them as fast as the commands themselves.
+    pub fn wait_exit(&self, child: &mut Child, limit: Duration) -> io::Result<Option<ExitStatus>> {
+        if let Some(status) = child.try_wait()? {
+            return Ok(Some(status));
+        }
+        match &self.exit {
+            Some(fd) => {
+                let mut ready = libc::pollfd {
+                    fd: fd.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                let millis = limit.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
+                // SAFETY: one valid pollfd, owned for the duration of the call.
+                let polled = unsafe { libc::poll(&mut ready, 1, millis) };
+                if polled < 0 {
+                    let error = io::Error::last_os_error();
+                    if error.kind() != io::ErrorKind::Interrupted {
+                        return Err(error);
+                    }
+                }
+            }
+            None => std::thread::sleep(limit.min(Duration::from_millis(5))),
+        }
+        child.try_wait()
+    }
+}
+
+/// A pidfd of a child not yet reaped (so its pid cannot have been reused); None where the kernel
+/// has no `pidfd_open`.
+fn pidfd_of(pid: libc::pid_t) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open(2) takes a pid and flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: the descriptor was just opened by this process and is owned by nobody else.
+    Some(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
 }
 
 impl Drop for Group {
@@ -76,7 +123,8 @@ pub fn spawn(command: &mut Command) -> io::Result<(Child, Group)> {
     let id = live.next;
     live.next += 1;
     live.groups.insert(id, leader);
-    Ok((child, Group { id, leader }))
+    let exit = pidfd_of(leader);
+    Ok((child, Group { id, leader, exit }))
 }
 
 /// A scratch directory recorded until dropped: removed if the process is stopped by a signal
@@ -266,6 +314,36 @@ mod tests {
             !alive(straggler)
         });
         assert!(gone, "pid {straggler} survived its group");
+    }
+
+    #[test]
+    fn wait_exit_wakes_on_the_exit_and_times_out_on_a_running_child() {
+        let (mut running, group) = spawn(Command::new("sleep").arg("300")).unwrap();
+        assert!(
+            group
+                .wait_exit(&mut running, Duration::from_millis(20))
+                .unwrap()
+                .is_none(),
+            "a running child has no status yet"
+        );
+        drop(group);
+        running.wait().unwrap();
+
+        let (mut quick, group) = spawn(Command::new("sh").arg("-c").arg("exit 3")).unwrap();
+        let limit = Duration::from_secs(120);
+        let started = std::time::Instant::now();
+        let mut status = None;
+        while status.is_none() {
+            status = group.wait_exit(&mut quick, limit).unwrap();
+        }
+        assert_eq!(status.unwrap().code(), Some(3));
+        // With a pidfd the one wait ends at the exit, long before its limit.
+        if group.exit.is_some() {
+            assert!(
+                started.elapsed() < limit / 2,
+                "the wait slept out its limit"
+            );
+        }
     }
 
     /// Whether `pid` runs (a zombie waiting for a reaper does not).

@@ -104,6 +104,8 @@ impl Reporter for Progress {
                     bar.set_style(bars.style.clone());
                     bar.set_prefix(step.clone());
                     bar.set_message(format!("{cached} cached"));
+                    // Cached items send no event of their own: they are done from the start.
+                    bar.set_position(*cached as u64);
                     bars.by_step
                         .lock()
                         .expect("bars lock")
@@ -113,7 +115,7 @@ impl Reporter for Progress {
                     self.counts
                         .lock()
                         .expect("counts lock")
-                        .insert(step.clone(), (0, *total, Instant::now()));
+                        .insert(step.clone(), (*cached, *total, Instant::now()));
                     self.line(&format!(
                         "{step}: {total} items, {cached} cached, {} to run",
                         total - cached

@@ -43,7 +43,8 @@ impl Digest {
 
 impl fmt::Display for Digest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "blake3:{}", self.hex())
+        // The hex digits are formatted on the stack: keys serialize many digests.
+        write!(f, "blake3:{}", blake3::Hash::from_bytes(self.0).to_hex())
     }
 }
 
@@ -79,8 +80,18 @@ impl Serialize for Digest {
 
 impl<'de> Deserialize<'de> for Digest {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        text.parse().map_err(serde::de::Error::custom)
+        // Parsed from the borrowed text where the format allows it: no string per digest.
+        struct Text;
+        impl serde::de::Visitor<'_> for Text {
+            type Value = Digest;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a digest of the form blake3:<64 hex digits>")
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Digest, E> {
+                text.parse().map_err(E::custom)
+            }
+        }
+        deserializer.deserialize_str(Text)
     }
 }
 

@@ -6,8 +6,11 @@ mod action_index;
 mod digest;
 mod file_digests;
 mod key;
+mod key_lock;
 mod store;
 
 pub use digest::{Digest, DigestParseError};
 pub use key::{KEY_SCHEMA, KeyParts, KeyRecord};
-pub use store::{ActionRecord, Store, StoreError, StoreStats, VerifyReport, write_atomic_in};
+pub use store::{
+    ActionRecord, OutputBytes, Store, StoreError, StoreStats, VerifyReport, write_atomic_in,
+};

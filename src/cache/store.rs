@@ -95,6 +95,45 @@ pub struct VerifyReport {
     pub torn_log_bytes: u64,
 }
 
+/// An item's output bytes as [`Store::cached_output`] finds them: inside the action log in memory
+/// (shared, not copied: a cached item costs no copy of its output), or read from an object.
+#[derive(Debug, Clone)]
+pub struct OutputBytes(Held);
+
+#[derive(Debug, Clone)]
+enum Held {
+    /// Inside the log entry.
+    Logged(Arc<IndexEntry>),
+    /// Read from the object named by the output's digest.
+    Read(Vec<u8>),
+}
+
+impl From<Vec<u8>> for OutputBytes {
+    fn from(bytes: Vec<u8>) -> Self {
+        OutputBytes(Held::Read(bytes))
+    }
+}
+
+impl std::ops::Deref for OutputBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match &self.0 {
+            Held::Logged(entry) => match &entry.output_bytes {
+                Part::Inline(bytes) => bytes,
+                Part::Object => unreachable!("only an entry holding its output is served from it"),
+            },
+            Held::Read(bytes) => bytes,
+        }
+    }
+}
+
+impl PartialEq for OutputBytes {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
 /// A content-addressed store rooted at a directory (`<workdir>/cache`).
 #[derive(Debug, Clone)]
 pub struct Store {
@@ -178,15 +217,7 @@ impl Store {
     /// second waits, then finds the first one's result in the cache.
     pub fn lock_key(&self, key: &Digest) -> Result<StoreLock, StoreError> {
         let dir = self.root.join("locks");
-        fs::create_dir_all(&dir).map_err(io_error("create", &dir))?;
-        let path = dir.join(key.hex());
-        let file = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(io_error("open", &path))?;
-        file.lock().map_err(io_error("lock", &path))?;
+        let file = super::key_lock::lock(&dir, key).map_err(io_error("lock a key in", &dir))?;
         Ok(StoreLock { _file: file })
     }
 
@@ -225,6 +256,22 @@ impl Store {
         self.object_path(digest).is_file()
     }
 
+    /// True if the object is present and its bytes hash to its name, checked through the
+    /// remembered file digests ([`super::file_digests`]): an object whose stat has not changed since
+    /// it was last hashed is not read again (objects are never rewritten in place, so a changed
+    /// byte changes the stat). A damaged object is removed, as [`Store::get`] removes it.
+    pub fn has_intact(&self, digest: &Digest) -> Result<bool, StoreError> {
+        let path = self.object_path(digest);
+        match self.file_digest(&path)? {
+            None => Ok(false),
+            Some(found) if found == *digest => Ok(true),
+            Some(_) => {
+                let _ = fs::remove_file(&path);
+                Ok(false)
+            }
+        }
+    }
+
     /// The bytes of an object.
     ///
     /// Bytes that do not hash to `digest` (a flipped byte, a truncated file) are never served: the
@@ -261,16 +308,24 @@ impl Store {
     /// The output digest and bytes recorded for a content key, if the item was computed and its
     /// output is still stored. This is the lookup every cached item of a run pays for: a probe of
     /// the index in memory, and no file unless the output is too large to sit in the log.
-    pub fn cached_output(&self, key: &Digest) -> Result<Option<(Digest, Vec<u8>)>, StoreError> {
+    pub fn cached_output(&self, key: &Digest) -> Result<Option<(Digest, OutputBytes)>, StoreError> {
         let Some(entry) = self.index().get(key) else {
             return Ok(None);
         };
-        self.output_of(&entry)
+        if matches!(entry.output_bytes, Part::Inline(_)) {
+            return Ok(Some((entry.output, OutputBytes(Held::Logged(entry)))));
+        }
+        Ok(self
+            .output_of(&entry)?
+            .map(|(digest, bytes)| (digest, OutputBytes::from(bytes))))
     }
 
     /// Like [`Store::cached_output`], after reading what other runs appended to the log since this
     /// store read it: the check made under a key's lock, after another run may have computed it.
-    pub fn cached_output_now(&self, key: &Digest) -> Result<Option<(Digest, Vec<u8>)>, StoreError> {
+    pub fn cached_output_now(
+        &self,
+        key: &Digest,
+    ) -> Result<Option<(Digest, OutputBytes)>, StoreError> {
         let log = self.root.join("actions.log");
         self.index().refresh().map_err(io_error("read", &log))?;
         self.cached_output(key)
@@ -698,6 +753,19 @@ mod tests {
     }
 
     #[test]
+    fn has_intact_finds_a_present_object_and_refuses_a_damaged_or_missing_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let digest = store.put(b"blob bytes").unwrap();
+        assert!(store.has_intact(&digest).unwrap());
+        let path = store.object_path(&digest);
+        std::fs::write(&path, b"blob bytez").unwrap();
+        assert!(!store.has_intact(&digest).unwrap());
+        assert!(!path.exists(), "the damaged object is removed");
+        assert!(!store.has_intact(&Digest::of(b"never stored")).unwrap());
+    }
+
+    #[test]
     fn put_then_get_returns_the_bytes() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
@@ -732,7 +800,7 @@ mod tests {
         let key = key_record("true");
         let output = store.record_action(&key, b"{}", "gen", 0.5).unwrap();
         assert_eq!(output, Digest::of(b"{}"));
-        let expected = Some((output, b"{}".to_vec()));
+        let expected = Some((output, OutputBytes::from(b"{}".to_vec())));
         assert_eq!(store.cached_output(&key.digest()).unwrap(), expected);
         assert_eq!(store.cached_output(&Digest::of(b"unknown")).unwrap(), None);
         let reopened = Store::open(dir.path()).unwrap();
@@ -761,7 +829,7 @@ mod tests {
         let reopened = Store::open(dir.path()).unwrap();
         assert_eq!(
             reopened.cached_output(&key.digest()).unwrap(),
-            Some((output, big_output))
+            Some((output, OutputBytes::from(big_output)))
         );
         assert_eq!(reopened.cached_output(&small.digest()).unwrap(), None);
         assert!(reopened.verify().unwrap().broken_actions.is_empty());
@@ -810,7 +878,7 @@ mod tests {
         assert!(!dir.path().join("actions").exists());
         assert_eq!(
             store.cached_output(&key.digest()).unwrap(),
-            Some((output, b"{}".to_vec()))
+            Some((output, OutputBytes::from(b"{}".to_vec())))
         );
         assert!(store.verify().unwrap().broken_actions.is_empty());
     }

@@ -6,13 +6,15 @@ use std::time::Duration;
 /// One thing that happened during a run.
 #[derive(Debug, Clone)]
 pub enum Event {
-    /// A step's items are known: `total` items, of which `cached` are already in the cache.
+    /// A step's items are known: `total` items, of which `cached` are already in the cache. Those
+    /// send no [`Event::ItemFinished`] of their own (at tens of thousands of items the events
+    /// would cost more than the lookups): they count as done from here.
     StepPlanned {
         step: String,
         total: usize,
         cached: usize,
     },
-    /// One item finished computing (or was found in the cache, `cached`).
+    /// One item to run finished: computed, or `cached` when another run computed it meanwhile.
     ItemFinished {
         step: String,
         item: String,

@@ -8,18 +8,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::cache::{Digest, KEY_SCHEMA, KeyParts, KeyRecord, Store, StoreError};
+use crate::cache::{Digest, KEY_SCHEMA, KeyParts, KeyRecord, OutputBytes, Store, StoreError};
 use crate::engine::dag::Dag;
 use crate::engine::events::{Event, Reporter};
 use crate::engine::pools::{PoolSizes, Pools};
 use crate::engine::state::{ItemState, RunState, StepState};
 use crate::engine::{
-    ErrorClass, Execution, ItemOutput, ItemPlan, ItemResult, Pool, RetryPolicy, StepContext,
-    StepError, StepKind, StepOutput, Upstream,
+    ErrorClass, Execution, ItemOutput, ItemPlan, ItemResult, Pool, Registry, RemoteExecutor,
+    RetryPolicy, StepContext, StepError, StepKind, StepOutput, Upstream,
 };
 use crate::pipeline::{Pipeline, StepSpec};
-use crate::slurm::executor::SlurmExecutor;
-use crate::steps::Registry;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use tokio_util::sync::CancellationToken;
@@ -128,7 +126,7 @@ pub struct Engine<'a> {
     pub state: RunState,
     pub reporter: &'a dyn Reporter,
     /// Where pytest-pool items run when not here: one Slurm job each.
-    pub slurm: Option<Arc<SlurmExecutor>>,
+    pub slurm: Option<Arc<dyn RemoteExecutor>>,
 }
 
 /// Why a step failed, with its class.
@@ -402,40 +400,42 @@ impl<'a> Engine<'a> {
         let keyed: Vec<(ItemPlan, Digest)> = plans
             .into_iter()
             .map(|plan| {
-                let key = key_parts(kind.as_ref(), &params, &plan).digest();
+                let key = key_parts(kind.as_ref(), params, &plan).digest();
                 (plan, key)
             })
             .collect();
 
-        let mut results: Vec<Option<ItemResult>> = vec![None; keyed.len()];
+        // A cached item's plan moves into its result; only the plans of misses stay behind.
+        let keys: Vec<Digest> = keyed.iter().map(|(_, key)| *key).collect();
+        let mut results: Vec<Option<ItemResult>> = Vec::with_capacity(keyed.len());
+        let mut pending: Vec<Option<(ItemPlan, Digest)>> = Vec::with_capacity(keyed.len());
         let mut misses = Vec::new();
-        for (index, (plan, key)) in keyed.iter().enumerate() {
-            match (!force).then(|| self.lookup(key)).transpose()?.flatten() {
+        for (index, (plan, key)) in keyed.into_iter().enumerate() {
+            match (!force).then(|| self.lookup(&key)).transpose()?.flatten() {
                 Some((digest, output)) => {
-                    results[index] = Some(ItemResult {
-                        plan: plan.clone(),
+                    results.push(Some(ItemResult {
+                        plan,
                         digest,
                         output: Arc::new(output),
                         cached: true,
-                    });
+                    }));
+                    pending.push(None);
                 }
-                None => misses.push(index),
+                None => {
+                    misses.push(index);
+                    results.push(None);
+                    pending.push(Some((plan, key)));
+                }
             }
         }
-        let planned_cached = keyed.len() - misses.len();
+        let keyed = pending;
+        // The cached items are counted here, not one event each: a reporter starts the step's
+        // progress at `cached`.
         self.reporter.event(&Event::StepPlanned {
             step: step.name.clone(),
-            total: keyed.len(),
-            cached: planned_cached,
+            total: keys.len(),
+            cached: keys.len() - misses.len(),
         });
-        for result in results.iter().flatten() {
-            self.reporter.event(&Event::ItemFinished {
-                step: step.name.clone(),
-                item: result.plan.id.clone(),
-                cached: true,
-                elapsed: Duration::ZERO,
-            });
-        }
 
         let job = Job {
             kind: kind.as_ref(),
@@ -449,7 +449,7 @@ impl<'a> Engine<'a> {
         let computed: Mutex<Vec<(usize, ItemResult)>> = Mutex::new(Vec::new());
         let failures: Mutex<Vec<ErrorClass>> = Mutex::new(Vec::new());
         let finish = |index: usize, outcome: Result<ItemResult, StepError>, started: Instant| {
-            let plan = &keyed[index].0;
+            let plan = &keyed[index].as_ref().expect("a miss").0;
             match outcome {
                 Ok(result) => {
                     self.reporter.event(&Event::ItemFinished {
@@ -475,7 +475,7 @@ impl<'a> Engine<'a> {
                 let next = AtomicUsize::new(0);
                 let workers = misses
                     .iter()
-                    .map(|&index| pools.capacity(&keyed[index].0.pool))
+                    .map(|&index| pools.capacity(&keyed[index].as_ref().expect("a miss").0.pool))
                     .max()
                     .unwrap_or(0)
                     .min(misses.len());
@@ -487,7 +487,7 @@ impl<'a> Engine<'a> {
                                 let Some(&index) = misses.get(position) else {
                                     break;
                                 };
-                                let (plan, key) = &keyed[index];
+                                let (plan, key) = keyed[index].as_ref().expect("a miss");
                                 let record = key_parts(kind.as_ref(), params, plan).to_record();
                                 let item_started = Instant::now();
                                 let outcome = self.compute(&job, plan, (&record, key));
@@ -502,7 +502,7 @@ impl<'a> Engine<'a> {
                     let mut running: FuturesUnordered<_> = misses
                         .iter()
                         .map(|&index| {
-                            let (plan, key) = &keyed[index];
+                            let (plan, key) = keyed[index].as_ref().expect("a miss");
                             let record = key_parts(kind.as_ref(), params, plan).to_record();
                             let job = &job;
                             async move {
@@ -528,7 +528,7 @@ impl<'a> Engine<'a> {
                 ErrorClass::Failure
             };
             return Err(Failure {
-                message: format!("{} of {} items failed", failures.len(), keyed.len()),
+                message: format!("{} of {} items failed", failures.len(), keys.len()),
                 class,
             });
         }
@@ -548,8 +548,8 @@ impl<'a> Engine<'a> {
             kind: step.uses.clone(),
             items: items
                 .iter()
-                .zip(&keyed)
-                .map(|(item, (_, key))| ItemState {
+                .zip(&keys)
+                .map(|(item, key)| ItemState {
                     id: item.plan.id.clone(),
                     key: *key,
                     output: item.digest,
@@ -660,7 +660,7 @@ impl<'a> Engine<'a> {
                 && let Some(slurm) = &self.slurm
             {
                 let result = self.compute_on_slurm(
-                    slurm,
+                    slurm.as_ref(),
                     (job.kind, job.step, plan),
                     (record, key),
                     job.upstream,
@@ -766,7 +766,7 @@ impl<'a> Engine<'a> {
 /// side objects are gone is never served: publishing it would fail on every later run.
 fn decode_output(
     store: &Store,
-    stored: Option<(Digest, Vec<u8>)>,
+    stored: Option<(Digest, OutputBytes)>,
 ) -> Result<Option<(Digest, ItemOutput)>, StoreError> {
     let Some((digest, output)) = stored.and_then(|(digest, bytes)| {
         serde_json::from_slice::<ItemOutput>(&bytes)
@@ -776,10 +776,9 @@ fn decode_output(
         return Ok(None);
     };
     for blob in output.blobs.values() {
-        match store.get(blob) {
-            Ok(_) => {}
-            Err(StoreError::Missing(_)) => return Ok(None),
-            Err(error) => return Err(error),
+        // Through the stat cache: an unchanged blob is not read again on every re-run.
+        if !store.has_intact(blob)? {
+            return Ok(None);
         }
     }
     Ok(Some((digest, output)))
@@ -789,7 +788,7 @@ impl Engine<'_> {
     /// Computes an item in a Slurm job, which stores it; takes the result from the store.
     fn compute_on_slurm(
         &self,
-        slurm: &SlurmExecutor,
+        slurm: &dyn RemoteExecutor,
         (kind, step, plan): (&dyn StepKind, &StepSpec, &ItemPlan),
         (record, key): (&KeyRecord, &Digest),
         upstream: &Upstream,

@@ -5,23 +5,28 @@
 //! then lets the step kind publish its result files from every item's output.
 
 mod dag;
-pub mod params;
+pub mod jobs;
+mod registry;
+mod remote;
 mod retry;
-mod role;
 mod runtime;
 mod step;
 
 pub use dag::{Dag, DagError};
-pub use params::{
-    ListOrGlob, ModelName, NoParams, ParamSpec, ParamType, Params, ParamsDecl, ParsedParams,
-    ProjectFile, RepoName, StepName,
-};
+pub use jobs::private_root;
+pub use registry::Registry;
+pub use remote::RemoteExecutor;
 pub use retry::RetryPolicy;
-pub use role::Role;
 pub use runtime::runtime;
 pub use step::{
-    ErrorClass, Execution, ItemFuture, ItemOutput, ItemPlan, ItemResult, PipelineProblem, Pool,
-    StepContext, StepError, StepKind, StepOutput, Upstream,
+    ErrorClass, Execution, ItemFuture, ItemOutput, ItemPlan, ItemResult, Pool, StepContext,
+    StepError, StepKind, StepOutput, Upstream,
+};
+// What a step kind declares to the loader lives in the layer below, the pipeline; a step kind
+// implements [`StepKind`] with these, so they are named here beside it.
+pub use crate::pipeline::{
+    ListOrGlob, ModelName, NoParams, ParamSpec, ParamType, Params, ParamsDecl, ParsedParams,
+    PipelineProblem, ProjectFile, RepoName, Role, StepName,
 };
 
 mod events;

@@ -43,13 +43,21 @@ pub struct ItemExplanation {
     pub ran_before: bool,
 }
 
-/// A step's items, keyed, with the upstream they were planned against. Key records are made only
-/// for the items that need one (those to run, or those explained).
+/// A step's items, keyed, with the upstream they were planned against: a cached item's result
+/// (its plan inside), or the plan of an item to run. Key records are made only for the items that
+/// need one (those to run, or those explained).
 struct Keyed {
     kind: Arc<dyn StepKind>,
     params: serde_json::Value,
-    plans: Vec<ItemPlan>,
-    hits: Vec<Option<ItemResult>>,
+    items: Vec<Result<ItemResult, ItemPlan>>,
+}
+
+/// The plan of a keyed item, cached or not.
+fn plan_of(item: &Result<ItemResult, ItemPlan>) -> &ItemPlan {
+    match item {
+        Ok(hit) => &hit.plan,
+        Err(plan) => plan,
+    }
 }
 
 impl Engine<'_> {
@@ -94,11 +102,10 @@ impl Engine<'_> {
             let keyed = self.key_items(&name, &upstream)?;
             let forced = force.iter().any(|forced| forced == &name);
             let missing: Vec<(String, KeyRecord)> = keyed
-                .plans
+                .items
                 .iter()
-                .zip(&keyed.hits)
-                .filter(|(_, hit)| forced || hit.is_none())
-                .map(|(plan, _)| (plan.id.clone(), keyed.record(plan)))
+                .filter(|item| forced || item.is_err())
+                .map(|item| (plan_of(item).id.clone(), keyed.record(plan_of(item))))
                 .collect();
             let mut why: Vec<String> = if forced && !missing.is_empty() {
                 vec![format!("{}: forced", count(missing.len()))]
@@ -115,15 +122,15 @@ impl Engine<'_> {
             steps.push(StepPlan {
                 name: step.name.clone(),
                 uses: step.uses.clone(),
-                items_total: Some(keyed.plans.len()),
+                items_total: Some(keyed.items.len()),
                 items_to_run: Some(missing.len()),
                 reasons: why,
             });
             if missing.is_empty() {
                 let items = keyed
-                    .hits
+                    .items
                     .into_iter()
-                    .map(|hit| hit.expect("all hit"))
+                    .map(|item| item.expect("all hit"))
                     .collect();
                 known.insert(
                     name.clone(),
@@ -162,7 +169,8 @@ impl Engine<'_> {
         let earlier = self.state.load(step_name).unwrap_or_default();
         let earlier = earlier.by_id();
         let mut explanations = Vec::new();
-        for (plan, hit) in keyed.plans.iter().zip(&keyed.hits) {
+        for keyed_item in &keyed.items {
+            let plan = plan_of(keyed_item);
             if item.is_some_and(|wanted| wanted != plan.id) {
                 continue;
             }
@@ -170,7 +178,7 @@ impl Engine<'_> {
             let changed = changes_since(&record, earlier.get(id.as_str()).copied(), &self.store)?;
             explanations.push(ItemExplanation {
                 key: record.digest().to_string(),
-                cached: hit.is_some(),
+                cached: keyed_item.is_ok(),
                 ran_before: changed.is_some(),
                 changed: changed.unwrap_or_default(),
                 item: id,
@@ -198,8 +206,8 @@ impl Engine<'_> {
         }
         let keyed = self.key_items(name, &upstream)?;
         let mut items = Vec::new();
-        for hit in keyed.hits {
-            items.push(hit.ok_or_else(|| {
+        for item in keyed.items {
+            items.push(item.map_err(|_| {
                 EngineError::Input(format!(
                     "step `{name}` has items not in the cache yet; run the pipeline first"
                 ))
@@ -222,22 +230,24 @@ impl Engine<'_> {
             .items(&ctx, upstream)
             .map_err(|error| EngineError::Input(format!("step `{name}`: {error}")))?;
         let params = step.params.key().clone();
-        let mut hits = Vec::with_capacity(plans.len());
-        for plan in &plans {
-            let key = key_parts(kind.as_ref(), &params, plan).digest();
-            let hit = self.lookup(&key)?.map(|(digest, output)| ItemResult {
-                plan: plan.clone(),
-                digest,
-                output: Arc::new(output),
-                cached: true,
+        let mut items = Vec::with_capacity(plans.len());
+        for plan in plans {
+            let key = key_parts(kind.as_ref(), &params, &plan).digest();
+            // A cached item's plan moves into its result, uncopied.
+            items.push(match self.lookup(&key)? {
+                Some((digest, output)) => Ok(ItemResult {
+                    plan,
+                    digest,
+                    output: Arc::new(output),
+                    cached: true,
+                }),
+                None => Err(plan),
             });
-            hits.push(hit);
         }
         Ok(Keyed {
             kind,
             params,
-            plans,
-            hits,
+            items,
         })
     }
 }

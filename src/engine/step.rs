@@ -13,10 +13,8 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use super::events::{Event, Reporter};
-use super::params::{Params, ParamsDecl};
-use super::role::Role;
 use crate::cache::{Digest, Store, StoreError};
-use crate::pipeline::{Pipeline, StepSpec};
+use crate::pipeline::{Params, ParamsDecl, Pipeline, PipelineProblem, Role, StepSpec};
 
 /// The resource pool an item's computation runs in.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -129,7 +127,7 @@ impl ItemOutput {
         self.records
             .iter()
             .map(|record| {
-                serde_json::from_value(record.clone()).map_err(|error| StepError::Failed {
+                T::deserialize(record).map_err(|error| StepError::Failed {
                     context: "decode an upstream record".to_string(),
                     source: Box::new(error),
                 })
@@ -291,7 +289,7 @@ impl<'a> StepContext<'a> {
     /// A scratch directory for this step under the workdir, created on demand.
     pub fn scratch(&self, name: &str) -> Result<PathBuf, StepError> {
         // In a Slurm worker, under the job's own directory.
-        let dir = crate::slurm::private_root(self.workdir)
+        let dir = crate::engine::private_root(self.workdir)
             .join("scratch")
             .join(&self.step.name)
             .join(name);
@@ -411,21 +409,6 @@ impl StepError {
     }
 }
 
-/// A problem a step kind finds, at load time, in how one of its steps fits the rest of the
-/// pipeline (a parameter naming a step of the wrong kind). The validator places it at the
-/// parameter, or at the list element, it names.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PipelineProblem {
-    /// The `with:` parameter it is about; the step itself when `None`.
-    pub param: Option<String>,
-    /// The element of a list parameter it is about.
-    pub index: Option<usize>,
-    /// What is wrong, naming the steps involved.
-    pub message: String,
-    /// What to do about it.
-    pub hint: String,
-}
-
 /// A future computing one item (see [`StepKind::run_async`]).
 pub type ItemFuture<'a> = Pin<Box<dyn Future<Output = Result<ItemOutput, StepError>> + Send + 'a>>;
 
@@ -449,7 +432,7 @@ pub enum Execution {
 ///
 /// # Writing a new kind
 /// - **Parameters**: one struct deriving `Deserialize`, `Serialize` and `JsonSchema` (see
-///   [`crate::engine::params`] for defaults, ranges, help and fields kept out of the key);
+///   [`crate::pipeline::params`] for defaults, ranges, help and fields kept out of the key);
 ///   `fn params(&self) -> ParamsDecl { ParamsDecl::of::<MyParams>() }`. The loader checks and parses
 ///   it; the code reads it with `ctx.params::<MyParams>()?`, never `with:`.
 /// - **Role**: [`role`](StepKind::role) says what the records are, from the parsed parameters. A
@@ -463,7 +446,8 @@ pub enum Execution {
 ///   and watch `ctx.cancel` in long waits.
 /// - **Version**: [`version`](StepKind::version) enters every key of the kind; bump it when its
 ///   output for the same inputs may change. An arm kind that holds several strategies versions
-///   each one through its item params or `tools`, so changing one does not invalidate the others.
+///   each one with [`strategy_version`](StepKind::strategy_version), so changing one does not
+///   invalidate the others.
 pub trait StepKind: Send + Sync {
     /// The name used in `uses:`.
     fn name(&self) -> &'static str;
@@ -480,6 +464,14 @@ pub trait StepKind: Send + Sync {
     /// What the records of `step` (a step of this kind, parameters parsed) are.
     fn role(&self, _step: &StepSpec) -> Role {
         Role::Other
+    }
+
+    /// The version of the strategy `step` runs, for a kind that holds several (the `arm` kind's
+    /// a0…a4b, `llm-arm`'s questions): it enters the step's key as `arm_version`, beside
+    /// [`version`](StepKind::version), so bumping one strategy invalidates only its items.
+    /// `None` (the default) when the kind's own version says it all.
+    fn strategy_version(&self, _step: &StepSpec) -> Option<u32> {
+        None
     }
 
     /// Checks, when the pipeline loads, what the parameter types cannot: how `step` relates to

@@ -8,7 +8,8 @@
 //!    against the child. A test that fails every time (or a file that no longer collects) is
 //!    looked up at the parent, whose version of those files runs once: the failure is the child's
 //!    only when that test passed at the parent or did not exist there (a file git renamed, and a
-//!    test function whose body moved under a new name, are followed; see [`super::lineage`]). The
+//!    test function whose body moved under a new name, are followed; see [`super::lineage`]; a
+//!    test not found so is looked up by name in the test files the commit deleted). The
 //!    child's own failures mean the child is broken and excluded, because its "flips" would be
 //!    artefacts; a failure already there comes from the environment or the suite.
 //! 3. Restore the parent's version of every touched test file (modified and deleted files come back,
@@ -219,12 +220,13 @@ pub fn judge_commit(
     check_out(slot, repository, commit).map_err(worktree_error)?;
     let mut own_files: BTreeSet<String> =
         nodes.iter().map(|node| file_of(node).to_string()).collect();
+    let nose = crate::python::runs_under_nose(slot.worktree.dir());
     own_files.extend(
         under_test
             .test_files
             .iter()
             .chain(&touched)
-            .filter(|file| is_test_module(file))
+            .filter(|file| is_test_module(file, nose))
             .cloned(),
     );
     // A file that did not collect at the parent fails at the child for the same old reason.
@@ -232,7 +234,19 @@ pub fn judge_commit(
         .into_iter()
         .filter(|file| !at_parent.broken_files.contains_key(file))
         .collect();
+    // Test modules the commit deleted: a test it moved to another file (and class) is found
+    // there at the parent by its name.
+    let deleted: Vec<String> = under_test
+        .test_files
+        .iter()
+        .chain(&touched)
+        .filter(|file| is_test_module(file, true) && !slot.worktree.dir().join(file).is_file())
+        .cloned()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
     let gate = ChildGate {
+        deleted: &deleted,
         settings,
         environment,
         repository,
@@ -311,6 +325,8 @@ struct ChildGate<'a> {
     claims: &'a [String],
     /// The claims that passed N of N at the parent.
     kept: &'a [String],
+    /// Test modules of the parent the commit deleted.
+    deleted: &'a [String],
 }
 
 impl ChildGate<'_> {
@@ -400,6 +416,7 @@ impl ChildGate<'_> {
             let parent_files: Vec<String> = child_files
                 .iter()
                 .map(|file| lineage.parent_file(file).to_string())
+                .chain(self.deleted.iter().cloned())
                 .collect::<BTreeSet<_>>()
                 .into_iter()
                 .collect();
@@ -418,11 +435,12 @@ impl ChildGate<'_> {
                 if before.broken_files.contains_key(file_of(&at_parent)) {
                     continue;
                 }
-                match before
+                let verdict = before
                     .verdicts
                     .get(&at_parent)
                     .and_then(|verdicts| verdicts.first())
-                {
+                    .or_else(|| moved_test(&before.verdicts, node, self.deleted));
+                match verdict {
                     // It passed at the parent, or it is new: the failure is the child's.
                     Some(Verdict::Passed) | None => {
                         new_failures.push(format!("{node} fails ({kind})"));
@@ -458,6 +476,35 @@ impl ChildGate<'_> {
         }
         Ok(None)
     }
+}
+
+/// The parent's verdict of the test `child_node` moved from a file the commit deleted: a test
+/// of a deleted file with the same function name and parameters (arrow's nose-era
+/// `tests/factory_tests.py::GetTests::test_one_arg_dateparser_datetime` became
+/// `tests/test_factory.py::TestGet::test_one_arg_dateparser_datetime`). When several match, one
+/// that passed wins, so the child is never excused by a namesake that failed.
+fn moved_test<'a>(
+    parent: &'a BTreeMap<String, Vec<Verdict>>,
+    child_node: &str,
+    deleted: &[String],
+) -> Option<&'a Verdict> {
+    let name = child_node.rsplit("::").next()?;
+    if !child_node.contains("::") {
+        return None;
+    }
+    let mut found: Option<&Verdict> = None;
+    for (node, verdicts) in parent {
+        if deleted.iter().any(|file| file == file_of(node))
+            && node.rsplit("::").next() == Some(name)
+            && let Some(verdict) = verdicts.first()
+        {
+            if *verdict == Verdict::Passed {
+                return Some(verdict);
+            }
+            found.get_or_insert(verdict);
+        }
+    }
+    found
 }
 
 /// Checks `commit` out into the slot, the project registered as a distribution (see
@@ -839,10 +886,14 @@ fn selected_nodes(records: &str) -> Vec<String> {
         .collect()
 }
 
-/// True for a file pytest collects as a test module by default (`test_*.py`, `*_test.py`).
-fn is_test_module(path: &str) -> bool {
+/// True for a file pytest collects as a test module by default (`test_*.py`, `*_test.py`), or,
+/// in a project that runs its tests with nose, one nose collects (`arrow_tests.py`).
+fn is_test_module(path: &str, nose: bool) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
-    name.ends_with(".py") && (name.starts_with("test_") || name.ends_with("_test.py"))
+    name.ends_with(".py")
+        && (name.starts_with("test_")
+            || name.ends_with("_test.py")
+            || (nose && crate::python::is_nose_test_module(name)))
 }
 
 /// At the parent a claim is out once it did not pass.

@@ -4,10 +4,10 @@ use std::path::Path;
 
 use super::yaml;
 use super::{Diagnostic, Diagnostics, Pipeline};
-use crate::steps::Registry;
+use crate::pipeline::Kinds;
 
 /// Loads and validates the pipeline at `file`; relative paths resolve against `root`.
-pub fn load(file: &Path, root: &Path, registry: &Registry) -> Result<Pipeline, Diagnostics> {
+pub fn load(file: &Path, root: &Path, registry: &dyn Kinds) -> Result<Pipeline, Diagnostics> {
     let text = std::fs::read_to_string(root.join(file)).map_err(|error| {
         let hint = if error.kind() == std::io::ErrorKind::InvalidData {
             "save the pipeline as UTF-8 text"
@@ -31,7 +31,7 @@ pub fn load_str(
     text: &str,
     file: &Path,
     root: &Path,
-    registry: &Registry,
+    registry: &dyn Kinds,
 ) -> Result<Pipeline, Diagnostics> {
     // Editors on some systems start UTF-8 files with a byte-order mark; it is not part of a key.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);

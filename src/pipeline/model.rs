@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::engine::{ParsedParams, Role};
-use crate::models::Provider;
+use super::params::ParsedParams;
+use super::role::Role;
+use crate::pipeline::Provider;
 
 /// A loaded and validated pipeline.
 #[derive(Debug, Clone, Serialize)]
@@ -24,8 +25,8 @@ pub struct Pipeline {
     pub repos: Vec<RepoSpec>,
     pub models: BTreeMap<String, ModelSpec>,
     /// Where the pytest-pool items run (`executor:`); never part of a key.
-    #[serde(skip_serializing_if = "crate::slurm::ExecutorSpec::is_default")]
-    pub executor: crate::slurm::ExecutorSpec,
+    #[serde(skip_serializing_if = "crate::pipeline::ExecutorSpec::is_default")]
+    pub executor: crate::pipeline::ExecutorSpec,
     /// Steps in the order the file declares them.
     pub steps: Vec<StepSpec>,
 }
@@ -203,32 +204,4 @@ pub struct StepSpec {
     pub role: Role,
     /// 1-based line of the step's name in the file, for messages.
     pub line: usize,
-}
-
-impl StepSpec {
-    /// A step built outside the loader (tests, programs that build pipelines): `with` is parsed by
-    /// the kind `uses` names in `registry`, and the role declared.
-    pub fn parsed(
-        name: &str,
-        uses: &str,
-        needs: &[&str],
-        with: serde_json::Value,
-        registry: &crate::steps::Registry,
-    ) -> Result<StepSpec, String> {
-        let kind = registry
-            .get(uses)
-            .ok_or_else(|| format!("unknown step kind `{uses}`"))?;
-        let params = kind.params().parse(with.clone())?;
-        let mut step = StepSpec {
-            name: name.to_string(),
-            uses: uses.to_string(),
-            needs: needs.iter().map(|need| need.to_string()).collect(),
-            with,
-            params,
-            role: Role::Other,
-            line: 1,
-        };
-        step.role = kind.role(&step);
-        Ok(step)
-    }
 }

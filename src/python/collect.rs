@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::command::{PytestLaunch, pytest_config_file};
 use super::config_files::{TomlValue, ini_lines, parse_ini, parse_toml};
-use super::environment::Environment;
+use super::environment_request::Environment;
 use super::process::{ProcessOutcome, log_tail, run_logged};
 
 /// The plugin's source; written to `<scratch>/plugin/claimflow_collect.py` before each collection.
@@ -160,6 +160,9 @@ pub fn collect_tests(request: &CollectRequest) -> Result<Collection, CollectErro
     command
         .env("CLAIMFLOW_COLLECT_FILES", &listing)
         .env("CLAIMFLOW_COLLECT_OUT", &report);
+    if runs_under_nose(request.worktree) {
+        command.env("CLAIMFLOW_COLLECT_NOSE", "1");
+    }
     let log = request.scratch.join("collect.log");
     let outcome = run_logged(&mut command, &log, request.timeout).map_err(io_error(format!(
         "run {}",
@@ -271,12 +274,43 @@ pub fn python_files_patterns(worktree: &Path) -> Vec<String> {
     }
 }
 
-/// The touched files that exist in the worktree and are test modules by `python_files`.
+/// True when the project at `worktree` runs its tests with nose (a `[nosetests]` section in
+/// `setup.cfg`, `nosetests` among tox's commands, nose's collector as the test suite): its test
+/// modules are named by nose's rule, not pytest's (arrow's `tests/arrow_tests.py` until 2020).
+pub fn runs_under_nose(worktree: &Path) -> bool {
+    let read = |name: &str| std::fs::read_to_string(worktree.join(name)).unwrap_or_default();
+    let setup_cfg = read("setup.cfg");
+    parse_ini(&setup_cfg).contains_key("nosetests")
+        || parse_ini(&read("tox.ini")).iter().any(|(section, values)| {
+            section.starts_with("testenv")
+                && values
+                    .get("commands")
+                    .is_some_and(|commands| commands.contains("nosetests"))
+        })
+        || read("setup.py").contains("nose.collector")
+}
+
+/// nose's `testMatch` (`(?:^|[\b_\./-])[Tt]est`) on a module's file name: a word starting
+/// `test` or `Test` at the start or after `_`, `.` or `-` (`arrow_tests.py`, `test_api.py`).
+pub fn is_nose_test_module(name: &str) -> bool {
+    let Some(stem) = name.strip_suffix(".py") else {
+        return false;
+    };
+    let bytes = stem.as_bytes();
+    (0..bytes.len()).any(|start| {
+        let at_boundary = start == 0 || matches!(bytes[start - 1], b'_' | b'.' | b'-');
+        at_boundary && (stem[start..].starts_with("test") || stem[start..].starts_with("Test"))
+    })
+}
+
+/// The touched files that exist in the worktree and are test modules by `python_files` (or, for
+/// a project that runs its tests with nose, by nose's rule too).
 pub fn test_modules(worktree: &Path, touched: &[String]) -> Vec<String> {
     let patterns: Vec<glob::Pattern> = python_files_patterns(worktree)
         .iter()
         .filter_map(|pattern| glob::Pattern::new(pattern).ok())
         .collect();
+    let nose = runs_under_nose(worktree);
     let mut modules: Vec<String> = touched
         .iter()
         .filter(|file| file.ends_with(".py") && worktree.join(file.as_str()).is_file())
@@ -286,13 +320,14 @@ pub fn test_modules(worktree: &Path, touched: &[String]) -> Vec<String> {
                 .unwrap_or_default()
                 .to_string_lossy();
             // A pattern with a slash matches the whole path, as pytest does.
-            patterns.iter().any(|pattern| {
-                if pattern.as_str().contains('/') {
-                    pattern.matches(file)
-                } else {
-                    pattern.matches(&name)
-                }
-            })
+            (nose && is_nose_test_module(&name))
+                || patterns.iter().any(|pattern| {
+                    if pattern.as_str().contains('/') {
+                        pattern.matches(file)
+                    } else {
+                        pattern.matches(&name)
+                    }
+                })
         })
         .cloned()
         .collect();
@@ -353,5 +388,42 @@ mod tests {
         // pytest reads one file: a pytest.ini without python_files means the defaults.
         std::fs::write(root.join("pytest.ini"), "[pytest]\naddopts = -x\n").unwrap();
         assert_eq!(test_modules(root, &touched), ["tests/test_a.py"]);
+    }
+
+    #[test]
+    fn a_nose_project_names_its_test_modules_by_noses_rule() {
+        let directory = tempfile::tempdir().unwrap();
+        let root = directory.path();
+        std::fs::create_dir_all(root.join("tests")).unwrap();
+        for file in [
+            "tests/arrow_tests.py",
+            "tests/utils.py",
+            "tests/test_api.py",
+        ] {
+            std::fs::write(root.join(file), "").unwrap();
+        }
+        let touched: Vec<String> = [
+            "tests/arrow_tests.py",
+            "tests/utils.py",
+            "tests/test_api.py",
+        ]
+        .iter()
+        .map(|file| file.to_string())
+        .collect();
+        assert_eq!(test_modules(root, &touched), ["tests/test_api.py"]);
+        std::fs::write(
+            root.join("tox.ini"),
+            "[testenv]\ndeps = nose\ncommands = nosetests\n",
+        )
+        .unwrap();
+        assert!(runs_under_nose(root));
+        assert_eq!(
+            test_modules(root, &touched),
+            ["tests/arrow_tests.py", "tests/test_api.py"]
+        );
+        assert!(is_nose_test_module("Test.py"));
+        assert!(is_nose_test_module("util-tests.py"));
+        assert!(!is_nose_test_module("latest.py"));
+        assert!(!is_nose_test_module("contest.py"));
     }
 }

@@ -8,7 +8,9 @@ understand. Inputs come from environment variables:
 - ``CLAIMFLOW_COLLECT_FILES``: a file listing the test files to collect, one per line (so thousands
   of files never reach the command line);
 - ``CLAIMFLOW_COLLECT_OUT``: where to write one JSON object per line: an ``item`` per test, an
-  ``error`` per collection error, and a final ``summary``.
+  ``error`` per collection error, and a final ``summary``;
+- ``CLAIMFLOW_COLLECT_NOSE``: set when the project runs its tests with nose, whose rule (not
+  ``python_files``) names its test modules.
 
 For each test it reports the source text of the function pytest will call, found through the class's
 MRO (tests inherited from mixins in helper modules have no text in their own file) and through
@@ -24,6 +26,7 @@ import inspect
 import io
 import json
 import os
+import re
 import sys
 import textwrap
 
@@ -313,9 +316,16 @@ def _fixtures(item):
     return fixtures, functions
 
 
+_NOSE_TEST_MATCH = re.compile(r"(?:^|[_.-])[Tt]est")
+
+
 def _matches_python_files(config, path):
     patterns = config.getini("python_files") or ["test_*.py", "*_test.py"]
     basename = os.path.basename(str(path))
+    if os.environ.get("CLAIMFLOW_COLLECT_NOSE") and basename.endswith(".py"):
+        # The project runs its tests with nose, whose testMatch names its test modules.
+        if _NOSE_TEST_MATCH.search(basename[:-3]):
+            return True
     return any(fnmatch.fnmatch(basename, pattern) for pattern in patterns)
 
 

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::config_files::{parse_ini, parse_toml};
-use super::environment::Environment;
+use super::environment_request::Environment;
 
 /// Where a pytest process runs and what it may see.
 #[derive(Debug, Clone)]

@@ -101,10 +101,15 @@ pub fn parse_toml(text: &str) -> TomlTables {
         let Some(index) = trimmed.find('=') else {
             continue;
         };
-        let key = trimmed[..index]
-            .trim()
-            .trim_matches(['"', '\''])
-            .to_string();
+        // A dotted key (`optional-dependencies.tests = [...]` in `[project]`) names a value of
+        // the sub-table, as TOML reads it.
+        let mut path = dotted_key(&trimmed[..index]);
+        let key = path.pop().unwrap_or_default();
+        let table = std::iter::once(table.clone())
+            .filter(|name| !name.is_empty())
+            .chain(path)
+            .collect::<Vec<_>>()
+            .join(".");
         let mut value = trimmed[index + 1..].trim().to_string();
         if value.starts_with('[') {
             // Arrays may span lines: read until the brackets balance outside strings.
@@ -132,6 +137,23 @@ pub fn parse_toml(text: &str) -> TomlTables {
         }
     }
     tables
+}
+
+/// The parts of a TOML key, split on dots outside quotes, quotes removed (`urls."Issue tracker"`).
+fn dotted_key(key: &str) -> Vec<String> {
+    let mut parts = vec![String::new()];
+    let mut quote: Option<char> = None;
+    for character in key.trim().chars() {
+        match (quote, character) {
+            (Some(open), _) if character == open => quote = None,
+            (Some(_), _) => parts.last_mut().expect("never empty").push(character),
+            (None, '"' | '\'') => quote = Some(character),
+            (None, '.') => parts.push(String::new()),
+            (None, _) if character.is_whitespace() => {}
+            (None, _) => parts.last_mut().expect("never empty").push(character),
+        }
+    }
+    parts
 }
 
 fn brackets_balance(text: &str) -> bool {
@@ -166,12 +188,16 @@ fn brackets_balance(text: &str) -> bool {
     depth <= 0
 }
 
-/// Every quoted string in `text`, in order (comments skipped, basic escapes resolved).
+/// Every quoted string in `text`, in order (comments skipped, basic escapes resolved), outside
+/// inline tables (a dependency group's `{include-group = "test"}` is not a requirement).
 fn toml_strings(text: &str) -> Vec<String> {
     let mut strings = Vec::new();
     let mut characters = text.chars();
+    let mut inline_table = 0usize;
     while let Some(character) = characters.next() {
         match character {
+            '{' => inline_table += 1,
+            '}' => inline_table = inline_table.saturating_sub(1),
             '#' => {
                 for skipped in characters.by_ref() {
                     if skipped == '\n' {
@@ -193,7 +219,9 @@ fn toml_strings(text: &str) -> Vec<String> {
                     }
                     string.push(inner);
                 }
-                strings.push(string);
+                if inline_table == 0 {
+                    strings.push(string);
+                }
             }
             _ => {}
         }
@@ -249,6 +277,28 @@ mod tests {
         assert_eq!(
             tables["project.optional-dependencies"]["test"],
             TomlValue::Strings(vec!["pytest".into(), "hypothesis[cli]".into()])
+        );
+    }
+
+    #[test]
+    fn toml_dotted_keys_name_values_of_sub_tables() {
+        // humanize's pyproject.toml: without dotted keys its `tests` extra (freezegun) was unread.
+        let tables = parse_toml(
+            "[project]\nname = \"humanize\"\noptional-dependencies.tests = [\n  \"freezegun\",\n  \"pytest\",\n]\n\
+             urls.\"Issue tracker\" = \"https://example.org\"\n\n[dependency-groups]\n\
+             dev = [{include-group = \"test\"}, \"ruff\"]\n",
+        );
+        assert_eq!(
+            tables["project.optional-dependencies"]["tests"],
+            TomlValue::Strings(vec!["freezegun".into(), "pytest".into()])
+        );
+        assert_eq!(
+            tables["project.urls"]["Issue tracker"],
+            TomlValue::String("https://example.org".into())
+        );
+        assert_eq!(
+            tables["dependency-groups"]["dev"],
+            TomlValue::Strings(vec!["ruff".into()])
         );
     }
 }

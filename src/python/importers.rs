@@ -131,7 +131,7 @@ fn keyword(path: &str) -> &str {
 
 /// Every `.py` file under `root`, relative and `/`-separated; hidden directories, caches and
 /// environments are skipped, symbolic links are not followed.
-fn python_files(root: &Path) -> BTreeSet<String> {
+pub(super) fn python_files(root: &Path) -> BTreeSet<String> {
     let mut files = BTreeSet::new();
     let mut pending = vec![root.to_path_buf()];
     while let Some(directory) = pending.pop() {

@@ -9,9 +9,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use super::environment::{
-    BuildFailure, DroppedRequirement, Environment, EnvironmentRequest, Installer, PythonError,
-    io_error, uv_program,
+use super::build_error::{BuildFailure, PythonError, io_error};
+use super::environment_request::{
+    DroppedRequirement, Environment, EnvironmentRequest, Installer, uv_program,
 };
 use super::process::{ProcessOutcome, log_tail, run_logged};
 use super::requirements::{Requirement, requirement_name};

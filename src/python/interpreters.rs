@@ -64,14 +64,61 @@ pub fn interpreter_for(version: &str) -> Option<Interpreter> {
         .cloned()
 }
 
+/// The first release of each minor Python version (seconds since the epoch, UTC midnight).
+const RELEASED: [((u32, u32), i64); 14] = [
+    ((2, 7), 1_278_115_200),  // 2010-07-03
+    ((3, 3), 1_348_876_800),  // 2012-09-29
+    ((3, 4), 1_394_928_000),  // 2014-03-16
+    ((3, 5), 1_442_102_400),  // 2015-09-13
+    ((3, 6), 1_482_451_200),  // 2016-12-23
+    ((3, 7), 1_530_057_600),  // 2018-06-27
+    ((3, 8), 1_571_011_200),  // 2019-10-14
+    ((3, 9), 1_601_856_000),  // 2020-10-05
+    ((3, 10), 1_633_305_600), // 2021-10-04
+    ((3, 11), 1_666_569_600), // 2022-10-24
+    ((3, 12), 1_696_204_800), // 2023-10-02
+    ((3, 13), 1_728_259_200), // 2024-10-07
+    ((3, 14), 1_759_795_200), // 2025-10-07
+    ((3, 15), 1_791_331_200), // 2026-10-07
+];
+
+/// How long after a commit an interpreter still belongs to its era: a project's CI commonly
+/// adds a new Python within its first year.
+const ERA_GRACE: i64 = 365 * 24 * 60 * 60;
+
+/// True when `version` came out more than a year after `date`: code of that date was never run
+/// under it (toolz's 2016 `test_curried.py` does not collect on Python 3.11 to 3.13).
+fn after_era(version: PythonVersion, date: Option<i64>) -> bool {
+    let Some(date) = date else {
+        return false;
+    };
+    RELEASED
+        .iter()
+        .find(|(minor, _)| *minor == (version.major, version.minor))
+        .is_some_and(|(_, released)| *released > date + ERA_GRACE)
+}
+
 /// Chooses, from `installed`, the interpreters allowed for a commit with `metadata`, in the order to
-/// try them. Declared interpreters (`3.11`, `3.11.7` or a path) keep their order. Otherwise
-/// `python_requires` filters, and classifiers and tox's envlist put the project's own era first:
-/// hinted versions newest first, then older ones, then newer ones closest first.
+/// try them, when the commit's date is not known (see [`choose_interpreters_at`]).
 pub fn choose_interpreters(
     metadata: &ProjectMetadata,
     declared: &[String],
     installed: &[Interpreter],
+) -> Result<Vec<Interpreter>, SelectionError> {
+    choose_interpreters_at(metadata, declared, installed, None)
+}
+
+/// Chooses, from `installed`, the interpreters allowed for a commit with `metadata`, in the order to
+/// try them. Declared interpreters (`3.11`, `3.11.7` or a path) keep their order. Otherwise
+/// `python_requires` filters, and classifiers and tox's envlist put the project's own era first:
+/// hinted versions newest first, then older ones, then newer ones closest first. With the parent
+/// commit's `date` (seconds since the epoch), interpreters released more than a year after it
+/// come after those of its era, oldest first.
+pub fn choose_interpreters_at(
+    metadata: &ProjectMetadata,
+    declared: &[String],
+    installed: &[Interpreter],
+    date: Option<i64>,
 ) -> Result<Vec<Interpreter>, SelectionError> {
     let requires = metadata
         .requires_python
@@ -161,7 +208,13 @@ pub fn choose_interpreters(
         } else {
             3
         };
-        let newer_first = if era == 2 {
+        // An interpreter newer than the commit's era comes after every one of it, closest first.
+        let era = if era != 0 && after_era(version, date) {
+            4
+        } else {
+            era
+        };
+        let newer_first = if era == 2 || era == 4 {
             (version.major, version.minor, version.patch)
         } else {
             (
@@ -334,6 +387,35 @@ mod tests {
                 "3.13", "3.12", "3.11", "3.10", "3.9", "3.8", "3.7", "3.6", "2.7"
             ]
         );
+    }
+
+    #[test]
+    fn interpreters_newer_than_the_commits_era_come_last() {
+        // toolz 06c75df42e (May 2016), no python_requires or classifiers: its tests do not
+        // collect on 3.11 to 3.13, the first three tried by newest first.
+        let may_2016 = 1_462_579_200;
+        let chosen = choose_interpreters_at(
+            &ProjectMetadata::default(),
+            &[],
+            &installed(),
+            Some(may_2016),
+        )
+        .unwrap();
+        assert_eq!(
+            versions(&chosen),
+            [
+                "3.6", "2.7", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13"
+            ]
+        );
+        // A recent commit keeps the newest first.
+        let chosen = choose_interpreters_at(
+            &ProjectMetadata::default(),
+            &[],
+            &installed(),
+            Some(1_700_000_000),
+        )
+        .unwrap();
+        assert_eq!(versions(&chosen)[0], "3.13");
     }
 
     #[test]

@@ -7,8 +7,21 @@ use std::path::Path;
 use super::config_files::{TomlValue, ini_lines, parse_ini, parse_toml};
 use super::setup_script::{SetupValue, setup_keywords};
 
-/// The dependency groups that hold test requirements.
-const TEST_GROUPS: [&str; 3] = ["test", "tests", "testing"];
+/// Extras and dependency groups that hold test requirements besides those named `test…`
+/// (`test`, `tests`, `testing`, attrs' `tests_no_zope`): a development group installs the tests'
+/// tools too (uv installs `dev` by default).
+const DEVELOPMENT_GROUPS: [&str; 3] = ["dev", "develop", "development"];
+
+/// True for an extra or dependency group whose requirements the tests need: one named `test…`,
+/// a development group, or one tox installs for the tests (`extras = tests` in `[testenv]`).
+fn is_test_group(name: &str, tox_extras: &[String]) -> bool {
+    let name = name.trim().to_ascii_lowercase();
+    name.starts_with("test")
+        || DEVELOPMENT_GROUPS.contains(&name.as_str())
+        || tox_extras
+            .iter()
+            .any(|extra| extra.eq_ignore_ascii_case(&name))
+}
 
 /// A `python_requires`-style constraint and the file that declared it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,8 +43,11 @@ pub struct ProjectMetadata {
     pub tox_versions: Vec<String>,
     /// Runtime requirements (`install_requires`, `[project] dependencies`).
     pub runtime: Vec<String>,
-    /// Requirements of the test extras and `tests_require`.
+    /// Requirements of the test extras and dependency groups (see [`is_test_group`]) and
+    /// `tests_require`.
     pub test_extras: Vec<String>,
+    /// The extras tox installs for the tests (`extras =` of `[testenv]`).
+    pub tox_extras: Vec<String>,
     /// `deps` of tox's `[testenv]`.
     pub tox_deps: Vec<String>,
     /// The project installs its runtime requirements from `requirements.txt`: a pbr project
@@ -47,6 +63,10 @@ impl ProjectMetadata {
     pub fn read(worktree: &Path) -> Self {
         let mut metadata = ProjectMetadata::default();
         let read = |name: &str| std::fs::read_to_string(worktree.join(name)).ok();
+        // tox says which extras the tests install; the packaging files are read knowing that.
+        if let Some(text) = read("tox.ini") {
+            metadata.add_tox_ini(&text);
+        }
         for name in ["pyproject.toml", "setup.cfg", "setup.py"] {
             if let Some(text) = read(name) {
                 metadata.installs_from_requirements_txt |= installs_from_requirements_txt(&text);
@@ -56,9 +76,6 @@ impl ProjectMetadata {
                     _ => metadata.add_setup_py(&text),
                 }
             }
-        }
-        if let Some(text) = read("tox.ini") {
-            metadata.add_tox_ini(&text);
         }
         metadata.classifier_versions.sort();
         metadata.classifier_versions.dedup();
@@ -104,11 +121,15 @@ impl ProjectMetadata {
         if let Some(TomlValue::Strings(dependencies)) = project.get("dependencies") {
             self.runtime.extend(dependencies.iter().cloned());
         }
-        if let Some(groups) = tables.get("project.optional-dependencies") {
-            for group in TEST_GROUPS {
-                if let Some(TomlValue::Strings(requirements)) = groups.get(group) {
-                    self.test_extras.extend(requirements.iter().cloned());
-                }
+        let groups = ["project.optional-dependencies", "dependency-groups"]
+            .iter()
+            .filter_map(|table| tables.get(*table))
+            .flatten();
+        for (group, value) in groups {
+            if let TomlValue::Strings(requirements) = value
+                && is_test_group(group, &self.tox_extras)
+            {
+                self.test_extras.extend(requirements.iter().cloned());
             }
         }
     }
@@ -135,8 +156,8 @@ impl ProjectMetadata {
             }
         }
         if let Some(section) = sections.get("options.extras_require") {
-            for group in TEST_GROUPS {
-                if let Some(requirements) = section.get(group) {
+            for (group, requirements) in section {
+                if is_test_group(group, &self.tox_extras) {
                     self.test_extras.extend(ini_lines(requirements));
                 }
             }
@@ -164,8 +185,8 @@ impl ProjectMetadata {
             self.test_extras.extend(requirements.iter().cloned());
         }
         if let Some(SetupValue::Groups(groups)) = keywords.get("extras_require") {
-            for group in TEST_GROUPS {
-                if let Some(requirements) = groups.get(group) {
+            for (group, requirements) in groups {
+                if is_test_group(group, &self.tox_extras) {
                     self.test_extras.extend(requirements.iter().cloned());
                 }
             }
@@ -179,6 +200,29 @@ impl ProjectMetadata {
             .and_then(|section| section.get("envlist"))
         {
             self.tox_versions.extend(tox_versions(envlist));
+        }
+        if let Some(extras) = sections
+            .get("testenv")
+            .and_then(|section| section.get("extras"))
+        {
+            // `{env:TOX_AP_TEST_EXTRAS:tests}` (attrs) installs its default, `tests`.
+            self.tox_extras.extend(
+                ini_lines(extras)
+                    .iter()
+                    .flat_map(|line| line.split(','))
+                    .map(|extra| {
+                        let extra = extra.trim();
+                        match extra
+                            .strip_prefix("{env:")
+                            .and_then(|rest| rest.strip_suffix('}'))
+                        {
+                            Some(rest) => rest.rsplit(':').next().unwrap_or_default().trim(),
+                            None => extra,
+                        }
+                        .to_string()
+                    })
+                    .filter(|extra| !extra.is_empty()),
+            );
         }
         if let Some(deps) = sections
             .get("testenv")

@@ -15,13 +15,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::build_error::BuildFailure;
 use super::claims::{ClaimSummary, claims_from_collection};
 use super::collect::{
     CollectError, CollectRequest, CollectionProblem, collect_tests, test_modules,
 };
-use super::environment::{BuildFailure, EnvironmentRequest, ensure_environment};
+use super::environment::ensure_environment;
+use super::environment_request::EnvironmentRequest;
 use super::importers::files_reaching;
-use super::interpreters::{choose_interpreters, installed_interpreters};
+use super::interpreters::{choose_interpreters_at, installed_interpreters};
 use super::metadata::{ProjectMetadata, parses_as_python_3};
 use crate::records::{AttemptRecord, CommitRecord, ExclusionKind, ExclusionRecord, MinedClaim};
 
@@ -172,18 +174,22 @@ pub fn mine_commit(
     metadata.python_2_source |= files.iter().any(|file| {
         std::fs::read_to_string(worktree.join(file)).is_ok_and(|text| !parses_as_python_3(&text))
     });
-    let interpreters =
-        match choose_interpreters(&metadata, &settings.python, installed_interpreters()) {
-            Ok(interpreters) => interpreters,
-            Err(error) => {
-                return Ok(MinedCommit::excluded(
-                    record,
-                    ExclusionKind::NoInterpreter,
-                    error.to_string(),
-                    vec![],
-                ));
-            }
-        };
+    let interpreters = match choose_interpreters_at(
+        &metadata,
+        &settings.python,
+        installed_interpreters(),
+        settings.date,
+    ) {
+        Ok(interpreters) => interpreters,
+        Err(error) => {
+            return Ok(MinedCommit::excluded(
+                record,
+                ExclusionKind::NoInterpreter,
+                error.to_string(),
+                vec![],
+            ));
+        }
+    };
     if files.is_empty() {
         return Ok(MinedCommit::excluded(
             record,

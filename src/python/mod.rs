@@ -18,11 +18,13 @@
 //! is what enters item keys. Mining one commit end to end is [`mine_commit`].
 
 mod assertions;
+mod build_error;
 mod claims;
 mod collect;
 mod command;
 mod config_files;
 mod environment;
+mod environment_request;
 mod importers;
 mod install;
 mod interpreters;
@@ -33,25 +35,29 @@ mod pytest_era;
 mod requirements;
 mod setup_script;
 mod specifier;
+mod test_imports;
 mod version;
 mod worktree;
 
 pub use assertions::{assertion_statements, dedent};
+pub use build_error::{BuildFailure, PythonError};
 pub use claims::{ClaimSummary, CommitClaims, check_claim, claims_from_collection};
 pub use collect::{
     COLLECT_PLUGIN, CollectError, CollectRequest, CollectedTest, Collection, CollectionProblem,
-    collect_tests, python_files_patterns, test_modules,
+    collect_tests, is_nose_test_module, python_files_patterns, runs_under_nose, test_modules,
 };
 pub use command::{PytestLaunch, pytest_config_file};
 pub use environment::{
-    BuildFailure, DroppedRequirement, Environment, EnvironmentRequest, Installer, PythonError,
-    cache_dir, declared_requirements, ensure_environment, ensure_environment_in,
+    DISCOVERY_RULES, cache_dir, ensure_environment, ensure_environment_in,
     environment_for_interpreter,
+};
+pub use environment_request::{
+    DroppedRequirement, Environment, EnvironmentRequest, Installer, declared_requirements,
 };
 pub use importers::files_reaching;
 pub use interpreters::{
-    Interpreter, SelectionError, choose_interpreters, installed_interpreters, interpreter_for,
-    query_version, select_interpreters,
+    Interpreter, SelectionError, choose_interpreters, choose_interpreters_at,
+    installed_interpreters, interpreter_for, query_version, select_interpreters,
 };
 pub use metadata::{ProjectMetadata, RequiresPython};
 pub use mine::{DEFAULT_INTERPRETERS, MineError, MineSettings, MinedCommit, mine_commit};

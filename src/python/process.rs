@@ -41,7 +41,8 @@ pub fn run_logged(
     let (mut child, group) = crate::process_groups::spawn(command)?;
     let deadline = Instant::now() + timeout;
     loop {
-        if let Some(status) = child.try_wait()? {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if let Some(status) = group.wait_exit(&mut child, left.min(Duration::from_millis(250)))? {
             return Ok(match status.code() {
                 Some(code) => ProcessOutcome::Exited(code),
                 None => ProcessOutcome::Signalled,
@@ -53,7 +54,6 @@ pub fn run_logged(
             child.wait()?;
             return Ok(ProcessOutcome::TimedOut);
         }
-        std::thread::sleep(Duration::from_millis(25));
     }
 }
 

@@ -12,6 +12,7 @@ use serde::Serialize;
 use super::metadata::ProjectMetadata;
 use super::pytest_era::{self, pytest_for};
 use super::specifier::SpecifierSet;
+use super::test_imports::{import_name, test_imports};
 use super::version::PythonVersion;
 
 /// Tools that do not take part in collecting or running tests, or that change outcomes
@@ -178,8 +179,9 @@ pub fn requirement_name(spec: &str) -> Option<String> {
 }
 
 /// The test requirements a commit declares, first mention of a name winning, in the order:
-/// requirement files for tests, test extras, tox deps, runtime dependencies (minus the package),
-/// and `requirements.txt` when the project installs from it (pbr).
+/// requirement files for tests, test extras, tox deps (and the files they name with `-r`),
+/// runtime dependencies (minus the package), and `requirements.txt`: whole when the project
+/// installs from it (pbr), else the entries the tests import (see [`super::test_imports`]).
 pub fn discover_requirements(worktree: &Path, metadata: &ProjectMetadata) -> Vec<Requirement> {
     let mut found: Vec<Requirement> = Vec::new();
     for file in requirement_files(worktree) {
@@ -193,15 +195,49 @@ pub fn discover_requirements(worktree: &Path, metadata: &ProjectMetadata) -> Vec
     ];
     for (specs, source) in groups {
         for spec in specs {
-            found.push(Requirement {
-                spec: spec.trim().to_string(),
-                source: source.to_string(),
-            });
+            let spec = spec.trim();
+            // `-r{toxinidir}/requirements-test.txt` in tox's deps: the file's lines.
+            let included = spec
+                .strip_prefix("-r")
+                .map(|rest| rest.trim().trim_start_matches("{toxinidir}/"));
+            match included {
+                Some(file)
+                    if source == "tox.ini" && !file.contains("..") && !file.starts_with('/') =>
+                {
+                    let mut visited = BTreeSet::new();
+                    read_requirement_file(worktree, file, &mut visited, &mut found, 0);
+                }
+                _ => found.push(Requirement {
+                    spec: spec.to_string(),
+                    source: source.to_string(),
+                }),
+            }
         }
     }
+    let mut general = Vec::new();
+    read_requirement_file(
+        worktree,
+        "requirements.txt",
+        &mut BTreeSet::new(),
+        &mut general,
+        0,
+    );
     if metadata.installs_from_requirements_txt {
-        let mut visited = BTreeSet::new();
-        read_requirement_file(worktree, "requirements.txt", &mut visited, &mut found, 0);
+        found.extend(general);
+    } else if !general.is_empty() {
+        let imported = test_imports(worktree);
+        found.extend(
+            general
+                .into_iter()
+                .filter(|requirement| {
+                    requirement_name(&requirement.spec)
+                        .is_some_and(|name| imported.contains(&import_name(&name)))
+                })
+                .map(|requirement| Requirement {
+                    spec: requirement.spec,
+                    source: format!("{} (imported by the tests)", requirement.source),
+                }),
+        );
     }
     let own_name = metadata.name.as_deref().and_then(requirement_name);
     simplify(found, own_name.as_deref())

@@ -15,14 +15,14 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use super::journal::{Journal, Submission};
 use super::scheduler::{JobId, JobState, Scheduler, SlurmCommands};
 use super::script::{JobRequest, job_environment, render};
-use super::settings::SlurmSettings;
 use super::shared::{SharedPathError, check_shared};
 use super::task::{
     PipelineSource, TASK_SCHEMA, Task, TaskError, forget_task, store_manifest, store_task,
 };
 use super::watch::{DispatchStats, Dispatcher, WatchError};
 use crate::cache::{Digest, KeyRecord, Store, StoreError, write_atomic_in};
-use crate::engine::{ItemPlan, Upstream};
+use crate::engine::{ItemPlan, RemoteExecutor, Upstream};
+use crate::pipeline::SlurmSettings;
 use crate::pipeline::{Pipeline, StepSpec};
 
 /// Lines of a failed job's log shown with its error.
@@ -354,6 +354,26 @@ fn file_name(item: &str, key: &Digest) -> String {
         .take(80)
         .collect();
     format!("{readable}-{}", &key.hex()[..8])
+}
+
+impl RemoteExecutor for SlurmExecutor {
+    fn max_jobs(&self) -> usize {
+        SlurmExecutor::max_jobs(self)
+    }
+
+    fn compute(
+        &self,
+        step: &StepSpec,
+        kind: &str,
+        plan: &ItemPlan,
+        keyed: (&KeyRecord, &Digest),
+        upstream: &Upstream,
+        force: bool,
+    ) -> Result<String, Box<dyn std::error::Error + Send + Sync>> {
+        SlurmExecutor::compute(self, step, kind, plan, keyed, upstream, force)
+            .map(|job| job.to_string())
+            .map_err(Into::into)
+    }
 }
 
 #[cfg(test)]

@@ -8,31 +8,25 @@
 //! action record into the same store. The workdir and the Python environment cache must be on
 //! a filesystem every node sees ([`shared`]).
 //!
-//! - [`settings`]: the `executor:` block of a pipeline.
-//! - [`time`]: Slurm time limits.
+//! - [`executor`]: the coordinator's side, the engine's `RemoteExecutor` for Slurm.
 //! - [`scheduler`]: `sbatch`, `squeue`, `sacct` and `scancel`, behind a trait.
 //! - [`watch`]: the jobs in flight, capped, polled by one thread, cancelled on Ctrl-C.
 //! - [`script`]: the batch script of one job and the environment it gets.
 //! - [`task`]: what a worker needs, stored by the item's key.
 //! - [`journal`]: the jobs a coordinator submitted, so a later run adopts them.
 //! - [`shared`]: checks that the paths jobs use are not node-local.
-//! - [`jobs`]: per-job private directories in a worker.
+//! - [`worker`]: `claimflow worker KEY`, one item in a job.
+//!
+//! The `executor:` block and Slurm time limits are part of the pipeline
+//! ([`crate::pipeline::executor`], [`crate::pipeline::time_limit`]); per-job private directories
+//! are the engine's ([`crate::engine::jobs`]).
 
 pub mod executor;
-pub mod jobs;
 pub mod journal;
 pub mod scheduler;
 pub mod script;
-pub mod settings;
 pub mod shared;
 pub mod simulated;
 pub mod task;
-pub mod time;
 pub mod watch;
 pub mod worker;
-
-pub use jobs::private_root;
-pub use settings::{
-    DEFAULT_MAX_JOBS, ExecutorKind, ExecutorSpec, SlurmSettings, TimeLimits, reserved_flag,
-};
-pub use time::TimeLimit;

@@ -12,7 +12,7 @@ use std::ffi::OsString;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use super::settings::SlurmSettings;
+use crate::pipeline::SlurmSettings;
 
 /// Variables passed from the coordinator to every job when set.
 const PASSED: &[&str] = &[
@@ -134,7 +134,7 @@ pub fn render(job: &JobRequest, settings: &SlurmSettings) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::slurm::{TimeLimit, TimeLimits};
+    use crate::pipeline::{TimeLimit, TimeLimits};
 
     #[test]
     fn quotes_survive_the_shell() {

@@ -12,12 +12,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::jobs::{enter_job, job_dir};
 use super::task::{TaskError, load_manifest, load_task};
 use crate::cache::{Digest, Store, StoreError};
+use crate::engine::Registry;
+use crate::engine::jobs::{enter_job, job_dir};
 use crate::engine::{ItemResult, StepContext, StepError, StepOutput, Upstream, key_record};
 use crate::pipeline::{self, Diagnostics};
-use crate::steps::Registry;
 
 /// Why a worker could not compute its item.
 #[derive(Debug, thiserror::Error)]

@@ -55,11 +55,11 @@ pub struct StatsDocument {
     /// The same arms before and after a training cutoff, over all repositories and per repository
     /// on both sides (Table IX); present when a `cutoff` step is needed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cutoff: Option<crate::controls::cutoff::CutoffComparison>,
+    pub cutoff: Option<crate::stats::cutoff::CutoffComparison>,
     /// Flips caused by a pure rename of a symbol the claim references, per split, with each
     /// arm's recall on them; present when a `rename-class` step is needed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rename_class: Option<crate::controls::rename::RenameClassStats>,
+    pub rename_class: Option<crate::stats::rename_class::RenameClassStats>,
     /// The whole analysis again on the claims after a training cutoff; present when a `cutoff`
     /// step is needed and the claims scored above are not already that split.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -72,7 +72,7 @@ pub struct StatsDocument {
 pub struct PostCutoff {
     /// The `cutoff` step that drew the split.
     pub step: String,
-    pub cutoff: crate::controls::cutoff::Cutoff,
+    pub cutoff: crate::stats::cutoff::Cutoff,
     pub document: StatsDocument,
 }
 

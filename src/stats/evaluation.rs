@@ -47,7 +47,7 @@ pub struct ArmInfo {
     /// Pairwise agreement between the arm's replicates (`replicates: k`, k > 1): run-to-run
     /// variance, the yardstick for every other agreement.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replicates: Option<crate::controls::agreement::Agreement>,
+    pub replicates: Option<crate::stats::agreement::Agreement>,
     /// The manipulation a control runs under, as the step it needs declares it
     /// (`shuffled-diff`, `paraphrase`); `None` for a control that wraps its arm directly.
     #[serde(default, skip_serializing_if = "Option::is_none")]

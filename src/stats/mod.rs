@@ -5,10 +5,12 @@
 //! `stats.json`, and [`report`] and [`figures`] render that document. The step kinds in
 //! `crate::steps` only gather the inputs and write the files.
 
+pub mod agreement;
 pub mod analysis;
 pub mod bootstrap;
 pub mod confusion;
 pub mod corpus;
+pub mod cutoff;
 pub mod document;
 pub mod evaluation;
 pub mod figures;
@@ -16,6 +18,7 @@ pub mod loro;
 pub mod mcnemar;
 pub mod operator;
 pub mod rankings;
+pub mod rename_class;
 pub mod report;
 pub mod reweight;
 

@@ -31,11 +31,25 @@ use crate::pipeline::StepSpec;
 use crate::records::PredictionRecord;
 
 /// The `arm` step kind.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Arm;
+#[derive(Debug, Clone, Default)]
+pub struct Arm {
+    /// Versions that differ from the shipped ones ([`ArmName::version`]).
+    versions: BTreeMap<ArmName, u32>,
+}
+
+impl Arm {
+    /// The kind with `arm` at `version` instead of its shipped version: what bumping that arm
+    /// does to a pipeline's caches, without rebuilding (tests, trying a change to one arm).
+    pub fn with_version(mut self, arm: ArmName, version: u32) -> Self {
+        self.versions.insert(arm, version);
+        self
+    }
+}
 
 /// The arm a step runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum ArmName {
     A0,
@@ -58,7 +72,8 @@ impl ArmName {
         }
     }
 
-    /// The version of this arm's predictions: bump the arm changed, and only its caches go.
+    /// The version of this arm's predictions: bump the arm changed, and only its caches go (it
+    /// enters the step's key as `arm_version`, see [`StepKind::strategy_version`]).
     fn version(self) -> u32 {
         match self {
             ArmName::A0 | ArmName::A1 => 1,
@@ -67,8 +82,9 @@ impl ArmName {
     }
 }
 
-/// The parameters of `uses: arm`. The key holds the arm, its own version, and `transitive` only
-/// for file anchoring, the one arm it changes: toggling it keeps the other arms' cache entries.
+/// The parameters of `uses: arm`. The key holds the arm, its own version (added by
+/// [`StepKind::strategy_version`]), and `transitive` only for file anchoring, the one arm it
+/// changes: toggling it keeps the other arms' cache entries.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ArmParams {
@@ -88,7 +104,6 @@ impl Serialize for ArmParams {
         if self.arm == ArmName::FileAnchoring {
             map.serialize_entry("transitive", &self.transitive)?;
         }
-        map.serialize_entry("arm_version", &self.arm.version())?;
         map.end()
     }
 }
@@ -381,6 +396,11 @@ impl StepKind for Arm {
 
     fn version(&self) -> u32 {
         1
+    }
+
+    fn strategy_version(&self, step: &StepSpec) -> Option<u32> {
+        let arm = step.params.get::<ArmParams>()?.arm;
+        Some(self.versions.get(&arm).copied().unwrap_or(arm.version()))
     }
 
     fn about(&self) -> &'static str {

@@ -72,6 +72,9 @@ pub struct CommandParams {
 /// Variables every command gets even under an `env:` allow-list: without them `sh` finds nothing.
 const ALWAYS_PASSED: &[&str] = &["PATH", "HOME", "LANG"];
 
+/// The longest a running command goes unwatched: how soon a timeout or a Ctrl-C is noticed.
+const CANCEL_CHECK: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// One fan-out element and the placeholders it fills.
 struct Element {
     id: String,
@@ -295,15 +298,7 @@ impl StepKind for CommandStep {
         let deadline = params
             .timeout
             .map(|seconds| std::time::Instant::now() + std::time::Duration::from_secs_f64(seconds));
-        let mut pause = std::time::Duration::from_millis(1);
         let status = loop {
-            let waited = child.try_wait().map_err(|source| StepError::Io {
-                context: format!("step `{step}`: wait for `sh -c {run}`"),
-                source,
-            })?;
-            if let Some(status) = waited {
-                break status;
-            }
             let timed_out = deadline.is_some_and(|deadline| std::time::Instant::now() >= deadline);
             if timed_out || ctx.cancel.is_cancelled() {
                 group.kill();
@@ -318,8 +313,22 @@ impl StepKind for CommandStep {
                 }
                 return Err(StepError::Cancelled);
             }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(std::time::Duration::from_millis(20));
+            // Wakes when the command exits; at the latest after 50 ms, to look at the deadline and
+            // the cancellation token again.
+            let limit = deadline.map_or(CANCEL_CHECK, |deadline| {
+                deadline
+                    .saturating_duration_since(std::time::Instant::now())
+                    .min(CANCEL_CHECK)
+            });
+            let waited = group
+                .wait_exit(&mut child, limit)
+                .map_err(|source| StepError::Io {
+                    context: format!("step `{step}`: wait for `sh -c {run}`"),
+                    source,
+                })?;
+            if let Some(status) = waited {
+                break status;
+            }
         };
         if !status.success() {
             let tail = fs::read_to_string(&log_path).unwrap_or_default();

@@ -5,12 +5,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::controls::cutoff::{CutoffComparison, IntervalSettings, compare_across};
-use crate::controls::rename::{RenameClaim, RenameClassStats, rename_class};
+use crate::controls::cutoff::{IntervalSettings, compare_across};
+use crate::controls::rename::{RenameClaim, rename_class};
 use crate::engine::StepOutput;
 use crate::records::{Label, TruthRecord, Verdict};
 use crate::stats::corpus::RepositoryInfo;
+use crate::stats::cutoff::CutoffComparison;
 use crate::stats::evaluation::{ArmInput, Origins};
+use crate::stats::rename_class::RenameClassStats;
 use crate::stats::{Evaluation, Resample};
 
 /// What both analyses read.

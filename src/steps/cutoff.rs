@@ -18,13 +18,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::selection;
-use crate::controls::cutoff::{Cutoff, Side};
 use crate::engine::{
     ItemOutput, ItemPlan, ItemResult, ModelName, ParamsDecl, PipelineProblem, Role, StepContext,
     StepError, StepKind, Upstream,
 };
 use crate::pipeline::{Pipeline, StepSpec};
 use crate::records::{CommitRecord, Label, TruthRecord};
+use crate::stats::cutoff::{Cutoff, Side};
 use crate::stats::evaluation::parse_claim_id;
 
 /// The `cutoff` step kind.

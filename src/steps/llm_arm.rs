@@ -140,9 +140,36 @@ struct StepPlan {
 pub struct LlmArm {
     /// Each step's plan, from `items` to `run` and `publish` within a run.
     plans: Mutex<BTreeMap<String, Arc<StepPlan>>>,
+    /// Strategy versions that differ from the shipped ones ([`shipped_version`]).
+    versions: BTreeMap<String, u32>,
+}
+
+/// The version of a strategy's calls (`a5`, `a5c`, `a6_base`, `a6_risk`, `prose`): bump the one
+/// whose question, reading or call changed, and only its calls are made again.
+fn shipped_version(strategy: &str) -> u32 {
+    match strategy {
+        "a5" | "a5c" | "a6_base" | "a6_risk" | "prose" => 1,
+        _ => 1,
+    }
+}
+
+/// The strategy a step of this kind runs: its question, or `prose` with notes.
+fn strategy(params: &LlmArmParams) -> &'static str {
+    if params.notes.is_some() {
+        "prose"
+    } else {
+        params.question.name()
+    }
 }
 
 impl LlmArm {
+    /// The kind with `strategy` at `version` instead of its shipped version: what bumping that
+    /// strategy does to a pipeline's caches, without rebuilding (tests).
+    pub fn with_version(mut self, strategy: &str, version: u32) -> Self {
+        self.versions.insert(strategy.to_string(), version);
+        self
+    }
+
     fn plan(&self, ctx: &StepContext) -> Result<Arc<StepPlan>, StepError> {
         self.plans
             .lock()
@@ -158,40 +185,55 @@ impl LlmArm {
     }
 }
 
-/// The source-only diff of a commit and the repository's test-file rules.
-fn diff_of(
-    ctx: &StepContext,
-    claim: &CommitRef,
-    limit: usize,
-) -> Result<(SourceDiff, TestFileRules), StepError> {
-    let failed = |error: &dyn std::fmt::Display| {
-        StepError::Message(format!(
-            "step `{}`: diff of {}@{}: {error}",
-            ctx.step.name, claim.repo, claim.commit
-        ))
-    };
-    let spec = ctx.pipeline.repo(&claim.repo).ok_or_else(|| {
-        StepError::Invariant(format!(
-            "step `{}`: commit {} names repository `{}`, which the pipeline does not declare",
-            ctx.step.name,
-            claim.name(),
-            claim.repo
-        ))
-    })?;
-    let rules = TestFileRules::for_repository(spec, &[]).map_err(|error| failed(&error))?;
-    let repository = crate::mining::repository::locate(spec, ctx.workdir)
-        .and_then(|prepared| prepared.open())
+/// The repositories a step's planning has opened, with their test-file rules: each is opened once,
+/// not once per commit.
+#[derive(Default)]
+struct Opened {
+    repositories: BTreeMap<String, (git2::Repository, Arc<TestFileRules>)>,
+}
+
+impl Opened {
+    /// The source-only diff of a commit and the repository's test-file rules.
+    fn diff_of(
+        &mut self,
+        ctx: &StepContext,
+        claim: &CommitRef,
+        limit: usize,
+    ) -> Result<(SourceDiff, Arc<TestFileRules>), StepError> {
+        let failed = |error: &dyn std::fmt::Display| {
+            StepError::Message(format!(
+                "step `{}`: diff of {}@{}: {error}",
+                ctx.step.name, claim.repo, claim.commit
+            ))
+        };
+        if !self.repositories.contains_key(&claim.repo) {
+            let spec = ctx.pipeline.repo(&claim.repo).ok_or_else(|| {
+                StepError::Invariant(format!(
+                    "step `{}`: commit {} names repository `{}`, which the pipeline does not declare",
+                    ctx.step.name,
+                    claim.name(),
+                    claim.repo
+                ))
+            })?;
+            let rules = TestFileRules::for_repository(spec, &[]).map_err(|error| failed(&error))?;
+            let repository = crate::mining::repository::locate(spec, ctx.workdir)
+                .and_then(|prepared| prepared.open())
+                .map_err(|error| failed(&error))?;
+            self.repositories
+                .insert(claim.repo.clone(), (repository, Arc::new(rules)));
+        }
+        let (repository, rules) = &self.repositories[&claim.repo];
+        let oid = |text: &str| git2::Oid::from_str(text).map_err(|error| failed(&error));
+        let diff = source_diff(
+            repository,
+            oid(&claim.parent)?,
+            oid(&claim.commit)?,
+            rules,
+            limit,
+        )
         .map_err(|error| failed(&error))?;
-    let oid = |text: &str| git2::Oid::from_str(text).map_err(|error| failed(&error));
-    let diff = source_diff(
-        &repository,
-        oid(&claim.parent)?,
-        oid(&claim.commit)?,
-        &rules,
-        limit,
-    )
-    .map_err(|error| failed(&error))?;
-    Ok((diff, rules))
+        Ok((diff, Arc::clone(rules)))
+    }
 }
 
 /// The notes of the prose-render step `step`, by claim: the note or why there is none.
@@ -281,15 +323,23 @@ impl StepKind for LlmArm {
         match step.params.get::<LlmArmParams>() {
             // The prose arm asks A6's question about a note: a strategy of its own.
             Some(params) => Role::Predictions {
-                strategy: if params.notes.is_some() {
-                    "prose".to_string()
-                } else {
-                    params.question.name().to_string()
-                },
+                strategy: strategy(params).to_string(),
                 model: Some(params.model.to_string()),
             },
             None => Role::Other,
         }
+    }
+
+    fn strategy_version(&self, step: &StepSpec) -> Option<u32> {
+        let strategy = strategy(step.params.get::<LlmArmParams>()?);
+        let version = self
+            .versions
+            .get(strategy)
+            .copied()
+            .unwrap_or_else(|| shipped_version(strategy));
+        // Version 1 stays out of the key, so the calls made before strategies had versions keep
+        // their keys (they were paid for).
+        (version != 1).then_some(version)
     }
 
     fn execution(&self) -> Execution {
@@ -307,34 +357,39 @@ impl StepKind for LlmArm {
             .map(|step| notes_of(ctx, upstream, step.as_str()))
             .transpose()?;
         let question = params.question;
+        // The same for every call of the step: built once, cloned into each item.
+        let call = call_params(spec);
         let limit = params.diff_limit.unwrap_or(DEFAULT_DIFF_LIMIT);
         let mut plan = StepPlan::default();
         let mut items = Vec::new();
+        let mut opened = Opened::default();
         // With a `shuffle` step needed, each claim is shown its paired commit's diff.
         let shuffle_upstream = super::shuffle::shown_commits(upstream).is_some();
         let paraphrased = super::paraphrase::paraphrased_claims(upstream).is_some();
         for (shown, group) in group_by_shown(claims_by_commit(ctx, upstream)?, upstream) {
             let first = &shown;
             let shuffled = shuffle_upstream.then(|| shown.clone());
-            let (diff, rules) = diff_of(ctx, first, limit)?;
+            let (diff, rules) = opened.diff_of(ctx, first, limit)?;
             let diff_digest = Digest::of(diff.text.as_bytes());
-            let (diff, rules) = (Arc::new(diff), Arc::new(rules));
+            let diff = Arc::new(diff);
             let assertions = Arc::new(
                 group
                     .iter()
                     .flat_map(|claim| claim.assertions.iter().cloned())
                     .collect::<Vec<_>>(),
             );
+            // The same for every call about this commit: built once, cloned into each.
+            let commit_params = json!({
+                "question": question,
+                "call": call,
+                "repo": first.repo,
+                "parent": first.parent,
+                "commit": first.commit,
+                "sample": 0,
+            });
             let item = |id: &str, text: String| {
                 let mut planned = ItemPlan::new(id)
-                    .params(json!({
-                        "question": question,
-                        "call": call_params(spec),
-                        "repo": first.repo,
-                        "parent": first.parent,
-                        "commit": first.commit,
-                        "sample": 0,
-                    }))
+                    .params(commit_params.clone())
                     .read("diff", diff_digest)
                     .file("prompt", prompt_digest)
                     .pool(Pool::Model(params.model.to_string()));
@@ -399,7 +454,13 @@ impl StepKind for LlmArm {
         }
         // Replicates ask the same calls again under another sample index (another key).
         let replicates = params.replicates(ctx)?;
-        let firsts = items.clone();
+        // Copied only when there are replicates to make: at tens of thousands of calls the copy
+        // costs as much as planning them.
+        let firsts = if replicates > 1 {
+            items.clone()
+        } else {
+            Vec::new()
+        };
         for replicate in 1..replicates {
             for first in &firsts {
                 let mut again = first.clone();

@@ -134,6 +134,10 @@ fn shared_tools() -> Vec<(String, String)> {
         ("installer".into(), installer.into()),
         ("pytest_eras".into(), python::pytest_series_fingerprint()),
         (
+            "discovery_rules".into(),
+            python::DISCOVERY_RULES.to_string(),
+        ),
+        (
             "collect_plugin".into(),
             Digest::of(COLLECT_PLUGIN.as_bytes()).to_string(),
         ),
@@ -153,7 +157,9 @@ impl StepKind for MineClaims {
         // 5: such an importer that fails to collect is left out instead of excluding the commit.
         // 6: claims carry the commit's touched test files, and the checkout is registered as the
         // project's distribution (a package that reads its own version at import collects).
-        6
+        // 7: in a project that runs its tests with nose, touched modules nose names
+        // (`arrow_tests.py`) are test modules.
+        7
     }
 
     fn about(&self) -> &'static str {
@@ -245,7 +251,7 @@ impl StepKind for MineClaims {
         let located = repository::locate(spec, ctx.workdir)?;
         let git = located.open()?;
         let slot = slot_name(&item.id);
-        let worktree = crate::slurm::private_root(ctx.workdir)
+        let worktree = crate::engine::private_root(ctx.workdir)
             .join("worktrees")
             .join(format!("claims-{slot}"));
         let scratch = ctx.scratch(&slot)?;

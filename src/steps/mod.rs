@@ -40,14 +40,10 @@ pub use shuffle::ShuffleStep;
 pub use stats::StatsStep;
 pub use stratify::Stratify;
 
+pub use crate::engine::Registry;
 use crate::engine::StepKind;
 
-/// The known step kinds, by name.
-#[derive(Clone)]
-pub struct Registry {
-    kinds: Vec<Arc<dyn StepKind>>,
-}
-
+// The registry is the engine's; the kinds claimflow ships are listed here, above it.
 impl Registry {
     /// Every step kind claimflow ships.
     pub fn builtin() -> Self {
@@ -58,7 +54,7 @@ impl Registry {
         kinds.push(Arc::new(RankCommits));
         kinds.push(Arc::new(MineClaims));
         kinds.push(Arc::new(OracleStep::new(Arc::new(PythonEnvironments))));
-        kinds.push(Arc::new(arm::Arm));
+        kinds.push(Arc::new(arm::Arm::default()));
         kinds.push(Arc::new(LlmArm::default()));
         kinds.push(Arc::new(ProseRender::default()));
         kinds.push(Arc::new(Stratify));
@@ -66,56 +62,6 @@ impl Registry {
         kinds.push(Arc::new(RenameClass));
         kinds.push(Arc::new(ShuffleStep));
         kinds.push(Arc::new(ParaphraseStep::new(Arc::new(PythonEnvironments))));
-        Registry { kinds }
-    }
-
-    /// A registry of the given kinds (for tests).
-    pub fn with(kinds: Vec<Arc<dyn StepKind>>) -> Self {
-        Registry { kinds }
-    }
-
-    /// The kind named `name`.
-    pub fn get(&self, name: &str) -> Option<Arc<dyn StepKind>> {
-        self.kinds.iter().find(|kind| kind.name() == name).cloned()
-    }
-
-    /// A JSON Schema for one entry of `steps:`: for each kind, `uses:` naming it and `with:`
-    /// checked against the kind's parameter struct (the same types the loader checks).
-    pub fn schema(&self) -> serde_json::Value {
-        let steps: Vec<serde_json::Value> = self
-            .names()
-            .into_iter()
-            .filter_map(|name| self.get(name))
-            .map(|kind| {
-                let mut with = kind.params().schema();
-                if let Some(map) = with.as_object_mut() {
-                    map.remove("$schema");
-                }
-                serde_json::json!({
-                    "title": kind.name(),
-                    "description": kind.about(),
-                    "type": "object",
-                    "properties": {
-                        "uses": {"const": kind.name()},
-                        "needs": {"type": "array", "items": {"type": "string"}},
-                        "with": with,
-                    },
-                    "required": ["uses"],
-                    "additionalProperties": false,
-                })
-            })
-            .collect();
-        serde_json::json!({
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "title": "a claimflow pipeline step",
-            "oneOf": steps,
-        })
-    }
-
-    /// Every kind's name, sorted.
-    pub fn names(&self) -> Vec<&'static str> {
-        let mut names: Vec<_> = self.kinds.iter().map(|kind| kind.name()).collect();
-        names.sort_unstable();
-        names
+        Registry::with(kinds)
     }
 }

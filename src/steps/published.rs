@@ -28,7 +28,7 @@ pub fn predictions(ctx: &StepContext, step: &str) -> Result<Vec<PredictionRecord
 
 /// The agreement between the replicates step `step` published in this run (its
 /// `calls/<step>.json`), when it asked for more than one.
-pub fn agreement(ctx: &StepContext, step: &str) -> Option<crate::controls::agreement::Agreement> {
+pub fn agreement(ctx: &StepContext, step: &str) -> Option<crate::stats::agreement::Agreement> {
     let path = ctx.results.join("calls").join(format!("{step}.json"));
     let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
     serde_json::from_value(summary.get("replicate_agreement")?.clone()).ok()

@@ -14,7 +14,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::label_sources::{self, LabelSources};
-use crate::controls::cutoff::Side;
 use crate::engine::{
     ItemOutput, ItemPlan, ItemResult, ParamsDecl, PipelineProblem, Role, StepContext, StepError,
     StepKind, StepName, StepOutput, Upstream,
@@ -22,6 +21,7 @@ use crate::engine::{
 use crate::pipeline::{Pipeline, RepoSource, StepSpec};
 use crate::records::{ClaimRecord, CommitRecord, Label, PredictionRecord, TruthRecord};
 use crate::stats::corpus::{self, RepositoryInfo};
+use crate::stats::cutoff::Side;
 use crate::stats::document::PostCutoff;
 use crate::stats::evaluation::{ArmInput, JudgedSelection, Origins};
 use crate::stats::rankings::{self, DensitySettings, RankingInput};

@@ -7,12 +7,12 @@ use std::sync::Arc;
 
 use claimflow::engine::{
     Engine, ItemOutput, ItemPlan, ItemResult, ParamsDecl, Recording, Role, RunOptions, Silent,
-    StepContext, StepError, StepKind, Upstream,
+    StepContext, StepError, StepKind, StepStatus, Upstream,
 };
 use claimflow::pipeline::{Pipeline, RepoSource, RepoSpec, StepSpec};
 use claimflow::records::{ClaimRecord, claim_id};
 use claimflow::steps::Registry;
-use claimflow::steps::arm::Arm;
+use claimflow::steps::arm::{Arm, ArmName};
 use serde_json::json;
 
 use crate::common::git::FixtureRepo;
@@ -212,9 +212,19 @@ fn claims(parent: &str, child: &str) -> serde_json::Value {
 }
 
 fn pipeline(root: &Path, repository: &Path, claims: serde_json::Value) -> Pipeline {
-    let registry = Registry::with(vec![Arc::new(GivenClaims), Arc::new(Arm)]);
+    let registry = Registry::with(vec![Arc::new(GivenClaims), Arc::new(Arm::default())]);
+    pipeline_of(root, repository, claims, &registry)
+}
+
+/// The pipeline with its steps' parameters parsed by `registry`'s kinds.
+fn pipeline_of(
+    root: &Path,
+    repository: &Path,
+    claims: serde_json::Value,
+    registry: &Registry,
+) -> Pipeline {
     let step = |name: &str, uses: &str, needs: &[&str], with: serde_json::Value| {
-        StepSpec::parsed(name, uses, needs, with, &registry).unwrap()
+        StepSpec::parsed(name, uses, needs, with, registry).unwrap()
     };
     Pipeline {
         file: root.join("pipeline.yaml"),
@@ -269,7 +279,7 @@ fn each_arm_writes_its_predictions_with_evidence_and_reruns_from_the_cache() {
     let (repository, parent, child) = history();
     let project = tempfile::tempdir().unwrap();
     let pipeline = pipeline(project.path(), repository.path(), claims(&parent, &child));
-    let registry = Registry::with(vec![Arc::new(GivenClaims), Arc::new(Arm)]);
+    let registry = Registry::with(vec![Arc::new(GivenClaims), Arc::new(Arm::default())]);
     let options = RunOptions {
         jobs: 1,
         pytest_slots: 1,
@@ -291,13 +301,70 @@ fn each_arm_writes_its_predictions_with_evidence_and_reruns_from_the_cache() {
 }
 
 #[test]
+fn bumping_one_arms_version_recomputes_that_arm_only() {
+    let (repository, parent, child) = history();
+    let project = tempfile::tempdir().unwrap();
+    let options = RunOptions {
+        jobs: 1,
+        pytest_slots: 1,
+        ..RunOptions::default()
+    };
+    let shipped = Registry::with(vec![Arc::new(GivenClaims), Arc::new(Arm::default())]);
+    let pipeline = pipeline_of(
+        project.path(),
+        repository.path(),
+        claims(&parent, &child),
+        &shipped,
+    );
+    Engine::new(&pipeline, &shipped, &Silent)
+        .unwrap()
+        .run(&options)
+        .unwrap();
+
+    let bumped = Registry::with(vec![
+        Arc::new(GivenClaims),
+        Arc::new(Arm::default().with_version(ArmName::SymbolAnchoring, 2)),
+    ]);
+    let pipeline = pipeline_of(
+        project.path(),
+        repository.path(),
+        claims(&parent, &child),
+        &bumped,
+    );
+    let summary = Engine::new(&pipeline, &bumped, &Silent)
+        .unwrap()
+        .run(&options)
+        .unwrap();
+    let computed: BTreeMap<&str, usize> = summary
+        .steps
+        .iter()
+        .map(|(step, status)| match status {
+            StepStatus::Done { computed, .. } => (step.as_str(), *computed),
+            other => panic!("step `{step}` did not finish: {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        computed,
+        BTreeMap::from([
+            ("claims", 0),
+            ("a0", 0),
+            ("a1", 0),
+            ("a3", 0),
+            ("a3_transitive", 0),
+            ("a4", 4),
+        ]),
+        "only the bumped arm's items are computed again"
+    );
+}
+
+#[test]
 fn an_arm_without_claims_upstream_is_an_input_error() {
     let (repository, _, _) = history();
     let project = tempfile::tempdir().unwrap();
     let mut pipeline = pipeline(project.path(), repository.path(), json!([]));
     pipeline.steps[1].needs.clear();
     pipeline.steps.truncate(2);
-    let registry = Registry::with(vec![Arc::new(GivenClaims), Arc::new(Arm)]);
+    let registry = Registry::with(vec![Arc::new(GivenClaims), Arc::new(Arm::default())]);
     let engine = Engine::new(&pipeline, &registry, &Silent).unwrap();
     let error = engine.run(&RunOptions::default()).unwrap_err();
     // An input error found while running is still the user's to fix: exit 2, not 1.
@@ -408,7 +475,7 @@ fn run_testmon(
     let mut pipeline = pipeline(project, repository.path(), json!(records));
     pipeline.repos[0].python = vec!["3.11".into()];
     pipeline.steps.truncate(1);
-    let registry = Registry::with(vec![Arc::new(GivenClaims), Arc::new(Arm)]);
+    let registry = Registry::with(vec![Arc::new(GivenClaims), Arc::new(Arm::default())]);
     pipeline.steps.push(
         StepSpec::parsed(
             "a4b",
@@ -493,7 +560,7 @@ fn a_repositorys_test_patterns_decide_which_touched_files_carry_no_change() {
     pipeline
         .steps
         .retain(|step| ["claims", "a3"].contains(&step.name.as_str()));
-    let registry = Registry::with(vec![Arc::new(GivenClaims), Arc::new(Arm)]);
+    let registry = Registry::with(vec![Arc::new(GivenClaims), Arc::new(Arm::default())]);
     let engine = Engine::new(&pipeline, &registry, &Silent).unwrap();
     engine.run(&RunOptions::default()).unwrap();
     let text = std::fs::read_to_string(pipeline.results.join("predictions/a3.jsonl")).unwrap();

@@ -423,6 +423,19 @@ def test_add():
     assert add(b, a) == 3
 ";
 
+/// A pipeline `name` that ranks (`top` commits, else the default), mines and labels (2 runs) the
+/// repository at `path` under Python `python`.
+fn labelling_pipeline(name: &str, path: &Path, python: &str, top: Option<usize>) -> String {
+    let rank = top.map_or(String::new(), |top| format!(", with: {{top: {top}}}"));
+    format!(
+        "version: 1\nname: {name}\nrepos:\n  - name: demo\n    path: {}\n    branch: main\n    \
+         python: [\"{python}\"]\nsteps:\n  rank: {{uses: rank-commits{rank}}}\n  \
+         claims: {{uses: mine-claims, needs: [rank]}}\n  \
+         truth: {{uses: oracle, needs: [claims], with: {{runs: 2}}}}\n",
+        path.display()
+    )
+}
+
 /// `rank -> claims -> truth` through the binary on a repository dated `time`; truth.jsonl's lines.
 fn label_dated(time: i64) -> (Vec<serde_json::Value>, Vec<serde_json::Value>, String) {
     let repository = tempfile::tempdir().unwrap();
@@ -430,13 +443,7 @@ fn label_dated(time: i64) -> (Vec<serde_json::Value>, Vec<serde_json::Value>, St
     let project = Project::new();
     project.file(
         "pipeline.yaml",
-        &format!(
-            "version: 1\nname: era\nrepos:\n  - name: demo\n    path: {}\n    branch: main\n    \
-             python: [\"3.6\"]\nsteps:\n  rank: {{uses: rank-commits, with: {{top: 5}}}}\n  \
-             claims: {{uses: mine-claims, needs: [rank]}}\n  \
-             truth: {{uses: oracle, needs: [claims], with: {{runs: 2}}}}\n",
-            repository.path().display()
-        ),
+        &labelling_pipeline("era", repository.path(), "3.6", Some(5)),
     );
     project.ok(&["run", "pipeline.yaml"]);
     let lines = |name: &str| -> Vec<serde_json::Value> {
@@ -496,13 +503,7 @@ fn label_with(
     let project = Project::new();
     project.file(
         "pipeline.yaml",
-        &format!(
-            "version: 1\nname: uv\nrepos:\n  - name: demo\n    path: {}\n    branch: main\n    \
-             python: [\"3.11\"]\nsteps:\n  rank: {{uses: rank-commits}}\n  \
-             claims: {{uses: mine-claims, needs: [rank]}}\n  \
-             truth: {{uses: oracle, needs: [claims], with: {{runs: 2}}}}\n",
-            repository.path().display()
-        ),
+        &labelling_pipeline("uv", repository.path(), "3.11", None),
     );
     let mut command = project.command(&["run", "pipeline.yaml"]);
     command.env("CLAIMFLOW_CACHE_DIR", cache.path());
@@ -710,4 +711,223 @@ fn a_project_that_installs_from_requirements_txt_gets_its_requirements() {
         reading.contains(&("attrs>=19.1".to_string(), "requirements.txt".to_string())),
         "{reading:?}"
     );
+}
+
+/// Regression (humanize, attrs, sortedcontainers, arrow on the held-out run): test dependencies
+/// declared where the project's own CI installs them, but not where claimflow looked, were never
+/// installed, and the touched test modules did not collect (`freezegun`, `hypothesis`, `nose`).
+#[test]
+fn test_dependencies_where_the_projects_ci_installs_them_enter_the_environment() {
+    let names = |request: &EnvironmentRequest| -> Vec<String> {
+        request
+            .requirements
+            .iter()
+            .filter_map(|requirement| claimflow::python::requirement_name(&requirement.spec))
+            .collect()
+    };
+    // humanize 2025: a dotted key of `[project]`.
+    let humanize = request_for(
+        &[
+            (
+                "pyproject.toml",
+                Some(
+                    "[project]\nname = \"humanize\"\noptional-dependencies.tests = [\n  \"freezegun\",\n  \"pytest\",\n]\n\
+                     urls.\"Issue tracker\" = \"https://example.org\"\n",
+                ),
+            ),
+            ("tests/test_demo.py", Some(TEST)),
+        ],
+        "3.11",
+        1_700_000_000,
+    );
+    assert!(
+        names(&humanize).contains(&"freezegun".to_string()),
+        "{humanize:?}"
+    );
+    // attrs 2021: an extra named `tests_no_zope`, bound at module level; and one tox installs.
+    let attrs = request_for(
+        &[
+            (
+                "setup.py",
+                Some(
+                    "from setuptools import setup\n\nEXTRAS_REQUIRE = {\n    \"docs\": [\"furo\"],\n    \
+                     \"tests_no_zope\": [\"hypothesis\", \"pytest>=4.3.0\"],\n    \"ci\": [\"pympler\"],\n}\n\n\
+                     setup(name=\"attrs\", extras_require=EXTRAS_REQUIRE)\n",
+                ),
+            ),
+            (
+                "tox.ini",
+                Some(
+                    "[testenv]\nextras = {env:TOX_AP_TEST_EXTRAS:ci}\ncommands = python -m pytest\n",
+                ),
+            ),
+            ("tests/test_demo.py", Some(TEST)),
+        ],
+        "3.11",
+        1_700_000_000,
+    );
+    let attrs_names = names(&attrs);
+    assert!(attrs_names.contains(&"hypothesis".to_string()), "{attrs:?}");
+    assert!(attrs_names.contains(&"pympler".to_string()), "{attrs:?}");
+    assert!(!attrs_names.contains(&"furo".to_string()), "{attrs:?}");
+    // sortedcontainers 2018: `nose` only in a general requirements.txt full of other pins; the
+    // tests import it, so it is installed, and the rest of the file is not.
+    let sorted = request_for(
+        &[
+            (
+                "requirements.txt",
+                Some("Sphinx==1.2\nipython==1.1.0\nnose==1.3.7\n"),
+            ),
+            (
+                "tests/test_demo.py",
+                Some(
+                    "from nose.tools import raises\nfrom demo import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+                ),
+            ),
+        ],
+        "3.11",
+        1_700_000_000,
+    );
+    assert_eq!(names(&sorted), ["nose"], "{sorted:?}");
+    // A tox `-r` file and a PEP 735 dependency group.
+    let grouped = request_for(
+        &[
+            (
+                "tox.ini",
+                Some("[testenv]\ndeps = -r{toxinidir}/ci/tests.txt\n"),
+            ),
+            ("ci/tests.txt", Some("mock>=2\n")),
+            (
+                "pyproject.toml",
+                Some(
+                    "[project]\nname = \"grouped\"\n\n[dependency-groups]\ntest = [\"freezegun\", {include-group = \"lint\"}]\nlint = [\"ruff\"]\n",
+                ),
+            ),
+            ("tests/test_demo.py", Some(TEST)),
+        ],
+        "3.11",
+        1_700_000_000,
+    );
+    let grouped_names = names(&grouped);
+    assert!(grouped_names.contains(&"mock".to_string()), "{grouped:?}");
+    assert!(
+        grouped_names.contains(&"freezegun".to_string()),
+        "{grouped:?}"
+    );
+    assert!(!grouped_names.contains(&"lint".to_string()), "{grouped:?}");
+}
+
+/// Regression (toolz 06c75df42e, May 2016): with no `python_requires` or classifiers, the newest
+/// interpreters were tried first, and the 2016 test module does not collect on Python 3.11 to
+/// 3.13; after three interpreters the commit was excluded. Interpreters released more than a
+/// year after the parent commit are now tried last, so it is mined under its era's Python.
+#[test]
+fn an_old_commit_is_mined_under_an_interpreter_of_its_era() {
+    // 2016-05-07; the module fails at import on Python 3.11 and later, as toolz's did.
+    let test = format!(
+        "import sys\n\nif sys.version_info >= (3, 11):\n    raise RuntimeError('not this era')\n\n{TEST}"
+    );
+    let directory = tempfile::tempdir().unwrap();
+    let commits = dated_repository(directory.path(), 1_462_579_200, &test);
+    let root = tempfile::tempdir().unwrap();
+    let mined = mine(
+        root.path(),
+        vec![repo_spec("toolz", directory.path(), &[], &[])],
+        json!({}),
+        &[record("toolz", &commits)],
+    );
+    assert!(mined.excluded.is_empty(), "{:?}", mined.excluded);
+    assert_eq!(mined.claims, 1);
+    let summary =
+        std::fs::read_to_string(root.path().join("results/claims-summary.jsonl")).unwrap();
+    let summary: serde_json::Value = serde_json::from_str(summary.lines().next().unwrap()).unwrap();
+    let interpreter = summary["interpreter"].as_str().unwrap();
+    assert!(interpreter.starts_with("3.6."), "{summary}");
+    assert!(
+        summary["attempts"].as_array().unwrap().is_empty(),
+        "{summary}"
+    );
+}
+
+/// Commits `versions` (path -> text, paths with at most one directory) one after the other on
+/// `main`, a minute apart from `time`.
+fn commit_versions(directory: &Path, time: i64, versions: &[BTreeMap<&str, &str>]) {
+    let repository = Repository::init(directory).unwrap();
+    let mut parent: Option<git2::Oid> = None;
+    for (index, files) in versions.iter().enumerate() {
+        let tree = repository
+            .find_tree(write_tree(&repository, files))
+            .unwrap();
+        let when = Time::new(time + 60 * index as i64, 0);
+        let signature = Signature::new("claimflow", "test@claimflow.invalid", &when).unwrap();
+        let parents: Vec<git2::Commit> = parent
+            .iter()
+            .map(|oid| repository.find_commit(*oid).unwrap())
+            .collect();
+        let parents: Vec<&git2::Commit> = parents.iter().collect();
+        let message = format!("commit {index}\n");
+        let oid = repository
+            .commit(
+                Some("refs/heads/main"),
+                &signature,
+                &signature,
+                &message,
+                &tree,
+                &parents,
+            )
+            .unwrap();
+        parent = Some(oid);
+    }
+}
+
+/// Regression (arrow 2019 and 2020, the two top-ranked commits of the development split): a
+/// project that ran its tests with nose kept them in `tests/*_tests.py`, which pytest's default
+/// `python_files` does not name, so the commits were excluded as `no-test-modules`. Such a
+/// project's test modules are now named by nose's rule, for mining and for the child's own check.
+#[test]
+fn a_nose_projects_test_modules_are_mined_and_labelled() {
+    let test = "import unittest\n\nfrom demo import add\n\n\nclass AddTests(unittest.TestCase):\n    \
+                def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n        self.assertEqual(add(2, 2), 4)\n";
+    let parent = BTreeMap::from([
+        ("demo/__init__.py", SOURCE),
+        ("tests/__init__.py", ""),
+        ("tests/demo_tests.py", test),
+        ("tox.ini", "[testenv]\ndeps = nose\ncommands = nosetests\n"),
+    ]);
+    let source = SOURCE.replace("a + b", "a + b + 1");
+    // The child adds one more, and its own test says so (one assertion deleted).
+    let child_test = test
+        .replace("        self.assertEqual(add(2, 2), 4)\n", "")
+        .replace("add(1, 2), 3)", "add(1, 2), 4)");
+    let mut child = parent.clone();
+    child.insert("demo/__init__.py", &source);
+    child.insert("tests/demo_tests.py", &child_test);
+    let repository = tempfile::tempdir().unwrap();
+    commit_versions(repository.path(), 1_700_000_000, &[parent, child]);
+    let project = Project::new();
+    project.file(
+        "pipeline.yaml",
+        &labelling_pipeline("nose", repository.path(), "3.11", Some(5)),
+    );
+    project.ok(&["run", "pipeline.yaml"]);
+    let excluded = project.read("results/nose/excluded.jsonl");
+    let truth: Vec<serde_json::Value> = project
+        .read("results/nose/truth.jsonl")
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(truth.len(), 1, "{excluded}");
+    assert_eq!(
+        truth[0]["claim"]
+            .as_str()
+            .unwrap()
+            .rsplit_once('@')
+            .unwrap()
+            .1
+            .split_once("::")
+            .unwrap()
+            .1,
+        "tests/demo_tests.py::AddTests::test_add"
+    );
+    assert_eq!(truth[0]["label"], "flipped", "{truth:?}");
 }

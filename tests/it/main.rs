@@ -16,6 +16,7 @@ mod figures;
 mod foreach_keys;
 mod hostile;
 mod invariants;
+mod layering;
 mod local_model;
 mod mining;
 mod models;

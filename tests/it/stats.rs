@@ -10,7 +10,7 @@ use claimflow::cache::{Digest, Store};
 use claimflow::engine::{
     ItemOutput, ItemResult, Role, StepContext, StepError, StepKind, StepOutput, Upstream,
 };
-use claimflow::models::Provider;
+use claimflow::pipeline::Provider;
 use claimflow::pipeline::{ModelSpec, Pipeline, Price, RepoSource, RepoSpec, StepSpec};
 use claimflow::records::{
     ClaimRecord, CommitRecord, Label, PredictionRecord, TruthRecord, Verdict, claim_id,

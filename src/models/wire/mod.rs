@@ -12,9 +12,9 @@ mod openai;
 use serde_json::Value;
 
 use super::ApiKey;
-use super::provider::Wire;
 use super::request::ChatRequest;
 use crate::pipeline::ModelSpec;
+use crate::pipeline::Wire;
 
 /// The answer a server gave, before it is read as a verdict.
 #[derive(Debug, Clone, PartialEq)]

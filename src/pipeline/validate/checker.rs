@@ -122,6 +122,9 @@ impl<'a> Checker<'a> {
             }
             (_, "a list of strings") => "write a list, e.g. `[first, second]`".to_string(),
             (_, "a map") => "write `key: value` pairs, e.g. `{runs: 10}`".to_string(),
+            (_, "a map from names to lists of strings") => {
+                "write one list per name, e.g. `{name: [first, second]}`".to_string()
+            }
             _ => format!("write {expected} here"),
         };
         let found = match &node.value {

@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 
 use super::checker::{Checker, Fields};
 use super::{cycles, duplicates, executor, ladder, models, repos, roles, steps};
+use crate::pipeline::ExecutorSpec;
+use crate::pipeline::Kinds;
 use crate::pipeline::yaml::{Document, Mark, Node, Value};
 use crate::pipeline::{Diagnostic, Pipeline};
-use crate::slurm::ExecutorSpec;
-use crate::steps::Registry;
 
 /// The keys a pipeline may have at its top level.
 const KEYS: &[&str] = &[
@@ -23,7 +23,7 @@ pub fn validate(
     document: &Document,
     file: &Path,
     root: &Path,
-    registry: &Registry,
+    registry: &dyn Kinds,
 ) -> Result<Pipeline, Vec<Diagnostic>> {
     let mut checker = Checker::new(file, root);
     for problem in &document.problems {
@@ -138,10 +138,10 @@ fn relations(
     checker: &mut Checker,
     pipeline: &Pipeline,
     places: &BTreeMap<String, steps::Places>,
-    registry: &Registry,
+    registry: &dyn Kinds,
 ) {
     for step in &pipeline.steps {
-        let Some(kind) = registry.get(&step.uses) else {
+        let Some(kind) = registry.declaration(&step.uses) else {
             continue;
         };
         for problem in kind.check_pipeline(step, pipeline) {

@@ -5,7 +5,7 @@
 use super::checker::{Checker, Fields};
 use crate::pipeline::suggest;
 use crate::pipeline::yaml::{Node, Value};
-use crate::slurm::{
+use crate::pipeline::{
     ExecutorKind, ExecutorSpec, SlurmSettings, TimeLimit, TimeLimits, reserved_flag,
 };
 

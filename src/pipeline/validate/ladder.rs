@@ -107,8 +107,8 @@ mod tests {
             uses: "llm-arm".into(),
             needs: needs.iter().map(|need| need.to_string()).collect(),
             with,
-            params: crate::engine::ParsedParams::of(crate::engine::NoParams {}),
-            role: crate::engine::Role::Other,
+            params: crate::pipeline::ParsedParams::of(crate::pipeline::NoParams {}),
+            role: crate::pipeline::Role::Other,
             line: 1,
         }
     }

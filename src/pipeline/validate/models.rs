@@ -5,7 +5,7 @@
 //! that looks like a key is rejected without echoing it (messages end up in logs).
 
 use super::checker::{Checker, Fields};
-use crate::models::Provider;
+use crate::pipeline::Provider;
 use crate::pipeline::suggest;
 use crate::pipeline::yaml::{Mark, Node, Value};
 use crate::pipeline::{ModelSpec, Price};

@@ -9,9 +9,9 @@ use std::path::Path;
 
 use super::checker::{Checker, Fields};
 use super::json::to_json;
-use crate::engine::{ParamSpec, ParamType, ParsedParams, StepKind};
 use crate::pipeline::suggest;
 use crate::pipeline::yaml::{Entry, Mark, Node, Value};
+use crate::pipeline::{KindDeclaration, ParamSpec, ParamType, ParsedParams};
 
 /// Names declared elsewhere in the pipeline.
 pub struct Context<'a> {
@@ -27,7 +27,7 @@ pub struct Context<'a> {
 pub fn check(
     checker: &mut Checker,
     with: Option<&Entry>,
-    kind: &dyn StepKind,
+    kind: &dyn KindDeclaration,
     owner: &str,
     step_mark: Mark,
     context: &Context,
@@ -175,6 +175,14 @@ fn value(checker: &mut Checker, node: &Node, spec: &ParamSpec, owner: &str, cont
         ParamType::StringList => {
             checker.string_list(node, &label);
         }
+        ParamType::ListMap => match &node.value {
+            Value::Map(entries) => {
+                for entry in entries {
+                    checker.string_list(&entry.value, &format!("`{}` of {label}", entry.key));
+                }
+            }
+            _ => checker.wrong_type(node, &label, "a map from names to lists of strings"),
+        },
         ParamType::StringOrList => {
             if !matches!(node.value, Value::String(_)) {
                 if let Value::List(_) = node.value {

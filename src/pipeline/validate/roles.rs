@@ -9,15 +9,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::engine::Role;
+use crate::pipeline::Kinds;
+use crate::pipeline::Role;
 use crate::pipeline::StepSpec;
-use crate::steps::Registry;
 
 /// Parses each step's parameters again from its final `with:` (a ladder's rung has its own
 /// `model:`), and declares every step's role.
-pub fn declare(specs: &mut [StepSpec], registry: &Registry) {
+pub fn declare(specs: &mut [StepSpec], registry: &dyn Kinds) {
     for spec in specs.iter_mut() {
-        let Some(kind) = registry.get(&spec.uses) else {
+        let Some(kind) = registry.declaration(&spec.uses) else {
             continue;
         };
         if spec.params.key().get("model") != spec.with.get("model")
@@ -26,6 +26,7 @@ pub fn declare(specs: &mut [StepSpec], registry: &Registry) {
             spec.params = params;
         }
         spec.role = kind.role(spec);
+        spec.declare_strategy_version(kind.as_ref());
     }
     let manipulations: BTreeMap<String, String> = specs
         .iter()
@@ -86,7 +87,7 @@ pub fn declare(specs: &mut [StepSpec], registry: &Registry) {
 mod tests {
     use std::path::Path;
 
-    use crate::engine::Role;
+    use crate::pipeline::Role;
     use crate::pipeline::load_str;
     use crate::steps::Registry;
 

@@ -2,11 +2,11 @@
 
 use super::checker::{Checker, Fields};
 use super::params;
-use crate::engine::Role;
+use crate::pipeline::Kinds;
+use crate::pipeline::Role;
 use crate::pipeline::StepSpec;
 use crate::pipeline::suggest;
 use crate::pipeline::yaml::{Mark, Node, Value};
-use crate::steps::Registry;
 
 /// The keys a step may have.
 const KEYS: &[&str] = &["uses", "needs", "with"];
@@ -66,7 +66,7 @@ pub struct Checked {
 }
 
 /// Checks the `steps:` map.
-pub fn check(checker: &mut Checker, node: &Node, known: &Known, registry: &Registry) -> Checked {
+pub fn check(checker: &mut Checker, node: &Node, known: &Known, registry: &dyn Kinds) -> Checked {
     let mut checked = Checked::default();
     let Some(steps) = checker.map(node, "`steps`") else {
         return checked;
@@ -117,7 +117,7 @@ pub fn check(checker: &mut Checker, node: &Node, known: &Known, registry: &Regis
             )
             .and_then(|node| {
                 let kind = checker.string(node, &format!("`uses` of {owner}"))?;
-                if registry.get(&kind).is_some() {
+                if registry.declaration(&kind).is_some() {
                     return Some(kind);
                 }
                 let known = registry.names();
@@ -150,7 +150,7 @@ pub fn check(checker: &mut Checker, node: &Node, known: &Known, registry: &Regis
             steps: &names,
             needs: needs.as_deref(),
         };
-        let with = match uses.as_deref().and_then(|kind| registry.get(kind)) {
+        let with = match uses.as_deref().and_then(|kind| registry.declaration(kind)) {
             Some(kind) => params::check(
                 checker,
                 fields.entry("with"),
@@ -183,7 +183,7 @@ pub fn check(checker: &mut Checker, node: &Node, known: &Known, registry: &Regis
                 role: Role::Other,
                 line: entry.key_mark.line,
             };
-            if let Some(kind) = registry.get(&spec.uses) {
+            if let Some(kind) = registry.declaration(&spec.uses) {
                 spec.role = kind.role(&spec);
             }
             checked.specs.push(spec);

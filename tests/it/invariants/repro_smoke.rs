@@ -111,7 +111,7 @@ fn model(_: usize, request: &Recorded) -> Reply {
         r#"{"verdict": "flipped"}"#
     };
     Reply::json(crate::models::answer(
-        claimflow::models::Provider::Openai,
+        claimflow::pipeline::Provider::Openai,
         text,
     ))
 }

@@ -2,7 +2,8 @@
 //! object with the question's key; anything else is `none` with the raw answer kept.
 
 use claimflow::models::guard::Forbidden;
-use claimflow::models::{ModelError, Provider, Question, ask};
+use claimflow::models::{ModelError, Question, ask};
+use claimflow::pipeline::Provider;
 use claimflow::records::Verdict;
 
 use super::fake_server::{FakeServer, Reply};

@@ -11,8 +11,9 @@ mod transport;
 use std::future::Future;
 use std::path::Path;
 
-use claimflow::models::{ApiKey, ModelClient, Provider};
+use claimflow::models::{ApiKey, ModelClient};
 use claimflow::pipeline::ModelSpec;
+use claimflow::pipeline::Provider;
 use serde_json::{Value, json};
 
 use fake_server::FakeServer;

@@ -2,7 +2,8 @@
 //! user message of the paper, the structured-output part, the headers (the key shown as `[KEY]`).
 
 use claimflow::models::guard::Forbidden;
-use claimflow::models::{Provider, Question, ask, render_request};
+use claimflow::models::{Question, ask, render_request};
+use claimflow::pipeline::Provider;
 
 use super::fake_server::{FakeServer, Recorded, Reply};
 use super::{CLAIM, DIFF, KEY, answer, block_on, client, prompt, spec};

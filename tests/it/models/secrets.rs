@@ -2,8 +2,9 @@
 //! echoes it), not a completion, not a debug print.
 
 use claimflow::models::guard::Forbidden;
-use claimflow::models::{ModelClient, ModelError, Provider, Question, ask};
+use claimflow::models::{ModelClient, ModelError, Question, ask};
 use claimflow::pipeline::ModelSpec;
+use claimflow::pipeline::Provider;
 
 use super::fake_server::{FakeServer, Reply};
 use super::{CLAIM, DIFF, KEY, answer, block_on, client, prompt, spec};

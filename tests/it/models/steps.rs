@@ -19,7 +19,7 @@ use serde_json::json;
 use super::fake_server::{FakeServer, Recorded, Reply};
 use super::{KEY, answer};
 use crate::common::git::FixtureRepo;
-use claimflow::models::Provider;
+use claimflow::pipeline::Provider;
 
 /// The variable the test pipeline names for its key.
 const KEY_VARIABLE: &str = "CLAIMFLOW_IT_MODELS_KEY";

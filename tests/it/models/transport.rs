@@ -3,8 +3,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use claimflow::models::{ChatRequest, ErrorClass, ModelError, Provider, Question};
+use claimflow::models::{ChatRequest, ErrorClass, ModelError, Question};
 use claimflow::pipeline::ModelSpec;
+use claimflow::pipeline::Provider;
 
 use super::fake_server::{FakeServer, Reply};
 use super::{answer, block_on, client, spec};

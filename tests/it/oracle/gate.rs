@@ -135,6 +135,34 @@ fn renamed_tests_that_already_failed_do_not_make_the_child_broken() {
     insta::assert_snapshot!(render(&gate.judge(dir.path(), case)));
 }
 
+/// Regression (arrow 2b3dfe42b4, a suite moved from nose-era `tests/*_tests.py` to pytest's
+/// `tests/test_*.py`, classes renamed): a test that already failed at the parent, moved by the
+/// commit to a new file git does not see as a rename and into a class, was called new, and the
+/// child broken (387 claims). A failing test is now also looked up, by its function name and
+/// parameters, in the test files the commit deleted.
+#[test]
+fn a_test_moved_from_a_deleted_file_that_already_failed_does_not_make_the_child_broken() {
+    let (dir, mut gate) = setup();
+    let moved = "import unittest\n\nfrom pkg.core import add, mul\n\n\nclass TestChecks(unittest.TestCase):\n    \
+                 \"\"\"The checks, reorganised as a class with more of them.\"\"\"\n\n    \
+                 def test_type_check(self):\n        add(1)\n\n    \
+                 def test_mul_is_commutative(self):\n        self.assertEqual(mul(2, 3), mul(3, 2))\n\n    \
+                 def test_add_is_commutative(self):\n        self.assertEqual(add(2, 3), add(3, 2))\n";
+    let case = gate.case(
+        "Reorganise the checks",
+        &[
+            Change::Write("pkg/core.py", &format!("# Arithmetic.\n{CORE}")),
+            Change::Remove("tests/test_checks.py"),
+            Change::Write("tests/test_reorganised.py", moved),
+        ],
+    );
+    let rendered = render(&gate.judge(dir.path(), case));
+    let held = "tests/test_core.py::test_add\n  label: Held\n  cause: None\n  reason: -\n  parent: PPP\n  \
+                child: PPP\ntests/test_core.py::test_mul\n  label: Held\n  cause: None\n  reason: -\n  \
+                parent: PPP\n  child: PPP";
+    assert_eq!(rendered.trim_end(), held, "{rendered}");
+}
+
 #[test]
 fn a_failing_test_the_child_adds_makes_the_child_broken() {
     let (dir, mut gate) = setup();

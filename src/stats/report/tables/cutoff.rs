@@ -3,8 +3,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{ReportConfig, Section, Table, context, list};
-use crate::controls::cutoff::{CutoffComparison, SideSummary};
 use crate::stats::confusion::Confusion;
+use crate::stats::cutoff::{CutoffComparison, SideSummary};
 use crate::stats::document::StatsDocument;
 use crate::stats::report::value::Value;
 

@@ -287,19 +287,32 @@ pub fn build(document: &StatsDocument, config: &ReportConfig) -> Vec<Section> {
     sections
 }
 
-fn arm_row(step: &str, stats: &ArmStats) -> Vec<Value> {
-    vec![
+/// The cells every arm table starts with: the arm, what it is, precision and recall with their
+/// intervals; `rest` follows them.
+fn scored_row(step: &str, stats: &ArmStats, rest: impl IntoIterator<Item = Value>) -> Vec<Value> {
+    let mut row = vec![
         Value::text(step),
         Value::text(describe(step, stats)),
         Value::RateInterval(stats.precision, stats.precision_ci),
         Value::RateInterval(stats.recall, stats.recall_ci),
-        Value::Rate(stats.fire_rate),
-        Value::Rate(stats.coverage),
-        Value::Count(stats.tp),
-        Value::Count(stats.fp),
-        Value::Count(stats.false_negatives),
-        Value::Count(stats.tn),
-    ]
+    ];
+    row.extend(rest);
+    row
+}
+
+fn arm_row(step: &str, stats: &ArmStats) -> Vec<Value> {
+    scored_row(
+        step,
+        stats,
+        [
+            Value::Rate(stats.fire_rate),
+            Value::Rate(stats.coverage),
+            Value::Count(stats.tp),
+            Value::Count(stats.fp),
+            Value::Count(stats.false_negatives),
+            Value::Count(stats.tn),
+        ],
+    )
 }
 
 const ARM_COLUMNS: &[&str] = &[

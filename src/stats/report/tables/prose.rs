@@ -1,7 +1,7 @@
 //! Table VII: the claim-relative arm on prose renderings of the claims.
 
 use super::{
-    ReportConfig, Section, Table, comparison_note, context, describe, missing, names, present,
+    ReportConfig, Section, Table, comparison_note, context, missing, names, present, scored_row,
 };
 use crate::stats::document::StatsDocument;
 use crate::stats::report::value::Value;
@@ -22,15 +22,7 @@ pub(super) fn prose(document: &StatsDocument, config: &ReportConfig) -> Section 
     order.extend(config.prose_baselines.iter().cloned());
     let rows = present(document, &order)
         .into_iter()
-        .map(|(step, stats)| {
-            vec![
-                Value::text(step),
-                Value::text(describe(step, stats)),
-                Value::RateInterval(stats.precision, stats.precision_ci),
-                Value::RateInterval(stats.recall, stats.recall_ci),
-                Value::Rate(stats.coverage),
-            ]
-        })
+        .map(|(step, stats)| scored_row(step, stats, [Value::Rate(stats.coverage)]))
         .collect();
     let notes = order[1..]
         .iter()

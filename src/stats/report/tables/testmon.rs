@@ -1,7 +1,7 @@
 //! Table III: pytest-testmon against the arm it is set against.
 
 use super::{
-    ReportConfig, Section, Table, comparison_note, context, describe, missing, names, present,
+    ReportConfig, Section, Table, comparison_note, context, missing, names, present, scored_row,
 };
 use crate::stats::document::StatsDocument;
 use crate::stats::report::value::Value;
@@ -18,15 +18,15 @@ pub(super) fn testmon(document: &StatsDocument, config: &ReportConfig) -> Sectio
     let rows = present(document, &config.testmon)
         .into_iter()
         .map(|(step, stats)| {
-            vec![
-                Value::text(step),
-                Value::text(describe(step, stats)),
-                Value::RateInterval(stats.precision, stats.precision_ci),
-                Value::RateInterval(stats.recall, stats.recall_ci),
-                Value::Rate(stats.coverage),
-                Value::Rate(stats.staleness),
-                Value::Rate(stats.budget),
-            ]
+            scored_row(
+                step,
+                stats,
+                [
+                    Value::Rate(stats.coverage),
+                    Value::Rate(stats.staleness),
+                    Value::Rate(stats.budget),
+                ],
+            )
         })
         .collect();
     let mut notes = vec![

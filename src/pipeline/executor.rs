@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::time::TimeLimit;
+use super::time_limit::TimeLimit;
 
 /// Where pytest-pool items (`mine-claims`, `oracle`, the testmon arm) run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]

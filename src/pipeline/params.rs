@@ -165,6 +165,14 @@ impl ParsedParams {
         self.value.downcast_ref::<P>()
     }
 
+    /// The parameters with the version of the arm the step runs in their key (`arm_version`).
+    pub fn with_arm_version(mut self, version: u32) -> Self {
+        if let serde_json::Value::Object(map) = &mut self.key {
+            map.insert("arm_version".to_string(), version.into());
+        }
+        self
+    }
+
     /// What enters every item's key: the struct serialized, defaults written out, fields marked
     /// `skip_serializing` left out.
     pub fn key(&self) -> &serde_json::Value {
@@ -209,6 +217,8 @@ pub enum ParamType {
     RepoList,
     /// A list of strings, or a single string (a glob): `foreach:`.
     StringOrList,
+    /// A map from names to lists of strings (`commits: {repo: [id, ...]}`).
+    ListMap,
     /// A map or any value the step kind checks itself.
     Any,
 }
@@ -259,6 +269,12 @@ impl ParamType {
             ["number"] => ParamType::Number,
             ["boolean"] => ParamType::Bool,
             ["string"] => ParamType::String,
+            ["object"]
+                if property["additionalProperties"]["type"] == "array"
+                    && property["additionalProperties"]["items"]["type"] == "string" =>
+            {
+                ParamType::ListMap
+            }
             ["array"] => match property["items"][REFERS].as_str() {
                 Some("step") => ParamType::StepList,
                 Some("repository") => ParamType::RepoList,
