@@ -45,8 +45,8 @@ fn draw(
     Ok(svg)
 }
 
-/// Colours that stay distinct for readers with colour-blindness (Okabe and Ito), one per arm in
-/// the order the arms are given.
+/// Colours that stay distinct for readers with colour-blindness (Okabe and Ito); an arm's colour is
+/// chosen by [`colour_of`].
 const PALETTE: [RGBColor; 8] = [
     RGBColor(0, 114, 178),
     RGBColor(213, 94, 0),
@@ -57,6 +57,18 @@ const PALETTE: [RGBColor; 8] = [
     RGBColor(120, 120, 120),
     RGBColor(0, 0, 0),
 ];
+/// An arm's colour, the same in every figure of one report: its place among the document's arms
+/// (and controls), in name order, picks the palette entry.
+fn colour_of(document: &StatsDocument, arm: &str) -> RGBColor {
+    let index = document
+        .arms
+        .keys()
+        .chain(document.controls.keys())
+        .position(|name| name == arm)
+        .unwrap_or(0);
+    PALETTE[index % PALETTE.len()]
+}
+
 /// The base rate's colour: what always-invalidate reaches.
 const BASE_RATE: RGBColor = RGBColor(180, 40, 40);
 
@@ -187,15 +199,8 @@ pub fn arms(document: &StatsDocument, arms: &[(&str, &ArmStats)]) -> Result<Stri
     let points: Vec<(&str, &ArmStats, f64, f64, RGBColor)> = arms
         .iter()
         .filter_map(|(name, stats)| Some((*name, *stats, stats.recall?, stats.precision?)))
-        .enumerate()
-        .map(|(index, (name, stats, recall, precision))| {
-            (
-                name,
-                stats,
-                recall,
-                precision,
-                PALETTE[index % PALETTE.len()],
-            )
+        .map(|(name, stats, recall, precision)| {
+            (name, stats, recall, precision, colour_of(document, name))
         })
         .collect();
     let base_rate = document.sample.base_rate;
@@ -409,7 +414,6 @@ pub fn question_information(
                 ))?;
             }
         }
-        let mut colour_index = 0;
         for (row, cells_of_row) in cells.iter().enumerate() {
             for (column, cell) in cells_of_row.iter().enumerate() {
                 let x0 = left + column as i32 * cell_width;
@@ -445,8 +449,7 @@ pub fn question_information(
                     ))?;
                 }
                 for (slot, (name, stats)) in cell.iter().enumerate() {
-                    let colour = PALETTE[colour_index % PALETTE.len()];
-                    colour_index += 1;
+                    let colour = colour_of(document, name);
                     let y = y0 + 40 + slot as i32 * 44;
                     let value = stats
                         .precision
@@ -459,7 +462,7 @@ pub fn question_information(
                     root.draw(&Text::new(
                         format!("{name}  {value}{interval}"),
                         (x0 + 14, y - 24),
-                        (FONT, 14).into_font().color(&colour),
+                        (FONT, 14).into_font().color(&ink(colour)),
                     ))?;
                     if let Some(rate) = base_rate {
                         // The base rate as a short tick on the arm's own line, clear of the text.
@@ -530,9 +533,8 @@ pub fn cost(
             ))
         })
         .filter(|(_, _, cost, _)| *cost > 0.0)
-        .enumerate()
-        .map(|(index, (name, stats, cost, precision))| {
-            (name, stats, cost, precision, PALETTE[index % PALETTE.len()])
+        .map(|(name, stats, cost, precision)| {
+            (name, stats, cost, precision, colour_of(document, name))
         })
         .collect();
     let low = points

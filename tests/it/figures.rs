@@ -229,3 +229,53 @@ fn the_cost_figure_has_intervals_the_base_rate_and_a_calm_grid() {
     );
     assert!(!svg.contains("#0000FF"), "every arm in plain blue");
 }
+
+/// The `fill` of each `<text>` whose first word is an arm's name, by that name.
+fn label_inks(svg: &str) -> std::collections::BTreeMap<String, String> {
+    let document = roxmltree::Document::parse(svg).expect("an SVG");
+    document
+        .descendants()
+        .filter(|node| node.has_tag_name("text"))
+        .filter_map(|node| {
+            let text = node
+                .descendants()
+                .filter_map(|n| n.text())
+                .collect::<String>();
+            let first = text.split_whitespace().next()?.to_string();
+            let fill = node.attribute("fill")?.to_string();
+            first.starts_with('a').then_some((first, fill))
+        })
+        .collect()
+}
+
+#[test]
+fn an_arm_has_one_colour_in_every_figure() {
+    let root = tempfile::tempdir().unwrap();
+    let pipeline = every_arm_reported(root.path());
+    let figures: Vec<std::collections::BTreeMap<String, String>> =
+        ["arms", "question_information", "cost"]
+            .iter()
+            .map(|figure| label_inks(&read(&pipeline, &format!("figures/{figure}.svg"))))
+            .collect();
+    let mut compared = 0;
+    for arm in ["a5", "a5c", "a6_base", "a6_risk"] {
+        let inks: Vec<&String> = figures.iter().filter_map(|inks| inks.get(arm)).collect();
+        assert!(
+            inks.len() >= 2,
+            "{arm} is labelled in fewer than two figures: {figures:?}"
+        );
+        assert!(
+            inks.windows(2).all(|pair| pair[0] == pair[1]),
+            "{arm}: {inks:?}"
+        );
+        compared += 1;
+    }
+    // Different arms keep different colours.
+    let a5 = &figures[1]["a5"];
+    assert!(
+        ["a5c", "a6_base", "a6_risk"]
+            .iter()
+            .all(|arm| figures[1][*arm] != *a5)
+    );
+    assert_eq!(compared, 4);
+}
