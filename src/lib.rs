@@ -20,6 +20,7 @@ pub mod mining;
 pub mod models;
 pub mod oracle;
 pub mod pipeline;
+pub mod process;
 pub mod process_groups;
 pub mod progress;
 pub mod python;

@@ -1,5 +1,6 @@
-//! Every child claimflow starts to do Python work (venv creation, pip, pytest collection and runs)
-//! gets a process group of its own, recorded here while it lives. A group is what a stopped run
+//! Every child claimflow starts (through [`crate::process::Run`]: venv creation, pip, pytest
+//! collection and runs, a `command` step's shell; and the local model's server) gets a process
+//! group of its own, recorded here while it lives. A group is what a stopped run
 //! must take down: pip's build subprocesses and pytest's children live in it too, and since the
 //! group is not the terminal's foreground group, Ctrl-C no longer reaches them directly.
 //!
@@ -10,13 +11,12 @@
 
 use std::collections::BTreeMap;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus};
+use std::process::{Child, Command};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Mutex, MutexGuard};
-use std::time::Duration;
 
 /// The live groups and scratch directories, by a handle id.
 struct Live {
@@ -56,34 +56,10 @@ impl Group {
         kill_group(self.leader);
     }
 
-    /// Waits at most `limit` for `child`, the group's leader, to exit. With a pidfd the wait ends
-    /// the moment it exits; without one it is a short sleep, so a short-lived child costs at most
-    /// a few milliseconds of waiting. Thousands of one-line commands each wait once, so a
-    /// wake-up on the exit is what keeps a fan-out of them as fast as the commands themselves.
-    pub fn wait_exit(&self, child: &mut Child, limit: Duration) -> io::Result<Option<ExitStatus>> {
-        if let Some(status) = child.try_wait()? {
-            return Ok(Some(status));
-        }
-        match &self.exit {
-            Some(fd) => {
-                let mut ready = libc::pollfd {
-                    fd: fd.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                };
-                let millis = limit.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
-                // SAFETY: one valid pollfd, owned for the duration of the call.
-                let polled = unsafe { libc::poll(&mut ready, 1, millis) };
-                if polled < 0 {
-                    let error = io::Error::last_os_error();
-                    if error.kind() != io::ErrorKind::Interrupted {
-                        return Err(error);
-                    }
-                }
-            }
-            None => std::thread::sleep(limit.min(Duration::from_millis(5))),
-        }
-        child.try_wait()
+    /// A pidfd of the leader, readable once it exits (None where the kernel has none): what
+    /// [`crate::process::Run`] polls beside the child's output.
+    pub fn exit_fd(&self) -> Option<&OwnedFd> {
+        self.exit.as_ref()
     }
 }
 
@@ -314,36 +290,6 @@ mod tests {
             !alive(straggler)
         });
         assert!(gone, "pid {straggler} survived its group");
-    }
-
-    #[test]
-    fn wait_exit_wakes_on_the_exit_and_times_out_on_a_running_child() {
-        let (mut running, group) = spawn(Command::new("sleep").arg("300")).unwrap();
-        assert!(
-            group
-                .wait_exit(&mut running, Duration::from_millis(20))
-                .unwrap()
-                .is_none(),
-            "a running child has no status yet"
-        );
-        drop(group);
-        running.wait().unwrap();
-
-        let (mut quick, group) = spawn(Command::new("sh").arg("-c").arg("exit 3")).unwrap();
-        let limit = Duration::from_secs(120);
-        let started = std::time::Instant::now();
-        let mut status = None;
-        while status.is_none() {
-            status = group.wait_exit(&mut quick, limit).unwrap();
-        }
-        assert_eq!(status.unwrap().code(), Some(3));
-        // With a pidfd the one wait ends at the exit, long before its limit.
-        if group.exit.is_some() {
-            assert!(
-                started.elapsed() < limit / 2,
-                "the wait slept out its limit"
-            );
-        }
     }
 
     /// Whether `pid` runs (a zombie waiting for a reaper does not).

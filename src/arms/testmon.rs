@@ -21,7 +21,8 @@ use git2::{Oid, Repository};
 use serde::Deserialize;
 
 use crate::mining::test_files::TestFileRules;
-use crate::python::{Environment, PytestLaunch, log_tail, run_logged};
+use crate::process::{log_tail, run_logged};
+use crate::python::{Environment, PytestLaunch};
 
 /// The plugin written next to the worktree and loaded with `-p claimflow_testmon_probe`.
 pub const PROBE: &str = include_str!("testmon_probe.py");

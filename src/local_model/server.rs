@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 
 use super::commands::{self, ServerArguments};
 use super::provision::Provisioned;
+use crate::process::log_tail;
 use crate::process_groups::Group;
-use crate::python::log_tail;
 
 /// How a server is started.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,7 +13,7 @@ use std::fmt;
 
 use serde::Deserialize;
 
-use super::runner::RunOutcome;
+use crate::process;
 use crate::records::{Outcome, RunRecord};
 
 /// How a test failed.
@@ -159,7 +159,7 @@ struct Record {
 }
 
 /// Classifies the selected node ids of one run.
-pub fn classify(selected: &[String], outcome: &RunOutcome, records: &str) -> BatchVerdicts {
+pub fn classify(selected: &[String], outcome: &process::Outcome, records: &str) -> BatchVerdicts {
     let mut tests: BTreeMap<&str, Vec<Record>> = BTreeMap::new();
     let mut collection_errors = Vec::new();
     let mut finished = false;
@@ -184,18 +184,21 @@ pub fn classify(selected: &[String], outcome: &RunOutcome, records: &str) -> Bat
     }
 
     let batch_reason = match outcome {
-        RunOutcome::TimedOut => Some(UnknownReason::Timeout),
-        RunOutcome::Signalled(signal) => {
+        process::Outcome::TimedOut => Some(UnknownReason::Timeout),
+        process::Outcome::Signalled(signal) => {
             Some(UnknownReason::Crash(format!("killed by signal {signal}")))
         }
-        RunOutcome::Exited(0 | 1) if finished => None,
-        RunOutcome::Exited(code @ (0 | 1)) => Some(UnknownReason::Crash(format!(
+        process::Outcome::Exited(0 | 1) if finished => None,
+        process::Outcome::Exited(code @ (0 | 1)) => Some(UnknownReason::Crash(format!(
             "pytest exited with code {code} before finishing the session"
         ))),
-        RunOutcome::Exited(_) if !collection_errors.is_empty() => {
+        process::Outcome::Exited(_) if !collection_errors.is_empty() => {
             Some(UnknownReason::CollectionError)
         }
-        RunOutcome::Exited(code) => Some(UnknownReason::ExitCode(*code)),
+        process::Outcome::Exited(code) => Some(UnknownReason::ExitCode(*code)),
+        process::Outcome::Cancelled => {
+            Some(UnknownReason::Crash("the run was cancelled".to_string()))
+        }
     };
 
     let verdicts = selected
@@ -356,7 +359,7 @@ mod tests {
 
     #[test]
     fn exit_code_1_gives_each_test_its_own_verdict() {
-        let batch = classify(&selected(), &RunOutcome::Exited(1), &full_run());
+        let batch = classify(&selected(), &process::Outcome::Exited(1), &full_run());
         assert!(!batch.aborted);
         assert_eq!(verdict_of(&batch, SELECTED[0]), Verdict::Passed);
         assert_eq!(
@@ -374,7 +377,7 @@ mod tests {
         let mut text = String::from("{\"event\":\"start\"}\n");
         text.push_str(&test_lines(SELECTED[0], "\"outcome\":\"passed\""));
         text.push_str("{\"event\":\"finish\",\"exitstatus\":0}\n");
-        let batch = classify(&selected(), &RunOutcome::Exited(0), &text);
+        let batch = classify(&selected(), &process::Outcome::Exited(0), &text);
         assert_eq!(verdict_of(&batch, SELECTED[0]), Verdict::Passed);
         assert_eq!(
             verdict_of(&batch, SELECTED[1]),
@@ -389,7 +392,7 @@ mod tests {
         let text = "{\"event\":\"start\"}\n\
             {\"event\":\"collect\",\"node\":\"tests/test_b.py\",\"outcome\":\"failed\",\"longrepr\":\"tests/test_b.py:1: in <module>\\n    from pkg import gone\\nE   ImportError: cannot import name 'gone' from 'pkg'\"}\n\
             {\"event\":\"finish\",\"exitstatus\":2}\n";
-        let batch = classify(&selected(), &RunOutcome::Exited(2), text);
+        let batch = classify(&selected(), &process::Outcome::Exited(2), text);
         assert!(batch.aborted);
         for node in SELECTED {
             assert_eq!(
@@ -414,7 +417,7 @@ mod tests {
     fn exit_codes_2_to_5_give_no_verdicts_even_with_records() {
         for code in 2..=5 {
             let text = full_run().replace("\"exitstatus\":1", &format!("\"exitstatus\":{code}"));
-            let batch = classify(&selected(), &RunOutcome::Exited(code), &text);
+            let batch = classify(&selected(), &process::Outcome::Exited(code), &text);
             assert!(batch.aborted, "exit code {code}");
             for node in SELECTED {
                 assert_eq!(
@@ -424,7 +427,7 @@ mod tests {
             }
         }
         // A conftest.py that fails to import stops pytest (exit 4) before the plugin writes anything.
-        let batch = classify(&selected(), &RunOutcome::Exited(4), "");
+        let batch = classify(&selected(), &process::Outcome::Exited(4), "");
         assert_eq!(
             verdict_of(&batch, SELECTED[0]),
             Verdict::Unknown(UnknownReason::ExitCode(4))
@@ -441,7 +444,7 @@ mod tests {
         let truncated = &text[..text
             .find("\"phase\":\"call\",\"outcome\":\"failed\"")
             .unwrap()];
-        for outcome in [RunOutcome::Signalled(11), RunOutcome::Exited(1)] {
+        for outcome in [process::Outcome::Signalled(11), process::Outcome::Exited(1)] {
             let batch = classify(&selected(), &outcome, truncated);
             assert!(batch.aborted);
             for node in SELECTED {
@@ -458,7 +461,7 @@ mod tests {
 
     #[test]
     fn timeout_gives_no_verdicts() {
-        let batch = classify(&selected(), &RunOutcome::TimedOut, &full_run());
+        let batch = classify(&selected(), &process::Outcome::TimedOut, &full_run());
         assert!(batch.aborted);
         assert_eq!(
             verdict_of(&batch, SELECTED[0]),
@@ -503,7 +506,7 @@ mod tests {
                 "\"outcome\":\"passed\"",
             ],
         );
-        let batch = classify(&[node.to_string()], &RunOutcome::Exited(1), &text);
+        let batch = classify(&[node.to_string()], &process::Outcome::Exited(1), &text);
         assert_eq!(batch.verdicts.len(), 1);
         let verdict = verdict_of(&batch, node);
         assert_eq!(
@@ -524,7 +527,7 @@ mod tests {
                 "\"outcome\":\"failed\",\"subtest\":\"(x=2)\",\"exception\":\"ValueError\",\"assertion\":false",
             ],
         );
-        let batch = classify(&[node.to_string()], &RunOutcome::Exited(1), &text);
+        let batch = classify(&[node.to_string()], &process::Outcome::Exited(1), &text);
         assert_eq!(
             verdict_of(&batch, node).run_record(0).detail.as_deref(),
             Some("ValueError in sub-test (x=2)")
@@ -542,11 +545,11 @@ mod tests {
                 "\"outcome\":\"passed\"",
             ],
         );
-        let batch = classify(&[node.to_string()], &RunOutcome::Exited(0), &text);
+        let batch = classify(&[node.to_string()], &process::Outcome::Exited(0), &text);
         assert_eq!(verdict_of(&batch, node), Verdict::Passed);
         // Sub-test records alone are not the test's record.
         let text = with_subtests(node, &["\"outcome\":\"passed\",\"subtest\":\"(x=2)\""]);
-        let batch = classify(&[node.to_string()], &RunOutcome::Exited(0), &text);
+        let batch = classify(&[node.to_string()], &process::Outcome::Exited(0), &text);
         assert_eq!(
             verdict_of(&batch, node),
             Verdict::Unknown(UnknownReason::MissingRecord)
@@ -561,7 +564,11 @@ mod tests {
              {{\"event\":\"test\",\"node\":\"{node}\",\"phase\":\"teardown\",\"outcome\":\"passed\"}}\n\
              {{\"event\":\"finish\",\"exitstatus\":1}}\n"
         );
-        let batch = classify(&[node.to_string()], &RunOutcome::Exited(1), &setup_error);
+        let batch = classify(
+            &[node.to_string()],
+            &process::Outcome::Exited(1),
+            &setup_error,
+        );
         assert_eq!(
             verdict_of(&batch, node),
             Verdict::Failed(FailureKind::SetupError("KeyError".into()))
@@ -572,7 +579,7 @@ mod tests {
                 "\"outcome\":\"skipped\"",
             )
             .replace("\"exitstatus\":1", "\"exitstatus\":0");
-        let batch = classify(&[node.to_string()], &RunOutcome::Exited(0), &skipped);
+        let batch = classify(&[node.to_string()], &process::Outcome::Exited(0), &skipped);
         assert_eq!(
             verdict_of(&batch, node),
             Verdict::Unknown(UnknownReason::Skipped)

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde::Deserialize;
 
@@ -65,6 +65,9 @@ struct ProbeAnswer {
     distributions: BTreeMap<String, String>,
 }
 
+/// How long the probe may take (it imports pytest and lists the distributions).
+const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// Describes the environment of `python` with `extra_paths` on `PYTHONPATH` (a `pip install
 /// --target` directory, as Python 2 environments are built).
 pub fn probe_environment(
@@ -72,21 +75,22 @@ pub fn probe_environment(
     extra_paths: Vec<PathBuf>,
 ) -> Result<Environment, ProbeError> {
     let python_path = std::env::join_paths(&extra_paths).unwrap_or_default();
-    let output = Command::new(python)
+    let mut command = Command::new(python);
+    command
         .arg("-c")
         .arg(PROBE)
         .env_clear()
         .env("PATH", "/usr/bin:/bin")
         .env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("PYTHONPATH", python_path)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|source| ProbeError::Spawn {
+        .env("PYTHONPATH", python_path);
+    let output = crate::process::output(&mut command, PROBE_TIMEOUT).map_err(|source| {
+        ProbeError::Spawn {
             path: python.to_path_buf(),
             source,
-        })?;
+        }
+    })?;
     let answer = output
-        .status
+        .outcome
         .success()
         .then(|| serde_json::from_slice::<ProbeAnswer>(&output.stdout).ok())
         .flatten()

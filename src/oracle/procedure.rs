@@ -852,10 +852,10 @@ impl Stage<'_> {
                 continue;
             }
             // Exit code 5 is pytest's "no tests collected": the files hold no test, nothing failed.
-            let nothing_collected = matches!(report.outcome, super::runner::RunOutcome::Exited(5));
+            let nothing_collected = matches!(report.outcome, crate::process::Outcome::Exited(5));
             if selected.is_empty() && batch.aborted && !nothing_collected {
                 let reason = match &report.outcome {
-                    super::runner::RunOutcome::TimedOut => UnknownReason::Timeout,
+                    crate::process::Outcome::TimedOut => UnknownReason::Timeout,
                     other => UnknownReason::Crash(format!("pytest selected nothing: {other:?}")),
                 };
                 result

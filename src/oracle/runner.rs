@@ -1,16 +1,16 @@
 //! Runs one pytest command under a timeout and reports how it ended.
 //!
 //! A run gets a fresh private directory (home, temp, the plugin, the selection and the record
-//! file). The process runs in its own process group; when it ends, or when the timeout fires, the
-//! whole group is killed, so a test that forks or daemonizes leaves nothing behind.
+//! file). The process is run by [`crate::process::Run`]: in its own process group, killed with
+//! everything in it when the run ends or its timeout fires, so a test that forks or daemonizes
+//! leaves nothing behind; its stdout and stderr are captured under a size cap.
 
 use std::fs;
 use std::path::Path;
-use std::sync::mpsc;
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::command::{PLUGIN_MODULE, PLUGIN_SOURCE, PytestInvocation, RunFiles, pytest_command};
+use crate::process::{Capture, Outcome, Run};
 use crate::python::Environment;
 
 /// Failures to run pytest at all (as opposed to tests failing, which is an outcome).
@@ -23,8 +23,8 @@ pub enum RunnerError {
         #[source]
         source: std::io::Error,
     },
-    /// The interpreter could not be started.
-    #[error("start pytest with {python}: {source}")]
+    /// The interpreter could not be started or waited for, or its output not captured.
+    #[error("run pytest with {python}: {source}")]
     Spawn {
         python: String,
         #[source]
@@ -48,22 +48,10 @@ pub enum RunnerError {
 /// file may have been cut short.
 const FULL_BELOW: u64 = 1 << 20;
 
-/// How a pytest process ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RunOutcome {
-    /// It exited with this code (pytest's: 0 passed, 1 failed, 2 interrupted, 3 internal error,
-    /// 4 usage error, 5 nothing collected).
-    Exited(i32),
-    /// It was killed by a signal it did not get from us (a crash).
-    Signalled(i32),
-    /// It ran past the timeout and was killed.
-    TimedOut,
-}
-
 /// One finished run: how it ended, what the plugin recorded, and the end of its output.
 #[derive(Debug, Clone)]
 pub struct RunReport {
-    pub outcome: RunOutcome,
+    pub outcome: Outcome,
     /// The plugin's record file, as written (possibly truncated by a crash).
     pub records: String,
     /// The last lines of stdout and stderr, for messages.
@@ -98,36 +86,25 @@ pub fn run_pytest(request: &RunRequest) -> Result<RunReport, RunnerError> {
         path: request.files.dir.display().to_string(),
         source,
     })?;
-    command.stdout(create(&request.files.stdout())?);
-    command.stderr(create(&request.files.stderr())?);
-
-    let started = Instant::now();
-    // Recorded while it runs, so a stopped claimflow kills the run's whole group too.
-    let (mut child, _recorded) =
-        crate::process_groups::spawn(&mut command).map_err(|source| RunnerError::Spawn {
-            python: request.environment.python.display().to_string(),
-            source,
-        })?;
-    let group = child.id() as libc::pid_t;
-    let (sender, receiver) = mpsc::channel();
-    let waiter = thread::spawn(move || {
-        let _ = sender.send(child.wait());
-    });
-    let outcome = match receiver.recv_timeout(request.timeout) {
-        Ok(status) => {
-            kill_group(group);
-            outcome_of(status)
-        }
-        Err(_) => {
-            kill_group(group);
-            // The leader dies with its group; wait for it so no zombie is left.
-            let _ = receiver.recv();
-            RunOutcome::TimedOut
-        }
-    };
-    let _ = waiter.join();
-    let elapsed = started.elapsed();
+    // Its own process group, killed when it ends or times out (and when claimflow is stopped),
+    // so a test that forks or daemonizes leaves nothing behind.
+    let (stdout, stderr) = (request.files.stdout(), request.files.stderr());
+    let finished = Run::new(
+        &mut command,
+        Capture::Split {
+            stdout: &stdout,
+            stderr: &stderr,
+        },
+    )
+    .timeout(request.timeout)
+    .run();
+    // A full disk is said as such, before the write to a capture it made fail.
     room_left(&request.files.dir)?;
+    let finished = finished.map_err(|source| RunnerError::Spawn {
+        python: request.environment.python.display().to_string(),
+        source,
+    })?;
+    let (outcome, elapsed) = (finished.outcome, finished.elapsed);
 
     let records = fs::read(request.files.records())
         .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
@@ -177,27 +154,6 @@ fn room_left(dir: &Path) -> Result<(), RunnerError> {
     })
 }
 
-fn outcome_of(status: std::io::Result<std::process::ExitStatus>) -> RunOutcome {
-    use std::os::unix::process::ExitStatusExt;
-    match status {
-        Ok(status) => match (status.code(), status.signal()) {
-            (Some(code), _) => RunOutcome::Exited(code),
-            (None, Some(signal)) => RunOutcome::Signalled(signal),
-            (None, None) => RunOutcome::Signalled(0),
-        },
-        Err(_) => RunOutcome::Signalled(0),
-    }
-}
-
-/// Kills every process left in the group. The group id stays reserved while any member lives,
-/// so this cannot reach an unrelated process.
-fn kill_group(group: libc::pid_t) {
-    // SAFETY: kill(2) with a negative pid signals a process group; it has no memory effects.
-    unsafe {
-        libc::kill(-group, libc::SIGKILL);
-    }
-}
-
 fn prepare(files: &RunFiles, nodes: &[String]) -> Result<(), RunnerError> {
     let failed = |path: &Path| {
         let path = path.display().to_string();
@@ -215,13 +171,6 @@ fn prepare(files: &RunFiles, nodes: &[String]) -> Result<(), RunnerError> {
     selection.push('\n');
     fs::write(files.selection(), selection).map_err(failed(&files.selection()))?;
     Ok(())
-}
-
-fn create(path: &Path) -> Result<fs::File, RunnerError> {
-    fs::File::create(path).map_err(|source| RunnerError::Prepare {
-        path: path.display().to_string(),
-        source,
-    })
 }
 
 fn tail(path: &Path, lines: usize) -> String {

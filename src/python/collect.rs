@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::command::{PytestLaunch, pytest_config_file};
 use super::config_files::{TomlValue, ini_lines, parse_ini, parse_toml};
 use super::environment_request::Environment;
-use super::process::{ProcessOutcome, log_tail, run_logged};
+use crate::process::{Outcome, log_tail, run_logged};
 
 /// The plugin's source; written to `<scratch>/plugin/claimflow_collect.py` before each collection.
 pub const COLLECT_PLUGIN: &str = include_str!("collect_plugin.py");
@@ -169,13 +169,13 @@ pub fn collect_tests(request: &CollectRequest) -> Result<Collection, CollectErro
         request.environment.python.display()
     )))?;
     let exit_status = match outcome {
-        ProcessOutcome::TimedOut => {
+        Outcome::TimedOut => {
             return Err(CollectError::Timeout {
                 seconds: request.timeout.as_secs(),
             });
         }
-        ProcessOutcome::Exited(code) => code,
-        ProcessOutcome::Signalled => -1,
+        Outcome::Exited(code) => code,
+        Outcome::Signalled(_) | Outcome::Cancelled => -1,
     };
     let text = match std::fs::read_to_string(&report) {
         Ok(text) => text,

@@ -39,11 +39,11 @@ impl Installer {
     pub fn detect() -> Installer {
         static DETECTED: OnceLock<Installer> = OnceLock::new();
         *DETECTED.get_or_init(|| {
-            let works = Command::new(uv_program())
-                .arg("--version")
-                .stdin(std::process::Stdio::null())
-                .output()
-                .is_ok_and(|output| output.status.success());
+            let works = crate::process::output(
+                Command::new(uv_program()).arg("--version"),
+                std::time::Duration::from_secs(60),
+            )
+            .is_ok_and(|output| output.outcome.success());
             if works { Installer::Uv } else { Installer::Pip }
         })
     }

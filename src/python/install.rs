@@ -13,8 +13,8 @@ use super::build_error::{BuildFailure, PythonError, io_error};
 use super::environment_request::{
     DroppedRequirement, Environment, EnvironmentRequest, Installer, uv_program,
 };
-use super::process::{ProcessOutcome, log_tail, run_logged};
 use super::requirements::{Requirement, requirement_name};
+use crate::process::{Outcome, log_tail, run_logged};
 
 /// pip resolves and downloads; a slow index must not hang a pipeline forever.
 const INSTALL_TIMEOUT: Duration = Duration::from_secs(900);
@@ -64,8 +64,8 @@ pub(super) fn build(
         let outcome = run_logged(&mut command, &log, INSTALL_TIMEOUT)
             .map_err(io_error(format!("run pip for python {interpreter}")))?;
         match outcome {
-            ProcessOutcome::Exited(0) => break,
-            ProcessOutcome::TimedOut => {
+            Outcome::Exited(0) => break,
+            Outcome::TimedOut => {
                 return Err(PythonError::Timeout {
                     what: format!("installing {} for python {interpreter}", specs.join(" ")),
                     seconds: INSTALL_TIMEOUT.as_secs(),

@@ -329,15 +329,19 @@ fn push_new(found: &mut Vec<Interpreter>, interpreter: Interpreter) {
     }
 }
 
+/// How long an interpreter may take to say its version.
+const QUERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Asks an executable for its version (works on Python 2 and 3).
 pub fn query_version(path: &Path) -> Option<PythonVersion> {
-    let output = Command::new(path)
+    let mut command = Command::new(path);
+    command
         .args(["-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"])
         .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .output()
-        .ok()?;
-    if !output.status.success() {
+        .env("PATH", "/usr/bin:/bin");
+    // An executable that hangs (a broken shim) is no interpreter rather than a stuck run.
+    let output = crate::process::output(&mut command, QUERY_TIMEOUT).ok()?;
+    if !output.outcome.success() {
         return None;
     }
     String::from_utf8_lossy(&output.stdout).trim().parse().ok()

@@ -30,7 +30,6 @@ mod install;
 mod interpreters;
 mod metadata;
 mod mine;
-mod process;
 mod pytest_era;
 mod requirements;
 mod setup_script;
@@ -61,7 +60,6 @@ pub use interpreters::{
 };
 pub use metadata::{ProjectMetadata, RequiresPython};
 pub use mine::{DEFAULT_INTERPRETERS, MineError, MineSettings, MinedCommit, mine_commit};
-pub use process::{ProcessOutcome, log_tail, run_logged};
 pub use pytest_era::{
     FLOOR as PYTEST_FLOOR, pytest_for, series_fingerprint as pytest_series_fingerprint,
 };

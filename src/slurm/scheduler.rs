@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fmt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -141,6 +141,9 @@ pub struct SlurmCommands {
     environment: Vec<(String, OsString)>,
 }
 
+/// How long one client command (`sbatch`, `squeue`, `sacct`, `scancel`) may take.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// Submissions the controller turns away for being busy are tried again this many times.
 const SUBMIT_ATTEMPTS: u32 = 5;
 
@@ -152,25 +155,21 @@ impl SlurmCommands {
 
     /// True when Slurm's client commands are on the PATH.
     pub fn available() -> bool {
-        Command::new("sinfo")
-            .arg("--version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|status| status.success())
+        crate::process::output(Command::new("sinfo").arg("--version"), CLIENT_TIMEOUT)
+            .is_ok_and(|output| output.outcome.success())
     }
 
+    /// Runs one client command (through the one process runner): a controller that never
+    /// answers ends in a refusal that says it timed out, not in a run that waits forever.
     fn run(command: &'static str, mut process: Command) -> Result<String, SchedulerError> {
-        let output = process
-            .stdin(Stdio::null())
-            .output()
+        let output = crate::process::output(&mut process, CLIENT_TIMEOUT)
             .map_err(|source| SchedulerError::Start { command, source })?;
-        if output.status.success() {
+        if output.outcome.success() {
             return Ok(String::from_utf8_lossy(&output.stdout).into_owned());
         }
         Err(SchedulerError::Refused {
             command,
-            status: output.status.to_string(),
+            status: output.outcome.to_string(),
             stderr: String::from_utf8_lossy(&output.stderr).trim().to_string(),
         })
     }

@@ -7,11 +7,12 @@ use super::bootstrap::{ArmIntervals, ClusterCounts, Resample, intervals};
 use super::confusion::{Cell, Confusion, ratio};
 use super::corpus::{RepositoryCorpus, RepositoryInfo};
 use super::document::{
-    ArmStats, BootstrapSettings, ControlStats, STATS_SCHEMA, Sample, StatsDocument,
+    ArmStats, BootstrapSettings, ControlStats, OnSameClaims, STATS_SCHEMA, Sample, StatsDocument,
 };
 use super::evaluation::Evaluation;
 use super::reweight::{self, NaturalRate};
 use super::{loro, mcnemar, operator};
+use crate::records::Verdict;
 
 /// How to analyse.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,9 +64,49 @@ pub fn analyze(
                 .collect()
         })
         .collect();
-    let clusters = ClusterCounts::new(&evaluation.claims, &cells, options.resample);
+    // Each control's arm again, its verdicts kept only where the control gave one: the control is
+    // read against the arm on the same claims (a paraphrase that was refused has no verdict).
+    let paired: Vec<(&str, Vec<Verdict>)> = evaluation
+        .controls()
+        .filter_map(|(control, arm)| {
+            let arm_verdicts = evaluation.verdicts.get(arm)?;
+            let kept = arm_verdicts
+                .iter()
+                .zip(&evaluation.verdicts[control])
+                .map(|(&verdict, &other)| match other {
+                    Verdict::None => Verdict::None,
+                    _ => verdict,
+                })
+                .collect();
+            Some((control, kept))
+        })
+        .collect();
+    let mut all_cells = cells;
+    all_cells.extend(paired.iter().map(|(_, kept)| {
+        labels
+            .iter()
+            .zip(kept)
+            .map(|(&flipped, &verdict)| Cell::of(flipped, verdict))
+            .collect::<Vec<Cell>>()
+    }));
+    // Rows added after the arms' leave the arms' draws as they were: draws pick clusters only.
+    let clusters = ClusterCounts::new(&evaluation.claims, &all_cells, options.resample);
     let totals = clusters.resample(options.resamples as usize, options.seed);
-    let arm_intervals = intervals(&totals, steps.len(), options.confidence);
+    let mut arm_intervals = intervals(&totals, all_cells.len(), options.confidence);
+    let paired_intervals = arm_intervals.split_off(steps.len());
+    let mut on_same_claims: BTreeMap<&str, OnSameClaims> = paired
+        .iter()
+        .zip(paired_intervals)
+        .map(|((control, kept), bounds)| {
+            let confusion = Confusion::count(labels.iter().copied().zip(kept));
+            let same = OnSameClaims {
+                precision: confusion.precision(),
+                precision_ci: bounds.precision,
+                fire_rate: confusion.fire_rate(),
+            };
+            (*control, same)
+        })
+        .collect();
 
     let natural = options.natural_rate.as_ref().map(|rate| rate.value);
     let mut all: BTreeMap<String, ArmStats> = steps
@@ -80,18 +121,26 @@ pub fn analyze(
     let mut controls = BTreeMap::new();
     for (control, arm) in evaluation.controls() {
         let metrics = all.remove(control).expect("every control has stats");
-        let agreement = evaluation.verdicts.get(arm).map(|arm_verdicts| {
-            let same = arm_verdicts
-                .iter()
-                .zip(&evaluation.verdicts[control])
-                .filter(|(one, two)| one == two)
-                .count();
-            ratio(same as u64, arm_verdicts.len() as u64)
-        });
+        // Over the claims both gave a verdict on: a missing verdict neither agrees nor disagrees.
+        let (agreed, compared) = evaluation
+            .verdicts
+            .get(arm)
+            .map(|arm_verdicts| {
+                let both: Vec<(&Verdict, &Verdict)> = arm_verdicts
+                    .iter()
+                    .zip(&evaluation.verdicts[control])
+                    .filter(|(one, two)| **one != Verdict::None && **two != Verdict::None)
+                    .collect();
+                let agreed = both.iter().filter(|(one, two)| one == two).count();
+                (agreed as u64, both.len() as u64)
+            })
+            .unwrap_or_default();
         let stats = ControlStats {
             of: arm.to_string(),
             by: evaluation.info[control].control.clone(),
-            agreement: agreement.flatten(),
+            agreement: ratio(agreed, compared),
+            compared,
+            arm_on_same_claims: on_same_claims.remove(control),
             metrics,
         };
         controls.insert(control.to_string(), stats);
@@ -304,5 +353,70 @@ mod tests {
         assert_eq!(document.by_repository["r"]["a0"].total(), 3);
         assert_eq!(document.arms["a0"].precision, Some(0.5));
         assert_eq!(document.arms["a1"].precision, None);
+    }
+
+    /// Regression: a control's agreement counted a claim the control refused (no verdict) as a
+    /// disagreement, and two missing verdicts as an agreement, so a paraphrase control that
+    /// refused a quarter of the sample agreed at most 0.75 with its arm.
+    #[test]
+    fn a_control_is_compared_with_its_arm_on_the_claims_both_judged() {
+        use Verdict::{Flipped as F, Held as H, None as N};
+        let ids: Vec<String> = (0..6)
+            .map(|index| claim_id("r", "p", &format!("t::{index}")))
+            .collect();
+        let truth: Vec<TruthRecord> = ids
+            .iter()
+            .enumerate()
+            .map(|(index, id)| TruthRecord {
+                claim: id.clone(),
+                label: if index % 2 == 0 {
+                    Label::Flipped
+                } else {
+                    Label::Held
+                },
+                reason: None,
+                parent_runs: vec![],
+                child_runs: vec![],
+            })
+            .collect();
+        let arm = |verdicts: [Verdict; 6], control_of: Option<&str>| ArmInput {
+            info: ArmInfo {
+                control_of: control_of.map(str::to_string),
+                ..ArmInfo::default()
+            },
+            predictions: ids
+                .iter()
+                .zip(verdicts)
+                .map(|(id, verdict)| PredictionRecord {
+                    claim: id.clone(),
+                    verdict,
+                    evidence: serde_json::Value::Null,
+                    tokens_in: None,
+                    tokens_out: None,
+                    cost: None,
+                })
+                .collect(),
+        };
+        let arms = BTreeMap::from([
+            ("a4".to_string(), arm([F, F, H, F, H, H], None)),
+            ("a4_para".to_string(), arm([F, N, H, N, F, H], Some("a4"))),
+        ]);
+        let evaluation = Evaluation::build(&truth, &Origins::default(), &arms, None).unwrap();
+        let options = AnalysisOptions {
+            resamples: 50,
+            ..AnalysisOptions::default()
+        };
+        let document = analyze(&evaluation, vec![], BTreeMap::new(), &options);
+        let control = &document.controls["a4_para"];
+        // Claims 0, 2, 4, 5 were judged by both; they agree on 0, 2 and 5.
+        assert_eq!(control.compared, 4);
+        assert_eq!(control.agreement, Some(0.75));
+        // The arm on those claims fires on claim 0 alone, a flip; over every claim it also
+        // fires on 1 and 3, both held.
+        let same = control.arm_on_same_claims.as_ref().unwrap();
+        assert_eq!(same.precision, Some(1.0));
+        assert_eq!(same.fire_rate, Some(1.0 / 6.0));
+        assert_eq!(document.arms["a4"].precision, Some(1.0 / 3.0));
+        assert_eq!(control.metrics.fire_rate, Some(2.0 / 6.0));
     }
 }

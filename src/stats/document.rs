@@ -154,7 +154,24 @@ pub struct ControlStats {
     /// The manipulation it runs under (`shuffled-diff`, `paraphrase`), when a step declares one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<String>,
-    /// The share of claims on which the control's verdict equals the arm's.
+    /// The share of the claims both gave a verdict on where the control's verdict equals the
+    /// arm's (a missing verdict neither agrees nor disagrees).
     pub agreement: Option<f64>,
+    /// How many claims both gave a verdict on.
+    #[serde(default)]
+    pub compared: u64,
+    /// The arm scored on the claims the control gave a verdict on, to read the control against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arm_on_same_claims: Option<OnSameClaims>,
     pub metrics: ArmStats,
+}
+
+/// An arm scored on the claims one of its controls gave a verdict on (its other verdicts taken
+/// as missing): a paraphrase control that refused some claims is compared on the rest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OnSameClaims {
+    pub precision: Option<f64>,
+    pub precision_ci: Option<Interval>,
+    /// Fired claims over the same claims the control's fire rate counts.
+    pub fire_rate: Option<f64>,
 }

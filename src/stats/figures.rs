@@ -5,7 +5,8 @@
 //!   rate (what always-invalidate reaches) as a dashed line; every arm labelled where no other
 //!   label or point covers it.
 //! - `question_information.svg`: the paper's Figure 3, the 2×2 of question × information.
-//! - `cost.svg`: cost per claim against precision, the frontier joined by a line.
+//! - `cost.svg`: cost per claim against precision with intervals and the base rate, the frontier
+//!   joined by a line.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -44,8 +45,8 @@ fn draw(
     Ok(svg)
 }
 
-/// Colours that stay distinct for readers with colour-blindness (Okabe and Ito), one per arm in
-/// the order the arms are given.
+/// Colours that stay distinct for readers with colour-blindness (Okabe and Ito); an arm's colour is
+/// chosen by [`colour_of`].
 const PALETTE: [RGBColor; 8] = [
     RGBColor(0, 114, 178),
     RGBColor(213, 94, 0),
@@ -56,6 +57,18 @@ const PALETTE: [RGBColor; 8] = [
     RGBColor(120, 120, 120),
     RGBColor(0, 0, 0),
 ];
+/// An arm's colour, the same in every figure of one report: its place among the document's arms
+/// (and controls), in name order, picks the palette entry.
+fn colour_of(document: &StatsDocument, arm: &str) -> RGBColor {
+    let index = document
+        .arms
+        .keys()
+        .chain(document.controls.keys())
+        .position(|name| name == arm)
+        .unwrap_or(0);
+    PALETTE[index % PALETTE.len()]
+}
+
 /// The base rate's colour: what always-invalidate reaches.
 const BASE_RATE: RGBColor = RGBColor(180, 40, 40);
 
@@ -80,31 +93,80 @@ impl Placed {
     }
 }
 
+impl Placed {
+    /// A straight line from `from` to `to`, thickened to a box two pixels across: a label placed
+    /// over it would be struck through.
+    fn line(from: (i32, i32), to: (i32, i32)) -> Placed {
+        Placed {
+            left: from.0.min(to.0) - 1,
+            top: from.1.min(to.1) - 1,
+            right: from.0.max(to.0) + 1,
+            bottom: from.1.max(to.1) + 1,
+        }
+    }
+}
+
+/// A label's text colour: its arm's colour darkened until it reads on white (the palette's yellow
+/// and sky blue are for marks, not for letters).
+fn ink(colour: RGBColor) -> RGBColor {
+    let RGBColor(red, green, blue) = colour;
+    let darken = |channel: u8| (f64::from(channel) * 0.7) as u8;
+    RGBColor(darken(red), darken(green), darken(blue))
+}
+
+/// The pixels inside a chart's axes: labels stay there, off the axes' own labels.
+fn plot_area<'a, X: Ranged, Y: Ranged>(
+    chart: &ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+) -> Placed {
+    let (x, y) = chart.plotting_area().get_pixel_range();
+    Placed {
+        left: x.start,
+        top: y.start,
+        right: x.end,
+        bottom: y.end,
+    }
+}
+
+/// Whether a label placed at `corner` (`height` pixels tall) sits beside its point at `anchor`,
+/// so needs no leader line to it.
+fn beside(corner: (i32, i32), height: i32, anchor: (i32, i32)) -> bool {
+    corner.1 - 8 <= anchor.1 && anchor.1 <= corner.1 + height + 8
+}
+
 /// Where to write `text` (about `height` pixels tall) next to a point at pixel `anchor`, so that it
-/// covers no label already placed: the first free spot among right, left, above and below,
-/// then further and further down. Returns the text's top-left corner.
+/// covers nothing already placed (labels, points, interval bars, the base-rate line) and stays in
+/// `bounds`: the first
+/// free spot among the four corners beside the point (above right first: clear of the point's own
+/// interval bars, which cross at it), right, left, then further and further up and down. Returns
+/// the text's top-left corner.
 fn place_label(
     anchor: (i32, i32),
     text: &str,
     height: i32,
     placed: &mut Vec<Placed>,
-    bounds: (i32, i32),
+    bounds: Placed,
 ) -> (i32, i32) {
     // An average glyph of a 13-pixel sans-serif font is about 7 pixels wide.
     let width = text.chars().count() as i32 * 7 + 2;
     let (x, y) = anchor;
+    // Clear of the point's circle (radius 5, reserved 6 around it) and of its bars.
     let mut candidates = vec![
+        (x + 6, y - 7 - height),
+        (x + 6, y + 7),
+        (x - 6 - width, y - 7 - height),
+        (x - 6 - width, y + 7),
         (x + 9, y - height / 2),
         (x - 9 - width, y - height / 2),
-        (x - width / 2, y - 9 - height),
-        (x - width / 2, y + 9),
     ];
     for step in 1..40 {
-        candidates.push((x + 9, y - height / 2 + step * (height + 2)));
-        candidates.push((x + 9, y - height / 2 - step * (height + 2)));
+        candidates.push((x + 6, y - 7 - height - step * (height + 2)));
+        candidates.push((x + 6, y + 7 + step * (height + 2)));
     }
     let fits = |(left, top): (i32, i32)| {
-        left >= 0 && top >= 0 && left + width <= bounds.0 && top + height <= bounds.1
+        left >= bounds.left
+            && top >= bounds.top
+            && left + width <= bounds.right
+            && top + height <= bounds.bottom
     };
     let chosen = candidates
         .iter()
@@ -137,15 +199,8 @@ pub fn arms(document: &StatsDocument, arms: &[(&str, &ArmStats)]) -> Result<Stri
     let points: Vec<(&str, &ArmStats, f64, f64, RGBColor)> = arms
         .iter()
         .filter_map(|(name, stats)| Some((*name, *stats, stats.recall?, stats.precision?)))
-        .enumerate()
-        .map(|(index, (name, stats, recall, precision))| {
-            (
-                name,
-                stats,
-                recall,
-                precision,
-                PALETTE[index % PALETTE.len()],
-            )
+        .map(|(name, stats, recall, precision)| {
+            (name, stats, recall, precision, colour_of(document, name))
         })
         .collect();
     let base_rate = document.sample.base_rate;
@@ -177,6 +232,10 @@ pub fn arms(document: &StatsDocument, arms: &[(&str, &ArmStats)]) -> Result<Stri
                 4,
                 BASE_RATE.stroke_width(1),
             ))?;
+            placed.push(Placed::line(
+                chart.backend_coord(&(0.0, rate)),
+                chart.backend_coord(&(1.05, rate)),
+            ));
             let label = format!("base rate {rate:.3} (always invalidate)");
             let (x, y) = chart.backend_coord(&(0.02, rate));
             let corner = (x, y - 17);
@@ -200,6 +259,10 @@ pub fn arms(document: &StatsDocument, arms: &[(&str, &ArmStats)]) -> Result<Stri
                     [(*recall, low), (*recall, high)],
                     style,
                 )))?;
+                placed.push(Placed::line(
+                    chart.backend_coord(&(*recall, low)),
+                    chart.backend_coord(&(*recall, high)),
+                ));
                 for end in [low, high] {
                     chart.draw_series(std::iter::once(PathElement::new(
                         [(*recall - 0.008, end), (*recall + 0.008, end)],
@@ -212,6 +275,10 @@ pub fn arms(document: &StatsDocument, arms: &[(&str, &ArmStats)]) -> Result<Stri
                     [(low, *precision), (high, *precision)],
                     style,
                 )))?;
+                placed.push(Placed::line(
+                    chart.backend_coord(&(low, *precision)),
+                    chart.backend_coord(&(high, *precision)),
+                ));
                 for end in [low, high] {
                     chart.draw_series(std::iter::once(PathElement::new(
                         [(end, *precision - 0.008), (end, *precision + 0.008)],
@@ -248,7 +315,7 @@ pub fn arms(document: &StatsDocument, arms: &[(&str, &ArmStats)]) -> Result<Stri
                 bottom: y + 6,
             });
         }
-        let bounds = (WIDTH as i32, HEIGHT as i32);
+        let bounds = plot_area(&chart);
         for (names, anchor) in &groups {
             let text = names
                 .iter()
@@ -256,9 +323,12 @@ pub fn arms(document: &StatsDocument, arms: &[(&str, &ArmStats)]) -> Result<Stri
                 .collect::<Vec<_>>()
                 .join(" = ");
             let corner = place_label(*anchor, &text, 15, &mut placed, bounds);
-            let colour = if names.len() == 1 { names[0].1 } else { BLACK };
-            let near = (corner.1 - anchor.1 + 7).abs() <= 12;
-            if !near {
+            let colour = if names.len() == 1 {
+                ink(names[0].1)
+            } else {
+                BLACK
+            };
+            if !beside(corner, 15, *anchor) {
                 // A label moved away from its point keeps a thin leader to it.
                 root.draw(&PathElement::new(
                     [*anchor, (corner.0, corner.1 + 7)],
@@ -344,7 +414,6 @@ pub fn question_information(
                 ))?;
             }
         }
-        let mut colour_index = 0;
         for (row, cells_of_row) in cells.iter().enumerate() {
             for (column, cell) in cells_of_row.iter().enumerate() {
                 let x0 = left + column as i32 * cell_width;
@@ -380,8 +449,7 @@ pub fn question_information(
                     ))?;
                 }
                 for (slot, (name, stats)) in cell.iter().enumerate() {
-                    let colour = PALETTE[colour_index % PALETTE.len()];
-                    colour_index += 1;
+                    let colour = colour_of(document, name);
                     let y = y0 + 40 + slot as i32 * 44;
                     let value = stats
                         .precision
@@ -394,7 +462,7 @@ pub fn question_information(
                     root.draw(&Text::new(
                         format!("{name}  {value}{interval}"),
                         (x0 + 14, y - 24),
-                        (FONT, 14).into_font().color(&colour),
+                        (FONT, 14).into_font().color(&ink(colour)),
                     ))?;
                     if let Some(rate) = base_rate {
                         // The base rate as a short tick on the arm's own line, clear of the text.
@@ -446,53 +514,156 @@ pub fn question_information(
     })
 }
 
-/// Cost per claim against precision for the arms that have both; `frontier` joined by a line.
-pub fn cost(arms: &[(&str, &ArmStats)], frontier: &[String]) -> Result<String, FigureError> {
-    let points: Vec<(&str, f64, f64)> = arms
+/// Cost per claim against precision for the arms that have both: one coloured circle per arm with
+/// its precision interval, each labelled where it covers no other mark, `frontier` joined by a
+/// grey line, the base rate dashed, on the same calm grid as the precision/recall figure.
+pub fn cost(
+    document: &StatsDocument,
+    arms: &[(&str, &ArmStats)],
+    frontier: &[String],
+) -> Result<String, FigureError> {
+    let points: Vec<(&str, &ArmStats, f64, f64, RGBColor)> = arms
         .iter()
-        .filter_map(|(name, stats)| Some((*name, stats.cost.as_ref()?.per_claim, stats.precision?)))
-        .filter(|(_, cost, _)| *cost > 0.0)
+        .filter_map(|(name, stats)| {
+            Some((
+                *name,
+                *stats,
+                stats.cost.as_ref()?.per_claim,
+                stats.precision?,
+            ))
+        })
+        .filter(|(_, _, cost, _)| *cost > 0.0)
+        .map(|(name, stats, cost, precision)| {
+            (name, stats, cost, precision, colour_of(document, name))
+        })
         .collect();
     let low = points
         .iter()
-        .map(|point| point.1)
+        .map(|point| point.2)
         .fold(f64::INFINITY, f64::min);
-    let high = points.iter().map(|point| point.1).fold(0.0, f64::max);
+    let high = points.iter().map(|point| point.2).fold(0.0, f64::max);
     let (low, high) = if points.is_empty() {
         (1e-6, 1.0)
     } else {
-        (low / 2.0, high * 2.0)
+        // Room on the left for the labels of the cheapest arms, which often share one cost.
+        (low / 5.0, high * 2.0)
     };
     let line: Vec<(f64, f64)> = frontier
         .iter()
         .filter_map(|arm| points.iter().find(|point| point.0 == arm))
-        .map(|(_, cost, precision)| (*cost, *precision))
+        .map(|(_, _, cost, precision, _)| (*cost, *precision))
         .collect();
+    let base_rate = document.sample.base_rate;
     draw("cost", |root| {
         let mut chart = ChartBuilder::on(root)
-            .caption("Cost per claim against precision", (FONT, 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(50)
+            .caption(
+                "Cost per claim against precision (95% intervals)",
+                (FONT, 18),
+            )
+            .margin(16)
+            .x_label_area_size(44)
+            .y_label_area_size(56)
             .build_cartesian_2d((low..high).log_scale(), 0f64..1.05f64)?;
+        // The calm grid of the precision/recall figure: faint major lines, no minor lines (a log
+        // axis otherwise draws nine between each power of ten).
         chart
             .configure_mesh()
+            .bold_line_style(BLACK.mix(0.08))
+            .light_line_style(TRANSPARENT)
+            .axis_style(BLACK.mix(0.5))
+            .label_style((FONT, 13))
             .x_desc("dollars per claim (log scale)")
             .y_desc("precision")
             .draw()?;
-        chart.draw_series(LineSeries::new(line, BLUE.stroke_width(1)))?;
-        chart.draw_series(
-            points
-                .iter()
-                .map(|(_, cost, precision)| Circle::new((*cost, *precision), 5, BLUE.filled())),
-        )?;
-        chart.draw_series(points.iter().map(|(name, cost, precision)| {
-            Text::new(
+        let mut placed: Vec<Placed> = Vec::new();
+        if let Some(rate) = base_rate {
+            chart.draw_series(DashedLineSeries::new(
+                [(low, rate), (high, rate)],
+                6,
+                4,
+                BASE_RATE.stroke_width(1),
+            ))?;
+            placed.push(Placed::line(
+                chart.backend_coord(&(low, rate)),
+                chart.backend_coord(&(high, rate)),
+            ));
+            // At the right end: the cheapest arms sit at the left.
+            let label = format!("base rate {rate:.3}");
+            let (x, y) = chart.backend_coord(&(high, rate));
+            let corner = (x - 4 - label.len() as i32 * 7, y - 17);
+            placed.push(Placed {
+                left: corner.0,
+                top: corner.1,
+                right: corner.0 + label.len() as i32 * 7,
+                bottom: corner.1 + 15,
+            });
+            root.draw(&Text::new(
+                label,
+                corner,
+                (FONT, 13).into_font().color(&BASE_RATE),
+            ))?;
+        }
+        let frontier_style = BLACK.mix(0.35).stroke_width(1);
+        chart.draw_series(LineSeries::new(line.iter().copied(), frontier_style))?;
+        for pair in line.windows(2) {
+            placed.push(Placed::line(
+                chart.backend_coord(&pair[0]),
+                chart.backend_coord(&pair[1]),
+            ));
+        }
+        // Arms at one cost (those asking one model the same number of calls) stand side by side,
+        // 10 pixels apart, so their intervals do not cover each other.
+        let mut at: Vec<(i32, i32)> = Vec::new();
+        for (_, _, cost, precision, _) in &points {
+            at.push(chart.backend_coord(&(*cost, *precision)));
+        }
+        for index in 0..at.len() {
+            let column: Vec<usize> = (0..at.len())
+                .filter(|other| (at[*other].0 - at[index].0).abs() <= 3)
+                .collect();
+            if column.len() > 1 {
+                let rank = column.iter().position(|other| *other == index).unwrap() as i32;
+                at[index].0 += rank * 10 - (column.len() as i32 - 1) * 5;
+            }
+        }
+        for ((_, stats, cost, _, colour), (x, _)) in points.iter().zip(&at) {
+            let Some([low, high]) = stats.precision_ci else {
+                continue;
+            };
+            let style = colour.mix(0.55).stroke_width(1);
+            let (_, top) = chart.backend_coord(&(*cost, high));
+            let (_, bottom) = chart.backend_coord(&(*cost, low));
+            root.draw(&PathElement::new([(*x, top), (*x, bottom)], style))?;
+            for y in [top, bottom] {
+                root.draw(&PathElement::new([(x - 3, y), (x + 3, y)], style))?;
+            }
+            placed.push(Placed::line((*x, top), (*x, bottom)));
+        }
+        for ((.., colour), (x, y)) in points.iter().zip(&at) {
+            root.draw(&Circle::new((*x, *y), 5, colour.filled()))?;
+            placed.push(Placed {
+                left: x - 6,
+                top: y - 6,
+                right: x + 6,
+                bottom: y + 6,
+            });
+        }
+        let bounds = plot_area(&chart);
+        for ((name, .., colour), anchor) in points.iter().zip(&at) {
+            let anchor = *anchor;
+            let corner = place_label(anchor, name, 15, &mut placed, bounds);
+            if !beside(corner, 15, anchor) {
+                root.draw(&PathElement::new(
+                    [anchor, (corner.0, corner.1 + 7)],
+                    BLACK.mix(0.3).stroke_width(1),
+                ))?;
+            }
+            root.draw(&Text::new(
                 name.to_string(),
-                (*cost * 1.08, *precision + 0.012),
-                (FONT, 13),
-            )
-        }))?;
+                corner,
+                (FONT, 13).into_font().color(&ink(*colour)),
+            ))?;
+        }
         Ok(())
     })
 }

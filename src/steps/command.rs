@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::process::CommandExt;
 use std::path::{Component, Path};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -37,6 +37,7 @@ use crate::engine::{
     StepError, StepKind, Upstream,
 };
 use crate::pipeline::{Pipeline, StepSpec};
+use crate::process::{self, Capture, Outcome};
 
 /// The `command` step kind.
 pub struct CommandStep;
@@ -72,9 +73,6 @@ pub struct CommandParams {
 
 /// Variables every command gets even under an `env:` allow-list: without them `sh` finds nothing.
 const ALWAYS_PASSED: &[&str] = &["PATH", "HOME", "LANG"];
-
-/// The longest a running command goes unwatched: how soon a timeout or a Ctrl-C is noticed.
-const CANCEL_CHECK: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// One fan-out element and the placeholders it fills.
 struct Element {
@@ -250,24 +248,9 @@ impl StepKind for CommandStep {
                 source,
             })?;
         }
-        let log = fs::File::create(&log_path).map_err(|source| StepError::Io {
-            context: format!("create {}", log_path.display()),
-            source,
-        })?;
-        let log_err = log.try_clone().map_err(|source| StepError::Io {
-            context: format!("open {}", log_path.display()),
-            source,
-        })?;
         let params: &CommandParams = ctx.params()?;
         let mut command = Command::new(shell());
-        command
-            .arg0("sh")
-            .arg("-c")
-            .arg(run)
-            .current_dir(ctx.root)
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(log_err);
+        command.arg0("sh").arg("-c").arg(run).current_dir(ctx.root);
         if let Some(allowed) = &params.env {
             command.env_clear();
             for name in ALWAYS_PASSED
@@ -290,68 +273,41 @@ impl StepKind for CommandStep {
         {
             command.env_remove(variable);
         }
-        // The command leads a process group of its own: a stopped run (Ctrl-C) takes it down with
-        // everything it started, and whatever it leaves running when it ends is ended with it.
-        let (mut child, group) =
-            crate::process_groups::spawn(&mut command).map_err(|source| StepError::Io {
-                context: format!("step `{step}`: start `sh -c {run}`"),
-                source,
-            })?;
-        let deadline = params
-            .timeout
-            .map(|seconds| std::time::Instant::now() + std::time::Duration::from_secs_f64(seconds));
-        let status = loop {
-            let timed_out = deadline.is_some_and(|deadline| std::time::Instant::now() >= deadline);
-            if timed_out || ctx.cancel.is_cancelled() {
-                group.kill();
-                let _ = child.wait();
-                if timed_out {
-                    return Err(StepError::Message(format!(
-                        "step `{step}` item `{}`: `{run}` ran longer than its timeout of {}s and \
-                         was stopped",
-                        item.id,
-                        params.timeout.unwrap_or_default()
-                    )));
-                }
-                return Err(StepError::Cancelled);
+        // The command leads a process group of its own: a stopped run (Ctrl-C), the timeout or its
+        // end takes it down with everything it started.
+        let mut running =
+            process::Run::new(&mut command, Capture::Log(&log_path)).cancel(&ctx.cancel);
+        if let Some(seconds) = params.timeout {
+            running = running.timeout(std::time::Duration::from_secs_f64(seconds));
+        }
+        let finished = running.run().map_err(|source| StepError::Io {
+            context: format!("step `{step}`: run `sh -c {run}`"),
+            source,
+        })?;
+        match finished.outcome {
+            Outcome::Exited(0) => {}
+            Outcome::Cancelled => return Err(StepError::Cancelled),
+            Outcome::TimedOut => {
+                return Err(StepError::Message(format!(
+                    "step `{step}` item `{}`: `{run}` ran longer than its timeout of {}s and was \
+                     stopped",
+                    item.id,
+                    params.timeout.unwrap_or_default()
+                )));
             }
-            // Wakes when the command exits; at the latest after 50 ms, to look at the deadline and
-            // the cancellation token again.
-            let limit = deadline.map_or(CANCEL_CHECK, |deadline| {
-                deadline
-                    .saturating_duration_since(std::time::Instant::now())
-                    .min(CANCEL_CHECK)
-            });
-            let waited = group
-                .wait_exit(&mut child, limit)
-                .map_err(|source| StepError::Io {
-                    context: format!("step `{step}`: wait for `sh -c {run}`"),
-                    source,
-                })?;
-            if let Some(status) = waited {
-                break status;
+            failed @ (Outcome::Exited(_) | Outcome::Signalled(_)) => {
+                let tail = process::log_tail(&log_path, 12);
+                return Err(StepError::Message(format!(
+                    "step `{step}` item `{}`: `{run}` {failed}{}{}",
+                    item.id,
+                    if tail.is_empty() {
+                        ""
+                    } else {
+                        "; its output ends:\n    "
+                    },
+                    tail.lines().collect::<Vec<_>>().join("\n    ")
+                )));
             }
-        };
-        if !status.success() {
-            let tail = fs::read_to_string(&log_path).unwrap_or_default();
-            let tail: Vec<&str> = tail
-                .lines()
-                .rev()
-                .take(12)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect();
-            return Err(StepError::Message(format!(
-                "step `{step}` item `{}`: `{run}` exited with {status}{}{}",
-                item.id,
-                if tail.is_empty() {
-                    ""
-                } else {
-                    "; its output ends:\n    "
-                },
-                tail.join("\n    ")
-            )));
         }
         let mut output = ItemOutput::default();
         for path in outputs {
@@ -387,9 +343,10 @@ impl StepKind for CommandStep {
     }
 }
 
-/// The `sh` that `PATH` names (its first absolute directory holding one), found once: spawning by the bare name makes every item's spawn try
-/// each directory of `PATH` in turn (nine `execve` calls per item on a typical `PATH`). Without a
-/// `sh` on `PATH` the bare name is left to the spawn, which then fails as before.
+/// The `sh` that `PATH` names (its first absolute directory holding one), found once: spawning by
+/// the bare name makes every item's spawn try each directory of `PATH` in turn (nine `execve` calls
+/// per item on a typical `PATH`). Without a `sh` on `PATH` the bare name is left to the spawn, which
+/// then fails as before.
 fn shell() -> &'static Path {
     static SHELL: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
     SHELL.get_or_init(|| {

@@ -6,14 +6,15 @@
 //!
 //! One item per commit (`<repo>@<commit>`). Its key reads the digest of that commit's claims (and
 //! of its `rank-commits` record when the step also needs `rank-commits`), the interpreter and pytest
-//! fingerprint, and the commit ids; `timeout` and `slots` are left out, since they cannot change a
-//! verdict that was reached. A re-run over the same commits therefore runs no pytest at all. Items
-//! for different commits run in parallel, each in its own slot (a worktree and a run directory).
+//! fingerprint, and the commit ids; `timeout` is left out, since it cannot change a verdict that
+//! was reached. A re-run over the same commits therefore runs no pytest at all. Items for different
+//! commits run in parallel, each in its own slot (a worktree and a run directory), as many at once
+//! as the engine's pytest permits (`--pytest-slots`) allow: the permits are the only bound.
 //! Before anything is written the step checks the oracle's invariants; a broken one fails the step.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use schemars::JsonSchema;
@@ -48,10 +49,6 @@ pub struct OracleParams {
     #[serde(default = "default_timeout", skip_serializing)]
     #[schemars(range(min = 1))]
     pub timeout: f64,
-    /// Worktrees, so commits judged at once (default: the number of cores); not part of any key.
-    #[serde(default, skip_serializing)]
-    #[schemars(range(min = 1))]
-    pub slots: Option<usize>,
     /// Claims whose test file no longer imports at the child: discard (default) or flip.
     #[serde(default)]
     pub import_errors: ImportErrorPolicy,
@@ -242,69 +239,78 @@ impl OracleStep {
         }
     }
 
-    fn pool(&self, workdir: &Path, slots: usize) -> Arc<SlotPool> {
+    fn pool(&self, workdir: &Path) -> Arc<SlotPool> {
         let mut pools = self.pools.lock().expect("slot pools lock");
         Arc::clone(
             pools
                 .entry(workdir.to_path_buf())
-                .or_insert_with(|| Arc::new(SlotPool::new(workdir, slots))),
+                .or_insert_with(|| Arc::new(SlotPool::new(workdir))),
         )
     }
 }
 
-/// The free slots of one workdir. A slot's directories belong to this process alone for as long as
-/// the pool lives: each is claimed with a lock file (`oracle/slot-N.lock`), so two runs on one
-/// workdir never check out two commits into one worktree; a slot another run holds is skipped.
+/// The slots (a worktree and a run directory each) of one workdir. A slot's directories belong to
+/// this process alone for as long as the pool lives: each is claimed with a lock file
+/// (`oracle/slot-N.lock`), so two runs on one workdir never check out two commits into one
+/// worktree; a slot another run holds is skipped.
+///
+/// The pool has no bound of its own: every item that takes a slot holds one of the engine's
+/// pytest permits (`--pytest-slots`) while it runs, so the permits bound the slots in use and a
+/// slot is never waited for. A free slot is reused; only when none is free is the next one claimed,
+/// so a run makes as many worktrees as it runs commits at once, never more.
 struct SlotPool {
-    free: Mutex<Vec<(usize, Slot)>>,
-    released: Condvar,
+    workdir: PathBuf,
+    state: Mutex<SlotState>,
+}
+
+struct SlotState {
+    free: Vec<(usize, Slot)>,
+    /// The next slot index to try claiming.
+    next: usize,
     /// The lock files of the claimed slots, held until the pool is dropped.
-    _claims: Vec<std::fs::File>,
+    claims: Vec<std::fs::File>,
 }
 
 impl SlotPool {
-    fn new(workdir: &Path, slots: usize) -> Self {
-        let mut claims = Vec::new();
-        let mut free = Vec::new();
-        let mut candidate = 0;
-        while free.len() < slots.max(1) {
-            let index = candidate;
-            candidate += 1;
-            let runs = workdir.join("oracle").join(format!("slot-{index}"));
+    fn new(workdir: &Path) -> Self {
+        SlotPool {
+            workdir: workdir.to_path_buf(),
+            state: Mutex::new(SlotState {
+                free: Vec::new(),
+                next: 0,
+                claims: Vec::new(),
+            }),
+        }
+    }
+
+    /// A free slot, or a newly claimed one: this never waits for another item.
+    fn acquire(&self) -> (usize, Slot) {
+        let mut state = self.state.lock().expect("slot pool lock");
+        // The lowest free index first, so a run reuses the same few worktrees.
+        if let Some(position) = (0..state.free.len()).min_by_key(|&at| state.free[at].0) {
+            return state.free.swap_remove(position);
+        }
+        loop {
+            let index = state.next;
+            state.next += 1;
+            let runs = self.workdir.join("oracle").join(format!("slot-{index}"));
             // A slot whose lock cannot be made (a read-only workdir) is used unlocked: the run
             // fails later, naming the path, where it writes.
             match claim_slot(&runs) {
-                Some(Ok(file)) => claims.push(file),
+                Some(Ok(file)) => state.claims.push(file),
                 Some(Err(())) => continue,
                 None => {}
             }
             let slot = Slot {
-                worktree: Worktree::new(slot_dir(workdir, index)),
+                worktree: Worktree::new(slot_dir(&self.workdir, index)),
                 runs,
             };
-            free.push((index, slot));
-        }
-        free.reverse();
-        SlotPool {
-            free: Mutex::new(free),
-            released: Condvar::new(),
-            _claims: claims,
-        }
-    }
-
-    fn acquire(&self) -> (usize, Slot) {
-        let mut free = self.free.lock().expect("slot pool lock");
-        loop {
-            if let Some(slot) = free.pop() {
-                return slot;
-            }
-            free = self.released.wait(free).expect("slot pool lock");
+            return (index, slot);
         }
     }
 
     fn release(&self, slot: (usize, Slot)) {
-        self.free.lock().expect("slot pool lock").push(slot);
-        self.released.notify_one();
+        self.state.lock().expect("slot pool lock").free.push(slot);
     }
 }
 
@@ -593,12 +599,9 @@ impl StepKind for OracleStep {
             import_errors: params.import_errors,
             test_files: test_rules(ctx, spec)?,
         };
-        let slots = params.slots.unwrap_or_else(|| {
-            std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
-        });
         // A worker's slots are its own (`<workdir>/jobs/<job>/…`): jobs on other nodes share
         // the workdir, not its checkouts.
-        let pool = self.pool(&crate::engine::private_root(ctx.workdir), slots);
+        let pool = self.pool(&crate::engine::private_root(ctx.workdir));
         let mut slot = pool.acquire();
         let judged = (|| {
             let oid = |id: &str| {

@@ -83,7 +83,9 @@ impl StepKind for StatsStep {
         //    `mine-claims` and `rank-commits` steps; `rankings` adds flip density by ranking.
         // 4: with the oracle needed, a `cutoff` split is analysed again on its own
         //    (`post_cutoff`) instead of replacing the oracle's labels.
-        4
+        // 5: a control's agreement counts only the claims both it and its arm judged, and its
+        //    arm is scored again on the claims the control judged (`arm_on_same_claims`).
+        5
     }
 
     fn about(&self) -> &'static str {

@@ -131,7 +131,8 @@ fn check_fallbacks(checker: &mut Checker, names: &[String], fallbacks: &[(String
 
 /// Replaces every entry whose key variable is not set (`is_set` false) and that has a `fallback:`
 /// by the entry it falls back to (followed until an entry whose key is set, or that needs none),
-/// marked with the line the run prints about it. The fallbacks were checked: no cycle.
+/// marked with the line the run prints about it; the replaced entry's `cutoff:`, if it has one,
+/// stays. The fallbacks were checked: no cycle.
 pub fn resolve_fallbacks(specs: &mut [(String, ModelSpec)], is_set: &dyn Fn(&str) -> bool) {
     let original: Vec<(String, ModelSpec)> = specs.to_vec();
     let find = |name: &str| {
@@ -169,6 +170,11 @@ pub fn resolve_fallbacks(specs: &mut [(String, ModelSpec)], is_set: &dyn Fn(&str
                 },
                 _ => break,
             }
+        }
+        // The post-cutoff split is drawn at the training cutoff of the model the pipeline is
+        // written for: a stand-in answers over that same split, whether or not a key is set.
+        if spec.cutoff.is_some() {
+            effective.cutoff = spec.cutoff.clone();
         }
         effective.stands_in = Some(format!(
             "model {name}: {variable} is not set; using {used} ({}, {}) — set {variable} to use {wanted}",
@@ -672,5 +678,21 @@ mod fallback_tests {
             );
         }
         assert!(specs[2].1.stands_in.is_none());
+    }
+
+    /// Regression: `pipelines/post-cutoff.yaml` splits at `judge`'s cutoff, and with no key set
+    /// `judge` became the local model's entry, which has none: the pipeline did not load
+    /// ("the `models:` entry `judge` has no `cutoff:`") although the file gives it.
+    #[test]
+    fn a_stand_in_keeps_the_training_cutoff_of_the_entry_it_replaces() {
+        let mut specs = entries();
+        specs[0].1.cutoff = Some("2024-05-31".into());
+        specs[2].1.cutoff = Some("2024-11-01".into());
+        resolve_fallbacks(&mut specs, &|_| false);
+        assert_eq!(specs[0].1.provider, Provider::LlamaServer);
+        assert_eq!(specs[0].1.cutoff.as_deref(), Some("2024-05-31"));
+        // `middle` gives none: it takes its stand-in's own.
+        assert_eq!(specs[1].1.cutoff.as_deref(), Some("2024-11-01"));
+        assert_eq!(specs[2].1.cutoff.as_deref(), Some("2024-11-01"));
     }
 }

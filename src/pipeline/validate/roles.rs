@@ -2,9 +2,9 @@
 //! ([`crate::engine::StepKind::role`]), and an arm step that needs a manipulating step (a shuffle,
 //! a paraphrase) becomes a control of its twin, the same arm without the manipulation.
 //!
-//! The twin is the arm step of the same kind with the same `with:`, itself no control, whose needs
-//! are among the control's (the control adds the manipulating step); the one with the most needs
-//! when several are. Without a twin the control is named by its kind and parameters, and is still
+//! The twin is the arm step of the same kind with the same `with:` (apart from `replicates`: asking
+//! each call again does not make another arm), itself no control, whose needs are among the
+//! control's (the control adds the manipulating step); the one with the most needs when several are. Without a twin the control is named by its kind and parameters, and is still
 //! never scored as an arm of its own.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -56,7 +56,7 @@ pub fn declare(specs: &mut [StepSpec], registry: &dyn Kinds) {
                     && matches!(candidate.role, Role::Predictions { .. })
                     && manipulated(candidate).is_none()
                     && candidate.uses == spec.uses
-                    && candidate.with == spec.with
+                    && same_arm(&candidate.with, &spec.with)
                     && candidate.needs.iter().all(|need| needs.contains(need))
             })
             .max_by_key(|candidate| {
@@ -83,6 +83,23 @@ pub fn declare(specs: &mut [StepSpec], registry: &dyn Kinds) {
     }
 }
 
+/// Parameters that repeat an arm's work rather than change what it decides.
+const REPEATS: &[&str] = &["replicates"];
+
+/// Whether two `with:` maps make the same arm: equal apart from [`REPEATS`].
+fn same_arm(left: &serde_json::Value, right: &serde_json::Value) -> bool {
+    let decided = |with: &serde_json::Value| match with {
+        serde_json::Value::Object(map) => serde_json::Value::Object(
+            map.iter()
+                .filter(|(key, _)| !REPEATS.contains(&key.as_str()))
+                .map(|(key, value)| (key.clone(), value.clone()))
+                .collect(),
+        ),
+        other => other.clone(),
+    };
+    decided(left) == decided(right)
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;
@@ -106,12 +123,24 @@ steps:
   shuffled:    {uses: shuffle, needs: [rank, claims]}
   a4_shuffled: {uses: arm, needs: [claims, shuffled], with: {arm: symbol-anchoring}}
   a3_shuffled: {uses: arm, needs: [claims, shuffled], with: {arm: file-anchoring}}
+  a6_risk: {uses: llm-arm, needs: [claims, sample], with: {question: a6_risk, prompt: prompts/a6_risk.txt, model: judge, replicates: 3}}
+  a6_risk_shuffled:
+    uses: llm-arm
+    needs: [claims, sample, shuffled]
+    with: {question: a6_risk, prompt: prompts/a6_risk.txt, model: judge}
+models:
+  judge: {provider: llama-server}
 "#;
 
     fn role(name: &str) -> Role {
         let registry = Registry::builtin();
-        let pipeline = load_str(PIPELINE, Path::new("roles.yaml"), Path::new("/"), &registry)
-            .unwrap_or_else(|problems| panic!("{problems}"));
+        let pipeline = load_str(
+            PIPELINE,
+            Path::new("roles.yaml"),
+            Path::new(env!("CARGO_MANIFEST_DIR")),
+            &registry,
+        )
+        .unwrap_or_else(|problems| panic!("{problems}"));
         pipeline.step(name).unwrap().role.clone()
     }
 
@@ -143,6 +172,8 @@ steps:
                 model: None
             }
         );
+        // Regression: the twin asks each call three times, the control once; they are one arm.
+        assert_eq!(role("a6_risk_shuffled").control_of(), Some("a6_risk"));
         // No twin among the steps: named by its kind and parameters, still a control.
         let untwinned = role("a3_shuffled");
         assert!(untwinned.is_scored() && untwinned.strategy().is_none());

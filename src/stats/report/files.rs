@@ -116,7 +116,7 @@ fn render_sections(
     if !priced.is_empty() {
         files.insert(
             "figures/cost.svg".into(),
-            figures::cost(&priced, &document.frontier)?.into_bytes(),
+            figures::cost(document, &priced, &document.frontier)?.into_bytes(),
         );
         figure_lines.push("![Cost per claim against precision](figures/cost.svg)".to_string());
     }

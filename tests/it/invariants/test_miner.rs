@@ -6,8 +6,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use claimflow::oracle::command::RunFiles;
-use claimflow::oracle::runner::{RunOutcome, RunRequest, run_pytest};
+use claimflow::oracle::runner::{RunRequest, run_pytest};
 use claimflow::oracle::{UnknownReason, Verdict, classify};
+use claimflow::process::Outcome;
 
 use crate::oracle::python::environment;
 
@@ -70,7 +71,7 @@ fn test_miner() {
     })
     .expect("pytest runs");
     // pytest's own exit code for "interrupted": the batch ran nothing.
-    assert_eq!(report.outcome, RunOutcome::Exited(2));
+    assert_eq!(report.outcome, Outcome::Exited(2));
     // The result plugin recorded no test event: nothing ran, so nothing can be read as a verdict.
     for line in report.records.lines() {
         let record: serde_json::Value = serde_json::from_str(line).expect("a JSON record");

@@ -7,6 +7,7 @@ mod requests;
 mod secrets;
 mod steps;
 mod transport;
+mod variance;
 
 use std::future::Future;
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! arm writes predictions, A5 asks once per commit, a failed prose rendering is reported, and
 //! editing one prompt file re-asks exactly the calls that use it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -12,8 +12,8 @@ use claimflow::engine::{
     StepContext, StepError, StepKind, Upstream,
 };
 use claimflow::pipeline::{Pipeline, StepSpec, load_str};
-use claimflow::records::{ClaimRecord, PredictionRecord, Verdict};
-use claimflow::steps::{LlmArm, ProseRender, Registry};
+use claimflow::records::{ClaimRecord, Label, PredictionRecord, TruthRecord, Verdict};
+use claimflow::steps::{LlmArm, ProseRender, Registry, Stratify};
 use serde_json::json;
 
 use super::fake_server::{FakeServer, Recorded, Reply};
@@ -59,9 +59,46 @@ impl StepKind for ClaimsFromFile {
     }
 }
 
+/// A stand-in for `oracle`: the labels written in the project's `labels.json`.
+struct LabelsFromFile;
+
+impl StepKind for LabelsFromFile {
+    fn name(&self) -> &'static str {
+        "oracle"
+    }
+    fn version(&self) -> u32 {
+        1
+    }
+    fn about(&self) -> &'static str {
+        "labels read from labels.json, for tests"
+    }
+    fn params(&self) -> ParamsDecl {
+        ParamsDecl::of::<NoParams>()
+    }
+    fn role(&self, _: &StepSpec) -> Role {
+        Role::Labels
+    }
+    fn items(&self, ctx: &StepContext, _: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
+        let bytes = std::fs::read(ctx.root.join("labels.json")).expect("labels.json");
+        Ok(vec![
+            ItemPlan::new("all").file("labels.json", Digest::of(&bytes)),
+        ])
+    }
+    fn run(&self, ctx: &StepContext, _: &ItemPlan, _: &Upstream) -> Result<ItemOutput, StepError> {
+        let bytes = std::fs::read(ctx.root.join("labels.json")).expect("labels.json");
+        let labels: Vec<TruthRecord> = serde_json::from_slice(&bytes).expect("labels");
+        Ok(ItemOutput::records(labels))
+    }
+    fn publish(&self, _: &StepContext, _: &[ItemResult]) -> Result<(), StepError> {
+        Ok(())
+    }
+}
+
 fn registry() -> Registry {
     Registry::with(vec![
         Arc::new(ClaimsFromFile) as Arc<dyn StepKind>,
+        Arc::new(LabelsFromFile),
+        Arc::new(Stratify),
         Arc::new(LlmArm::default()),
         Arc::new(ProseRender::default()),
     ])
@@ -621,5 +658,72 @@ fn replicates_ask_each_call_again_and_report_their_agreement() {
             .root()
             .join("results/arms/replicates/a6_risk/3.jsonl")
             .is_file()
+    );
+}
+
+/// A model arm over a seeded sample asks only the sampled claims; a larger `size` with the same
+/// seed contains the smaller sample, and a call is keyed by its claim, not by the sample it came
+/// from, so enlarging the sample asks only the claims it adds.
+#[test]
+fn enlarging_a_sample_asks_only_the_claims_it_adds() {
+    let setup = Setup::new();
+    let claims: Vec<ClaimRecord> =
+        serde_json::from_str(&std::fs::read_to_string(setup.root().join("claims.json")).unwrap())
+            .unwrap();
+    let labels: Vec<TruthRecord> = claims
+        .iter()
+        .map(|claim| TruthRecord {
+            claim: claim.id.clone(),
+            label: if claim.node.ends_with("::test_f") {
+                Label::Flipped
+            } else {
+                Label::Held
+            },
+            reason: None,
+            parent_runs: Vec::new(),
+            child_runs: Vec::new(),
+        })
+        .collect();
+    std::fs::write(
+        setup.root().join("labels.json"),
+        serde_json::to_string(&labels).unwrap(),
+    )
+    .unwrap();
+    let path = setup.root().join("pipeline.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let (head, _) = text.split_once("steps:\n").unwrap();
+    let with = |size: u32| {
+        format!(
+            "{head}steps:
+  claims: {{uses: mine-claims}}
+  truth: {{uses: oracle, needs: [claims]}}
+  sample: {{uses: stratify, needs: [truth], with: {{flip_rate: 0.5, seed: 1, size: {size}}}}}
+  a6_risk: {{uses: llm-arm, needs: [claims, sample], with: {{question: a6_risk, prompt: prompts/a6_risk.txt, model: judge}}}}
+"
+        )
+    };
+    let judged = || -> BTreeSet<String> {
+        setup
+            .predictions("a6_risk")
+            .into_iter()
+            .map(|prediction| prediction.claim)
+            .collect()
+    };
+
+    std::fs::write(&path, with(2)).unwrap();
+    setup.run().unwrap();
+    let small = judged();
+    assert_eq!(small.len(), 2, "{small:?}");
+    assert_eq!(setup.server.count(), 2, "one call per sampled claim");
+
+    std::fs::write(&path, with(4)).unwrap();
+    setup.run().unwrap();
+    let large = judged();
+    assert_eq!(large.len(), 4, "{large:?}");
+    assert!(small.is_subset(&large), "{small:?} not in {large:?}");
+    assert_eq!(
+        setup.server.count(),
+        4,
+        "the larger sample asked only the two claims it added"
     );
 }

@@ -7,6 +7,7 @@ mod fixture;
 mod gate;
 mod inherited;
 mod library;
+mod permits;
 mod pipeline;
 mod procedure;
 pub(crate) mod python;

@@ -6,8 +6,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use claimflow::oracle::command::RunFiles;
-use claimflow::oracle::runner::{RunOutcome, RunRequest, run_pytest};
+use claimflow::oracle::runner::{RunRequest, run_pytest};
 use claimflow::oracle::{UnknownReason, Verdict, classify};
+use claimflow::process::Outcome;
 use claimflow::python::Environment;
 
 use super::python::{environment, environment_python2};
@@ -24,7 +25,7 @@ fn run(
     files: &[&str],
     nodes: &[&str],
     timeout: Duration,
-) -> (RunOutcome, Vec<(String, Verdict)>) {
+) -> (Outcome, Vec<(String, Verdict)>) {
     let files: Vec<String> = files.iter().map(|file| file.to_string()).collect();
     let nodes: Vec<String> = nodes.iter().map(|node| node.to_string()).collect();
     let report = run_pytest(&RunRequest {
@@ -107,7 +108,7 @@ fn mined_code_sees_only_the_allow_listed_environment() {
         &["tests/test_env.py::test_env"],
         Duration::from_secs(60),
     );
-    assert_eq!(outcome, RunOutcome::Exited(0));
+    assert_eq!(outcome, Outcome::Exited(0));
     assert_eq!(verdicts[0].1, Verdict::Passed);
     let seen: serde_json::Map<String, serde_json::Value> =
         serde_json::from_str(&std::fs::read_to_string(worktree.join("env.json")).unwrap()).unwrap();
@@ -141,7 +142,7 @@ fn a_process_started_by_a_test_does_not_outlive_the_run() {
         &["tests/test_spawn.py::test_spawn"],
         Duration::from_secs(60),
     );
-    assert_eq!(outcome, RunOutcome::Exited(0));
+    assert_eq!(outcome, Outcome::Exited(0));
     assert_eq!(verdicts[0].1, Verdict::Passed);
     assert!(worktree.join("sleeper.started").is_file());
     assert!(none_running(dir.path()), "the sleeper survived the run");
@@ -166,7 +167,7 @@ fn a_hanging_test_times_out_with_no_verdict_and_its_group_is_killed() {
         Duration::from_secs(3),
     );
     assert!(started.elapsed() < Duration::from_secs(30));
-    assert_eq!(outcome, RunOutcome::TimedOut);
+    assert_eq!(outcome, Outcome::TimedOut);
     assert_eq!(verdicts[0].1, Verdict::Unknown(UnknownReason::Timeout));
     assert!(worktree.join("sleeper.started").is_file());
     assert!(none_running(dir.path()), "the sleeper survived the timeout");
@@ -197,7 +198,7 @@ fn collection_error_aborting_a_batch_yields_no_verdicts() {
         ],
         Duration::from_secs(60),
     );
-    assert_eq!(outcome, RunOutcome::Exited(2));
+    assert_eq!(outcome, Outcome::Exited(2));
     for (node, verdict) in verdicts {
         assert_eq!(
             verdict,
@@ -229,7 +230,7 @@ fn the_result_plugin_runs_under_python_2() {
         ],
         Duration::from_secs(60),
     );
-    assert_eq!(outcome, RunOutcome::Exited(1));
+    assert_eq!(outcome, Outcome::Exited(1));
     let rendered: Vec<String> = verdicts
         .iter()
         .map(|(node, verdict)| format!("{node}: {verdict:?}"))

@@ -100,7 +100,7 @@ fn step_labels_commits_in_parallel_and_a_rerun_runs_no_pytest() {
         Arc::new(FixedClaims(all)),
         Arc::new(OracleStep::new(Arc::new(FixedEnvironment(environment())))),
     ]);
-    let run = |with: &str| {
+    let run = |with: &str, permits: usize| {
         let file = root.join("pipeline.yaml");
         std::fs::write(&file, pipeline_text(with)).unwrap();
         let pipeline = claimflow::pipeline::load(&file, root, &registry)
@@ -108,7 +108,7 @@ fn step_labels_commits_in_parallel_and_a_rerun_runs_no_pytest() {
         let reporter = Recording::default();
         let engine = Engine::new(&pipeline, &registry, &reporter).unwrap();
         let options = RunOptions {
-            pytest_slots: 2,
+            pytest_slots: permits,
             ..RunOptions::default()
         };
         engine
@@ -116,7 +116,7 @@ fn step_labels_commits_in_parallel_and_a_rerun_runs_no_pytest() {
             .unwrap_or_else(|error| panic!("{error}: {:?}", reporter.events()))
     };
 
-    let first = run("{runs: 3, slots: 2}");
+    let first = run("{runs: 3}", 2);
     assert_eq!(first.computed(), 8, "{:?}", first.steps);
 
     let results = root.join("results/oracle");
@@ -138,8 +138,8 @@ fn step_labels_commits_in_parallel_and_a_rerun_runs_no_pytest() {
     .unwrap();
     insta::assert_json_snapshot!("step_summary", summary);
 
-    // The same commits again, with another timeout and slot count: nothing is computed.
-    let second = run("{runs: 3, timeout: 60, slots: 1}");
+    // The same commits again, with another timeout and permit count: nothing is computed.
+    let second = run("{runs: 3, timeout: 60}", 1);
     assert_eq!(second.computed(), 0, "{:?}", second.steps);
     assert_eq!(second.cached(), 8);
     assert_eq!(
@@ -149,12 +149,18 @@ fn step_labels_commits_in_parallel_and_a_rerun_runs_no_pytest() {
 }
 
 #[test]
-fn key_params_leave_out_timeout_and_slots_and_write_defaults() {
+fn key_params_leave_out_timeout_and_write_defaults() {
     let step = OracleStep::new(Arc::new(FixedEnvironment(environment())));
     let key = |with: serde_json::Value| step.params().parse(with).unwrap().key().clone();
     assert_eq!(
-        key(serde_json::json!({"runs": 3, "timeout": 5, "slots": 4})),
+        key(serde_json::json!({"runs": 3, "timeout": 5})),
         key(serde_json::json!({"runs": 3}))
+    );
+    // The oracle has no slot count of its own: the engine's pytest permits bound it.
+    assert!(
+        step.params()
+            .parse(serde_json::json!({"runs": 3, "slots": 4}))
+            .is_err()
     );
     assert_eq!(
         key(serde_json::json!({})),
