@@ -613,10 +613,6 @@ steps:
         .env("CLAIMFLOW_TEST_KEPT", "kept")
         .output()
         .unwrap();
-    assert!(
-        ran.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ran.stderr)
-    );
+    crate::common::assert_ran(&ran, "the run");
     assert_eq!(project.read("env.txt"), "[][kept]\n");
 }

@@ -511,11 +511,7 @@ fn label_with(
         command.env(name, value);
     }
     let output = command.output().unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    crate::common::assert_ran(&output, "the run");
     let lines = |name: &str| -> Vec<serde_json::Value> {
         project
             .read(&format!("results/uv/{name}"))

@@ -266,7 +266,7 @@ fn first_difference(got: &str, expected: &str) -> String {
 /// SIGKILL at 20 seeded moments of the full demo (`pipelines/demo.yaml` as shipped: both rankings,
 /// the oracle, every static arm, testmon, the splits and controls with paraphrases run at the
 /// parent, and the model arms, here asking a fake server), spread over one run that is resumed
-/// after each kill: the moments are drawn across the length of an uninterrupted run, and each
+/// after each kill: the moments are drawn across the first four fifths of an uninterrupted run, and each
 /// resumed run is killed when the time it ran adds up to the next moment. Twenty fresh demo runs
 /// do not fit in the time a test may take on two cores; resuming covers every phase of the run
 /// with the twenty kills. After every kill nothing of the run is left (claimflow, pytest, a
@@ -280,11 +280,7 @@ fn sigkill_at_twenty_seeded_moments_leaves_the_results_of_an_uninterrupted_run()
     let ran = demo_command(&reference, &["run", "pipeline.yaml", "-q"])
         .output()
         .unwrap();
-    assert!(
-        ran.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ran.stderr)
-    );
+    crate::common::assert_ran(&ran, "the run");
     let length = started.elapsed();
     let expected = demo_results(&reference);
     for arm in ["a5", "a5c", "a6_base", "a6_risk", "prose"] {
@@ -297,9 +293,12 @@ fn sigkill_at_twenty_seeded_moments_leaves_the_results_of_an_uninterrupted_run()
         );
     }
 
+    // The moments fall in the first four fifths of the reference run: a resumed run on a machine
+    // less busy than the reference's may finish sooner, and a kill after the end shows nothing.
+    let span = length.as_millis() as u64 * 4 / 5;
     let mut random = fastrand::Rng::with_seed(14);
     let mut moments: Vec<Duration> = (0..20)
-        .map(|_| Duration::from_millis(random.u64(0..length.as_millis() as u64)))
+        .map(|_| Duration::from_millis(random.u64(0..span)))
         .collect();
     moments.sort();
     let killed = demo_project(&server);
@@ -338,11 +337,7 @@ fn sigkill_at_twenty_seeded_moments_leaves_the_results_of_an_uninterrupted_run()
     let ran = demo_command(&killed, &["run", "pipeline.yaml", "-q"])
         .output()
         .unwrap();
-    assert!(
-        ran.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ran.stderr)
-    );
+    crate::common::assert_ran(&ran, "the run");
     let got = demo_results(&killed);
     assert_eq!(
         got.iter().map(|(file, _)| file).collect::<Vec<_>>(),
@@ -443,16 +438,8 @@ fn two_runs_of_one_pipeline_at_once_agree_and_corrupt_nothing() {
         .unwrap();
     let first = first.wait_with_output().unwrap();
     let second = second.wait_with_output().unwrap();
-    assert!(
-        first.status.success(),
-        "{}",
-        String::from_utf8_lossy(&first.stderr)
-    );
-    assert!(
-        second.status.success(),
-        "{}",
-        String::from_utf8_lossy(&second.stderr)
-    );
+    crate::common::assert_ran(&first, "the first run");
+    crate::common::assert_ran(&second, "the second run");
     assert_eq!(results(&project), results(&reference));
     let verified = verify(&project);
     assert_eq!(verified.code, 0, "{}", verified.stdout);

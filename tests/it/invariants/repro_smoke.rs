@@ -158,12 +158,7 @@ steps:
         .env(KEY_VARIABLE, KEY)
         .output()
         .expect("claimflow runs");
-    assert!(
-        ran.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&ran.stdout),
-        String::from_utf8_lossy(&ran.stderr)
-    );
+    crate::common::assert_ran(&ran, "the run");
 
     let commits: Vec<Value> = jsonl(&project.read("results/repro/commits.jsonl"));
     assert_eq!(commits.len(), 3, "three commits ranked");

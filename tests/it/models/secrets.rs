@@ -103,10 +103,6 @@ steps:
         .env("CLAIMFLOW_IT_OTHER", "kept")
         .output()
         .expect("claimflow runs");
-    assert!(
-        ran.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ran.stderr)
-    );
+    crate::common::assert_ran(&ran, "the run");
     assert_eq!(project.read("env.txt"), "key=unset other=kept\n");
 }

@@ -81,11 +81,7 @@ steps:
         .env(KEY_VARIABLE, KEY)
         .output()
         .unwrap();
-    assert!(
-        ran.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ran.stderr)
-    );
+    crate::common::assert_ran(&ran, "the run");
 
     let claims: Vec<ClaimRecord> = jsonl(&project.read("results/variance/claims.jsonl"));
     let n = claims.len();
