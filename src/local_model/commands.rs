@@ -230,6 +230,11 @@ pub fn server(program: &Path, arguments: &ServerArguments) -> Command {
         .arg(arguments.threads.to_string())
         .arg("--n-predict")
         .arg(arguments.max_answer_tokens.to_string())
+        // No extra weight layouts: on a CPU that reports AMX (cpuid) inside a virtual machine
+        // that does not grant its tile state, a native build's AMX layout crashes the server
+        // (SIGSEGV in `ggml_backend_amx_mul_mat`) during the warm-up, before it is ready. The
+        // model's Q4_1 weights gain nothing from the other layouts.
+        .arg("--no-repack")
         .arg("--no-webui");
     command
 }
@@ -334,5 +339,6 @@ mod tests {
             .position(|argument| argument == "--ctx-size")
             .unwrap();
         assert_eq!(server_arguments[context + 1], "16384");
+        assert!(server_arguments.iter().any(|argument| argument == "--no-repack"));
     }
 }
