@@ -1,7 +1,9 @@
 //! What a commit's packaging files say about the project: its name, the Pythons it allows
-//! (`python_requires`, `requires-python`, classifiers, tox's envlist) and its declared dependencies.
-//! Read from `setup.py` (statically), `setup.cfg`, `pyproject.toml` and `tox.ini` in the worktree.
+//! (`python_requires`, `requires-python`, classifiers, tox's envlist), its declared dependencies and
+//! its entry points. Read from `setup.py` (statically), `setup.cfg`, `pyproject.toml` and `tox.ini`
+//! in the worktree.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::config_files::{TomlValue, ini_lines, parse_ini, parse_toml};
@@ -56,6 +58,12 @@ pub struct ProjectMetadata {
     /// Source that does not parse as Python 3 (`setup.py`, or test modules the caller checked):
     /// a sign of the Python 2 era when nothing else says which Python the project wants.
     pub python_2_source: bool,
+    /// The entry points the project declares, group -> name -> object reference
+    /// (`pkg.module:attr`): `[project.entry-points.<group>]`, `[project.scripts]` and
+    /// `[project.gui-scripts]` of `pyproject.toml`, `[options.entry_points]` (and pbr's
+    /// `[entry_points]`) of `setup.cfg`, `entry_points=` of `setup.py`. The first file to name an
+    /// entry point wins, in the order above.
+    pub entry_points: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 impl ProjectMetadata {
@@ -104,8 +112,59 @@ impl ProjectMetadata {
         }
     }
 
+    fn add_entry_points<'a>(
+        &mut self,
+        group: &str,
+        points: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) {
+        for (name, reference) in points {
+            let (name, reference) = (name.trim(), reference.trim());
+            if group.trim().is_empty() || name.is_empty() || reference.is_empty() {
+                continue;
+            }
+            self.entry_points
+                .entry(group.trim().to_string())
+                .or_default()
+                .entry(name.to_string())
+                .or_insert_with(|| reference.to_string());
+        }
+    }
+
+    /// Entry points written as lines, `name = pkg.module:attr` (setup.cfg's values, a setup
+    /// script's lists and strings).
+    fn add_entry_point_lines<'a>(
+        &mut self,
+        group: &str,
+        lines: impl IntoIterator<Item = &'a String>,
+    ) {
+        let points: Vec<(&str, &str)> = lines
+            .into_iter()
+            .flat_map(|line| line.lines())
+            .filter_map(|line| line.split_once('='))
+            .collect();
+        self.add_entry_points(group, points);
+    }
+
     fn add_pyproject(&mut self, text: &str) {
         let tables = parse_toml(text);
+        for (table, values) in &tables {
+            let group = match table.as_str() {
+                "project.scripts" => "console_scripts",
+                "project.gui-scripts" => "gui_scripts",
+                other => match other.strip_prefix("project.entry-points.") {
+                    Some(group) => group,
+                    None => continue,
+                },
+            };
+            let points: Vec<(&str, &str)> = values
+                .iter()
+                .filter_map(|(name, value)| match value {
+                    TomlValue::String(reference) => Some((name.as_str(), reference.as_str())),
+                    TomlValue::Strings(_) => None,
+                })
+                .collect();
+            self.add_entry_points(group, points);
+        }
         let Some(project) = tables.get("project") else {
             return;
         };
@@ -162,6 +221,12 @@ impl ProjectMetadata {
                 }
             }
         }
+        // setuptools' section, then pbr's.
+        for name in ["options.entry_points", "entry_points"] {
+            for (group, points) in sections.get(name).into_iter().flatten() {
+                self.add_entry_point_lines(group, &ini_lines(points));
+            }
+        }
     }
 
     fn add_setup_py(&mut self, text: &str) {
@@ -190,6 +255,24 @@ impl ProjectMetadata {
                     self.test_extras.extend(requirements.iter().cloned());
                 }
             }
+        }
+        match keywords.get("entry_points") {
+            Some(SetupValue::Groups(groups)) => {
+                for (group, points) in groups {
+                    self.add_entry_point_lines(group, points);
+                }
+            }
+            // The INI form, `entry_points="[console_scripts]\nname = pkg:main"`.
+            Some(SetupValue::String(text)) => {
+                for (group, values) in parse_ini(text) {
+                    let lines: Vec<String> = values
+                        .iter()
+                        .map(|(name, reference)| format!("{name} = {reference}"))
+                        .collect();
+                    self.add_entry_point_lines(&group, &lines);
+                }
+            }
+            _ => {}
         }
     }
 
@@ -368,6 +451,79 @@ mod tests {
         );
         assert_eq!(metadata.runtime, ["attrs"]);
         assert_eq!(metadata.test_extras, ["hypothesis"]);
+    }
+
+    fn points(pairs: &[(&str, &str, &str)]) -> BTreeMap<String, BTreeMap<String, String>> {
+        let mut groups: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+        for (group, name, reference) in pairs {
+            groups
+                .entry((*group).to_string())
+                .or_default()
+                .insert((*name).to_string(), (*reference).to_string());
+        }
+        groups
+    }
+
+    #[test]
+    fn entry_points_are_read_from_every_packaging_file() {
+        // stevedore's form: quoted group names with dots, scripts.
+        let pyproject = worktree(&[(
+            "pyproject.toml",
+            "[project]\nname = \"stevedore\"\n\n[project.scripts]\nrun = \"pkg.cli:main\"\n\n\
+             [project.entry-points.\"stevedore.test.extension\"]\n\
+             t1 = \"stevedore.tests.test_extension:FauxExtension\"\n\
+             e2 = \"stevedore.tests.notfound:UnimportableExtension\"\n\n[tool.setuptools]\n\
+             packages = [\"stevedore\"]\n",
+        )]);
+        assert_eq!(
+            ProjectMetadata::read(pyproject.path()).entry_points,
+            points(&[
+                ("console_scripts", "run", "pkg.cli:main"),
+                (
+                    "stevedore.test.extension",
+                    "e2",
+                    "stevedore.tests.notfound:UnimportableExtension"
+                ),
+                (
+                    "stevedore.test.extension",
+                    "t1",
+                    "stevedore.tests.test_extension:FauxExtension"
+                ),
+            ])
+        );
+        // setuptools' section and pbr's; the first file to name an entry point wins.
+        let setup_cfg = worktree(&[
+            (
+                "setup.cfg",
+                "[metadata]\nname = demo\n\n[options.entry_points]\nconsole_scripts =\n    \
+                 demo = demo.cli:main  # the CLI\n\n[entry_points]\ndemo.plugins =\n    \
+                 a = demo.plugins:a\n    b = demo.plugins:b\n",
+            ),
+            (
+                "setup.py",
+                "from setuptools import setup\nsetup(entry_points={'demo.plugins': \
+                 ['a = elsewhere:a', 'c = demo.plugins:c']})\n",
+            ),
+        ]);
+        assert_eq!(
+            ProjectMetadata::read(setup_cfg.path()).entry_points,
+            points(&[
+                ("console_scripts", "demo", "demo.cli:main"),
+                ("demo.plugins", "a", "demo.plugins:a"),
+                ("demo.plugins", "b", "demo.plugins:b"),
+                ("demo.plugins", "c", "demo.plugins:c"),
+            ])
+        );
+        // A setup script's INI string.
+        let setup_py = worktree(&[(
+            "setup.py",
+            "from setuptools import setup\nsetup(name='old', entry_points=\"\"\"\n\
+             [console_scripts]\nold = old.cli:main\n\"\"\")\n",
+        )]);
+        assert_eq!(
+            ProjectMetadata::read(setup_py.path()).entry_points,
+            points(&[("console_scripts", "old", "old.cli:main")])
+        );
     }
 
     #[test]

@@ -120,7 +120,9 @@ fn write_entry(path: &Path, content: &[u8], mode: i32) -> std::io::Result<()> {
 /// at import (`importlib.metadata.version("name")`) otherwise fails with `PackageNotFoundError`
 /// under the oracle, which imports it from the checkout. The environments are shared between
 /// commits and slots, so an editable install into them would point at one slot's checkout; this is
-/// the part of an editable install the tests can see. Nothing is written when the project declares
+/// the part of an editable install the tests can see, entry points included (`entry_points.txt`):
+/// a library that finds plugins through `importlib.metadata.entry_points` finds those its own
+/// packaging files declare, as stevedore's tests do. Nothing is written when the project declares
 /// no name, or when the checkout already holds that distribution's metadata.
 pub fn register_project(worktree: &Path) -> std::io::Result<()> {
     let metadata = super::ProjectMetadata::read(worktree);
@@ -146,7 +148,28 @@ pub fn register_project(worktree: &Path) -> std::io::Result<()> {
         directory.join("METADATA"),
         format!("Metadata-Version: 2.1\nName: {name}\nVersion: 0.0.0\n"),
     )?;
+    if !metadata.entry_points.is_empty() {
+        std::fs::write(
+            directory.join("entry_points.txt"),
+            entry_points_txt(&metadata.entry_points),
+        )?;
+    }
     std::fs::write(directory.join("INSTALLER"), "claimflow\n")
+}
+
+/// The `entry_points.txt` of a distribution: an INI section per group, `name = reference` lines.
+fn entry_points_txt(
+    groups: &std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>,
+) -> String {
+    let mut text = String::new();
+    for (group, points) in groups {
+        text.push_str(&format!("[{group}]\n"));
+        for (name, reference) in points {
+            text.push_str(&format!("{name} = {reference}\n"));
+        }
+        text.push('\n');
+    }
+    text
 }
 
 #[cfg(test)]

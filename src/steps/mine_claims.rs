@@ -159,7 +159,9 @@ impl StepKind for MineClaims {
         // project's distribution (a package that reads its own version at import collects).
         // 7: in a project that runs its tests with nose, touched modules nose names
         // (`arrow_tests.py`) are test modules.
-        7
+        // 8: the checkout registered as the project's distribution carries the entry points its
+        // packaging files declare (a test module may list plugins when it is collected).
+        8
     }
 
     fn about(&self) -> &'static str {

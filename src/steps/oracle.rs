@@ -465,7 +465,9 @@ impl StepKind for OracleStep {
         // 6: in a project that runs its tests with nose, the child's own check runs the touched
         // test modules nose names (`arrow_tests.py`), and a failing test not found at the parent
         // is looked up by name in the test files the commit deleted.
-        6
+        // 7: the checkout registered as the project's distribution carries the entry points its
+        // packaging files declare (a library's tests that load its own plugins pass at the parent).
+        7
     }
 
     fn about(&self) -> &'static str {

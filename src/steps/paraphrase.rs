@@ -384,7 +384,9 @@ impl StepKind for ParaphraseStep {
     }
 
     fn version(&self) -> u32 {
-        1
+        // 2: the checkout registered as the project's distribution carries the entry points its
+        // packaging files declare (a rewrite is kept only when it passes at the parent).
+        2
     }
 
     fn about(&self) -> &'static str {

@@ -258,3 +258,85 @@ fn a_package_that_reads_its_own_installed_version_is_not_a_broken_child() {
     };
     insta::assert_snapshot!(render(&gate.judge(dir.path(), case)));
 }
+
+/// A library that finds its plugins through entry points it declares itself (stevedore's own
+/// tests load `stevedore.test.extension` plugins from its `pyproject.toml`).
+const PLUGINS_CORE: &str = r#"from importlib.metadata import entry_points
+
+
+def load(name):
+    found = {point.name: point for point in entry_points(group="demo.plugins")}
+    return found[name].load()
+"#;
+
+const TEST_PLUGINS: &str = r#"from pkg.core import load
+
+
+def test_double():
+    assert load("double")(2) == 4
+
+
+def test_triple():
+    assert load("triple")(2) == 6
+"#;
+
+#[test]
+fn a_projects_own_entry_points_are_seen_by_its_tests() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let mut repo = FixtureRepo::init(&dir.path().join("repo"));
+    let base = repo.commit(
+        None,
+        "A library with plugins it declares itself",
+        &[
+            Change::Write(
+                "pyproject.toml",
+                "[project]\nname = \"demo-plugins\"\nrequires-python = \">=3.10\"\n\n\
+                 [project.entry-points.\"demo.plugins\"]\n\
+                 double = \"pkg.plugins:double\"\ntriple = \"pkg.plugins:triple\"\n",
+            ),
+            Change::Write("pkg/__init__.py", ""),
+            Change::Write("pkg/core.py", PLUGINS_CORE),
+            Change::Write(
+                "pkg/plugins.py",
+                "def double(x):\n    return 2 * x\n\n\ndef triple(x):\n    return 3 * x\n",
+            ),
+            Change::Write("tests/test_plugins.py", TEST_PLUGINS),
+        ],
+    );
+    let commit = repo.commit(
+        Some(base),
+        "Triple repeats",
+        &[
+            Change::Write(
+                "pkg/plugins.py",
+                "def double(x):\n    return 2 * x\n\n\ndef triple(x):\n    return [x] * 3\n",
+            ),
+            Change::Write(
+                "tests/test_plugins.py",
+                &TEST_PLUGINS.replace("(2) == 6", "(2) == [2, 2, 2]"),
+            ),
+        ],
+    );
+    let judgements = judge_in(
+        &repo.repository,
+        &environment(),
+        dir.path(),
+        Case {
+            parent: base,
+            commit,
+        },
+        &[
+            "tests/test_plugins.py::test_double",
+            "tests/test_plugins.py::test_triple",
+        ],
+        3,
+        ImportErrorPolicy::Discard,
+    );
+    assert_eq!(
+        render(&judgements),
+        "tests/test_plugins.py::test_double\n  label: Held\n  cause: None\n  reason: -\n  \
+         parent: PPP\n  child: PPP\n\
+         tests/test_plugins.py::test_triple\n  label: Flipped\n  cause: None\n  \
+         reason: failed 3 of 3 runs at the child: assertion\n  parent: PPP\n  child: FFF\n"
+    );
+}
