@@ -339,6 +339,10 @@ mod tests {
             .position(|argument| argument == "--ctx-size")
             .unwrap();
         assert_eq!(server_arguments[context + 1], "16384");
-        assert!(server_arguments.iter().any(|argument| argument == "--no-repack"));
+        assert!(
+            server_arguments
+                .iter()
+                .any(|argument| argument == "--no-repack")
+        );
     }
 }

@@ -149,6 +149,9 @@ impl ModelSpec {
     pub const DEFAULT_MAX_OUTPUT_TOKENS: u32 = 512;
     /// Seconds per request when the pipeline does not say.
     pub const DEFAULT_TIMEOUT: f64 = 120.0;
+    /// Seconds per request to the local model claimflow starts, when the pipeline does not say: on
+    /// a busy 2-core machine one ~1,000-token request can take minutes.
+    pub const EMBEDDED_TIMEOUT: f64 = 600.0;
     /// Transport retries when the pipeline does not say.
     pub const DEFAULT_RETRIES: u32 = 6;
 

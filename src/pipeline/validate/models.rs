@@ -351,6 +351,13 @@ fn model(checker: &mut Checker, fields: &Fields, owner: &str, at: Mark) -> Optio
     // in flight would only queue there, each waiting out the others' time against its timeout.
     let embedded = defaults.provider == Provider::LlamaServer && base_url.is_none();
     let default_concurrency = if embedded { 1 } else { defaults.concurrency };
+    // A request to the local server that outlasts its timeout is not lost in transit: the machine
+    // is busy, and a retry costs the same time again. Its default waits longer.
+    let default_timeout = if embedded {
+        ModelSpec::EMBEDDED_TIMEOUT
+    } else {
+        defaults.timeout
+    };
     // The local model costs nothing per token.
     let default_price = embedded.then_some(Price {
         input: 0.0,
@@ -366,7 +373,7 @@ fn model(checker: &mut Checker, fields: &Fields, owner: &str, at: Mark) -> Optio
         concurrency: concurrency?.unwrap_or(default_concurrency),
         requests_per_minute: requests_per_minute?,
         tokens_per_minute: tokens_per_minute?,
-        timeout: timeout?.unwrap_or(defaults.timeout),
+        timeout: timeout?.unwrap_or(default_timeout),
         retries: retries?.unwrap_or(defaults.retries),
         cutoff: cutoff?,
         fallback: fallback?,
@@ -598,6 +605,32 @@ mod tests {
             assert!(!looks_like_a_key(name), "{name}");
             assert!(is_variable_name(name), "{name}");
         }
+    }
+
+    #[test]
+    fn the_embedded_local_model_defaults_to_one_request_at_a_time_a_longer_timeout_and_no_price() {
+        let text = "version: 1\nname: local\nrepos:\n  - {name: demo, url: \"https://example.com/demo.git\", branch: main}\nsteps:\n  rank: {uses: rank-commits}\nmodels:\n  local: {provider: llama-server}\n  served: {provider: llama-server, base_url: \"http://127.0.0.1:8080/v1\"}\n  tuned: {provider: llama-server, timeout: 30, concurrency: 2}\n";
+        let registry = crate::steps::Registry::builtin();
+        let pipeline = crate::pipeline::load_str(
+            text,
+            std::path::Path::new("local.yaml"),
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")),
+            &registry,
+        )
+        .unwrap_or_else(|problems| panic!("{problems}"));
+        let spec = |name: &str| pipeline.models[name].clone();
+        assert_eq!(spec("local").timeout, ModelSpec::EMBEDDED_TIMEOUT);
+        assert_eq!(spec("local").concurrency, 1);
+        assert_eq!(
+            spec("local").price_per_mtok.map(|price| price.input),
+            Some(0.0)
+        );
+        // A server the user runs is any OpenAI-compatible server.
+        assert_eq!(spec("served").timeout, ModelSpec::DEFAULT_TIMEOUT);
+        assert_eq!(spec("served").concurrency, ModelSpec::DEFAULT_CONCURRENCY);
+        // What the pipeline says wins.
+        assert_eq!(spec("tuned").timeout, 30.0);
+        assert_eq!(spec("tuned").concurrency, 2);
     }
 
     #[test]
