@@ -49,7 +49,7 @@ impl KeyRecord {
 
     /// The content key.
     pub fn digest(&self) -> Digest {
-        Digest::of(&self.canonical_bytes())
+        Digest::of_json(self).expect("a key record always serializes")
     }
 
     /// The names of the parts that differ between `self` and an earlier record of the same item,
@@ -105,7 +105,7 @@ pub struct KeyParts<'a> {
 impl KeyParts<'_> {
     /// The content key of the record these parts make.
     pub fn digest(&self) -> Digest {
-        Digest::of(&serde_json::to_vec(self).expect("key parts always serialize"))
+        Digest::of_json(self).expect("key parts always serialize")
     }
 
     /// The owned record.

@@ -74,19 +74,23 @@ pub struct CommandParams {
 /// Variables every command gets even under an `env:` allow-list: without them `sh` finds nothing.
 const ALWAYS_PASSED: &[&str] = &["PATH", "HOME", "LANG"];
 
-/// One fan-out element and the placeholders it fills.
+/// One fan-out element and the placeholders it fills (`{item}`, `{name}`, `{stem}`, braces
+/// included).
 struct Element {
     id: String,
-    values: BTreeMap<&'static str, String>,
+    values: Vec<(&'static str, String)>,
 }
 
 impl Element {
     fn substitute(&self, text: &str) -> String {
-        let mut text = text.to_string();
-        for (name, value) in &self.values {
-            text = text.replace(&format!("{{{name}}}"), value);
+        // A text without a placeholder is copied once, not once per placeholder.
+        let mut text = std::borrow::Cow::Borrowed(text);
+        for (placeholder, value) in &self.values {
+            if text.contains(placeholder) {
+                text = std::borrow::Cow::Owned(text.replace(placeholder, value));
+            }
         }
-        text
+        text.into_owned()
     }
 }
 
@@ -99,7 +103,7 @@ impl CommandStep {
         let Some(foreach) = &params.foreach else {
             return Ok(vec![Element {
                 id: "main".into(),
-                values: BTreeMap::new(),
+                values: Vec::new(),
             }]);
         };
         match foreach {
@@ -107,7 +111,7 @@ impl CommandStep {
                 .iter()
                 .map(|element| Element {
                     id: element.clone(),
-                    values: BTreeMap::from([("item", element.clone())]),
+                    values: vec![("{item}", element.clone())],
                 })
                 .collect()),
             ListOrGlob::Glob(pattern) => {
@@ -126,11 +130,7 @@ impl CommandStep {
                             .unwrap_or_default();
                         Element {
                             id: path.clone(),
-                            values: BTreeMap::from([
-                                ("item", path),
-                                ("name", name),
-                                ("stem", stem),
-                            ]),
+                            values: vec![("{item}", path), ("{name}", name), ("{stem}", stem)],
                         }
                     })
                     .collect())
