@@ -9,6 +9,7 @@ pub mod jobs;
 mod registry;
 mod remote;
 mod retry;
+mod output_records;
 mod runtime;
 mod step;
 
@@ -19,8 +20,8 @@ pub use remote::RemoteExecutor;
 pub use retry::RetryPolicy;
 pub use runtime::runtime;
 pub use step::{
-    ErrorClass, Execution, ItemFuture, ItemOutput, ItemPlan, ItemResult, Pool, StepContext,
-    StepError, StepKind, StepOutput, Upstream,
+    ErrorClass, Execution, ItemFuture, ItemOutput, ItemPlan, ItemResult, Pool, Records,
+    StepContext, StepError, StepKind, StepOutput, Upstream,
 };
 // What a step kind declares to the loader lives in the layer below, the pipeline; a step kind
 // implements [`StepKind`] with these, so they are named here beside it.

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use super::events::{Event, Reporter};
+pub use super::output_records::Records;
 use crate::cache::{Digest, Store, StoreError};
 use crate::pipeline::{Params, ParamsDecl, Pipeline, PipelineProblem, Role, StepSpec};
 
@@ -107,7 +108,7 @@ impl ItemPlan {
 /// in the cache by digest (a diff, a test database, a command's output file).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ItemOutput {
-    pub records: Vec<serde_json::Value>,
+    pub records: Records,
     pub blobs: BTreeMap<String, Digest>,
 }
 
@@ -126,14 +127,11 @@ impl ItemOutput {
     /// The records decoded as `T`.
     pub fn decode<T: DeserializeOwned>(&self) -> Result<Vec<T>, StepError> {
         self.records
-            .iter()
-            .map(|record| {
-                T::deserialize(record).map_err(|error| StepError::Failed {
-                    context: "decode an upstream record".to_string(),
-                    source: Box::new(error),
-                })
+            .decode()
+            .map_err(|error| StepError::Failed {
+                context: "decode an upstream record".to_string(),
+                source: Box::new(error),
             })
-            .collect()
     }
 }
 

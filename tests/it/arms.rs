@@ -51,7 +51,7 @@ impl StepKind for GivenClaims {
     fn run(&self, _: &StepContext, item: &ItemPlan, _: &Upstream) -> Result<ItemOutput, StepError> {
         let records = item.params.as_array().cloned().unwrap_or_default();
         Ok(ItemOutput {
-            records,
+            records: records.into(),
             blobs: BTreeMap::new(),
         })
     }

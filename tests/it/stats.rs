@@ -404,7 +404,7 @@ fn pipeline(root: &Path, arms: &[&str], stats_with: serde_json::Value) -> Pipeli
 fn output(step: &str, kind: &str, records: Vec<serde_json::Value>) -> Arc<StepOutput> {
     let role = fixed_role(kind, step);
     let output = ItemOutput {
-        records,
+        records: records.into(),
         blobs: BTreeMap::new(),
     };
     let digest = Digest::of(&serde_json::to_vec(&output).unwrap());
@@ -881,7 +881,7 @@ impl StepKind for Fixed {
         _upstream: &Upstream,
     ) -> Result<ItemOutput, StepError> {
         Ok(ItemOutput {
-            records: self.records[&ctx.step.name].clone(),
+            records: self.records[&ctx.step.name].clone().into(),
             blobs: BTreeMap::new(),
         })
     }
