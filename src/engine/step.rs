@@ -13,8 +13,9 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use super::events::{Event, Reporter};
+pub use super::blobs::Blobs;
 pub use super::output_records::Records;
-use crate::cache::{Digest, Store, StoreError};
+use crate::cache::{Digest, JsonText, Store, StoreError};
 use crate::pipeline::{Params, ParamsDecl, Pipeline, PipelineProblem, Role, StepSpec};
 
 /// The resource pool an item's computation runs in.
@@ -34,8 +35,8 @@ pub enum Pool {
 pub struct ItemPlan {
     /// The item's identity within its step (a commit id, a claim id, a foreach element).
     pub id: String,
-    /// Per-item parameters the computation reads.
-    pub params: serde_json::Value,
+    /// Per-item parameters the computation reads (held as canonical text until read).
+    pub params: JsonText,
     /// Output digests of the upstream items it reads, under names the step kind chooses.
     pub reads: BTreeMap<String, Digest>,
     /// Contents of files it reads, by project-relative path.
@@ -51,7 +52,7 @@ impl ItemPlan {
     pub fn new(id: impl Into<String>) -> Self {
         ItemPlan {
             id: id.into(),
-            params: serde_json::Value::Null,
+            params: JsonText::default(),
             reads: BTreeMap::new(),
             files: BTreeMap::new(),
             tools: BTreeMap::new(),
@@ -60,8 +61,9 @@ impl ItemPlan {
         }
     }
 
-    pub fn params(mut self, params: serde_json::Value) -> Self {
-        self.params = params;
+    /// Per-item parameters: a value, or [`JsonText::of`] a canonical serialization.
+    pub fn params(mut self, params: impl Into<JsonText>) -> Self {
+        self.params = params.into();
         self
     }
 
@@ -109,7 +111,7 @@ impl ItemPlan {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ItemOutput {
     pub records: Records,
-    pub blobs: BTreeMap<String, Digest>,
+    pub blobs: Blobs,
 }
 
 impl ItemOutput {
@@ -120,7 +122,7 @@ impl ItemOutput {
                 .into_iter()
                 .map(|record| serde_json::to_value(record).expect("records serialize"))
                 .collect(),
-            blobs: BTreeMap::new(),
+            blobs: Blobs::default(),
         }
     }
 

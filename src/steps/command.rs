@@ -30,8 +30,8 @@ use std::process::Command;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
+use crate::cache::JsonText;
 use crate::engine::{
     ItemOutput, ItemPlan, ItemResult, ListOrGlob, ParamsDecl, PipelineProblem, StepContext,
     StepError, StepKind, Upstream,
@@ -69,6 +69,14 @@ pub struct CommandParams {
     /// pass); default: the whole environment. The names enter the key, the values never do.
     #[serde(default)]
     pub env: Option<Vec<String>>,
+}
+
+/// What an item runs, as its key holds it: `{"outputs": [...], "run": "..."}`, fields in sorted
+/// order, so that its text is canonical.
+#[derive(Serialize)]
+struct ItemParams<'a> {
+    outputs: &'a [String],
+    run: &'a str,
 }
 
 /// Variables every command gets even under an `env:` allow-list: without them `sh` finds nothing.
@@ -195,8 +203,10 @@ impl StepKind for CommandStep {
             for output in &outputs {
                 check_relative(output, step)?;
             }
-            let mut plan = ItemPlan::new(element.id.clone())
-                .params(json!({"run": element.substitute(&params.run), "outputs": outputs}));
+            let mut plan = ItemPlan::new(element.id.clone()).params(JsonText::of(&ItemParams {
+                outputs: &outputs,
+                run: &element.substitute(&params.run),
+            }));
             plan.reads = reads.clone();
             for pattern in &params.inputs {
                 let pattern = element.substitute(pattern);

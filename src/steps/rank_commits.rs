@@ -258,7 +258,7 @@ impl StepKind for RankCommits {
                 ctx.step.name, item.id
             ))
         })?;
-        let params: ItemParams = serde_json::from_value(item.params.clone()).map_err(|error| {
+        let params: ItemParams = serde_json::from_value(item.params.value().clone()).map_err(|error| {
             StepError::Message(format!(
                 "step `{}`: item `{}`: {error}",
                 ctx.step.name, item.id

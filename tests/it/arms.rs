@@ -52,7 +52,7 @@ impl StepKind for GivenClaims {
         let records = item.params.as_array().cloned().unwrap_or_default();
         Ok(ItemOutput {
             records: records.into(),
-            blobs: BTreeMap::new(),
+            blobs: Default::default(),
         })
     }
     fn publish(&self, _: &StepContext, _: &[ItemResult]) -> Result<(), StepError> {

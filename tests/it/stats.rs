@@ -405,7 +405,7 @@ fn output(step: &str, kind: &str, records: Vec<serde_json::Value>) -> Arc<StepOu
     let role = fixed_role(kind, step);
     let output = ItemOutput {
         records: records.into(),
-        blobs: BTreeMap::new(),
+        blobs: Default::default(),
     };
     let digest = Digest::of(&serde_json::to_vec(&output).unwrap());
     Arc::new(StepOutput {
@@ -882,7 +882,7 @@ impl StepKind for Fixed {
     ) -> Result<ItemOutput, StepError> {
         Ok(ItemOutput {
             records: self.records[&ctx.step.name].clone().into(),
-            blobs: BTreeMap::new(),
+            blobs: Default::default(),
         })
     }
 
