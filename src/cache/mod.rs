@@ -8,6 +8,7 @@ mod file_digests;
 mod json_text;
 mod key;
 mod key_lock;
+mod mapped;
 mod store;
 
 pub use digest::{Digest, DigestParseError};

@@ -201,7 +201,11 @@ impl Store {
                 .bases
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
-            match bases.iter().find(|dir| dir.path() == base) {
+            // Compared as bytes: comparing paths walks their components, once per file.
+            match bases
+                .iter()
+                .find(|dir| dir.path().as_os_str() == base.as_os_str())
+            {
                 Some(dir) => Arc::clone(dir),
                 None => match Dir::open(base) {
                     Ok(dir) => {

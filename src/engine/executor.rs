@@ -12,7 +12,7 @@ use crate::cache::{Digest, KEY_SCHEMA, KeyParts, KeyRecord, OutputBytes, Store, 
 use crate::engine::dag::Dag;
 use crate::engine::events::{Event, Reporter};
 use crate::engine::pools::{PoolSizes, Pools};
-use crate::engine::state::{ItemState, RunState, StepState};
+use crate::engine::state::RunState;
 use crate::engine::{
     ErrorClass, Execution, ItemOutput, ItemPlan, ItemResult, Pool, Registry, RemoteExecutor,
     RetryPolicy, StepContext, StepError, StepKind, StepOutput, Upstream,
@@ -553,20 +553,12 @@ impl<'a> Engine<'a> {
             message: format!("publish: {}", error.chain()),
             class: error.class(),
         })?;
-        let state = StepState {
-            kind: step.uses.clone(),
-            items: items
-                .iter()
-                .zip(&keys)
-                .map(|(item, key)| ItemState {
-                    id: item.plan.id.clone(),
-                    key: *key,
-                    output: item.digest,
-                })
-                .collect(),
-        };
+        let state = items
+            .iter()
+            .zip(&keys)
+            .map(|(item, key)| (item.plan.id.as_str(), *key, item.digest));
         self.state
-            .save(&step.name, &state)
+            .save_items(&step.name, &step.uses, state)
             .map_err(|error| Failure {
                 message: error.to_string(),
                 class: ErrorClass::Failure,

@@ -177,8 +177,8 @@ mod tests {
 
     #[test]
     fn a_record_of_the_wrong_shape_fails_to_decode_and_a_non_list_fails_to_read() {
-        let read = read(r#"[{"verdict": "held"}]"#);
-        assert!(read.decode::<Call>().is_err());
+        let wrong = read(r#"[{"verdict": "held"}]"#);
+        assert!(wrong.decode::<Call>().is_err());
         assert!(serde_json::from_str::<Records>(r#"{"verdict": "held"}"#).is_err());
         assert!(serde_json::from_str::<Records>("3").is_err());
         assert!(read("[]").is_empty());

@@ -17,8 +17,9 @@
 //!
 //! Before running, the item's declared outputs are removed, so a stale file never passes for a fresh
 //! one; a non-zero exit or a missing output fails the item, and a failed item is never cached. Its
-//! stdout and stderr go to `<workdir>/logs/<step>/<item>.log`, not into the output: a command that
-//! prints a timestamp still produces the same output, so downstream items stay cached.
+//! stdout and stderr go to `<workdir>/logs/<step>/<item>.log` (written only when it prints
+//! something), not into the output: a command that prints a timestamp still produces the same
+//! output, so downstream items stay cached.
 //! `timeout:` stops a command that runs longer (its whole process group, the item failing);
 //! `env:` passes only the named environment variables instead of the whole environment.
 
@@ -252,12 +253,6 @@ impl StepKind for CommandStep {
             .join("logs")
             .join(step)
             .join(format!("{}.log", sanitize(&item.id)));
-        if let Some(parent) = log_path.parent() {
-            fs::create_dir_all(parent).map_err(|source| StepError::Io {
-                context: format!("create {}", parent.display()),
-                source,
-            })?;
-        }
         let params: &CommandParams = ctx.params()?;
         let mut command = Command::new(shell());
         command.arg0("sh").arg("-c").arg(run).current_dir(ctx.root);
@@ -286,7 +281,7 @@ impl StepKind for CommandStep {
         // The command leads a process group of its own: a stopped run (Ctrl-C), the timeout or its
         // end takes it down with everything it started.
         let mut running =
-            process::Run::new(&mut command, Capture::Log(&log_path)).cancel(&ctx.cancel);
+            process::Run::new(&mut command, Capture::LogIfAny(&log_path)).cancel(&ctx.cancel);
         if let Some(seconds) = params.timeout {
             running = running.timeout(std::time::Duration::from_secs_f64(seconds));
         }
