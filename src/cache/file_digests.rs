@@ -439,11 +439,7 @@ mod tests {
         let table_path = dir.path().join("table");
         let mut table = FileDigests::load(&table_path);
         let stamp = Stamp::of(&fs::metadata(dir.path()).unwrap());
-        table.remember(
-            stamp,
-            SystemTime::now() + RACY * 2,
-            Digest::of(b"x"),
-        );
+        table.remember(stamp, SystemTime::now() + RACY * 2, Digest::of(b"x"));
         table.save(dir.path()).unwrap();
         let mut bytes = fs::read(&table_path).unwrap();
         bytes[12] ^= 1;

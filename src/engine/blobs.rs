@@ -21,7 +21,10 @@ pub struct Blobs(Vec<(String, Digest)>);
 impl Blobs {
     /// Names `digest` `name`, returning the digest the name had before, if any.
     pub fn insert(&mut self, name: String, digest: Digest) -> Option<Digest> {
-        match self.0.binary_search_by(|(held, _)| held.as_str().cmp(&name)) {
+        match self
+            .0
+            .binary_search_by(|(held, _)| held.as_str().cmp(&name))
+        {
             Ok(at) => Some(std::mem::replace(&mut self.0[at].1, digest)),
             Err(at) => {
                 // Grown one at a time: most outputs name one blob or none.

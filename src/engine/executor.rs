@@ -485,10 +485,8 @@ impl<'a> Engine<'a> {
                 // slot, so the items started at once are bounded, not all of them: twenty
                 // thousand model calls started together ran out of file descriptors. Twice the
                 // slots of the pools they use keeps every slot busy.
-                let pools_used: BTreeSet<&Pool> = misses
-                    .iter()
-                    .map(|&index| &plans[index].pool)
-                    .collect();
+                let pools_used: BTreeSet<&Pool> =
+                    misses.iter().map(|&index| &plans[index].pool).collect();
                 let in_flight = 2 * pools_used
                     .iter()
                     .map(|pool| pools.capacity(pool))

@@ -7,10 +7,10 @@
 mod blobs;
 mod dag;
 pub mod jobs;
+mod output_records;
 mod registry;
 mod remote;
 mod retry;
-mod output_records;
 mod runtime;
 mod step;
 

@@ -30,7 +30,9 @@ impl Records {
     /// The records as JSON values, parsed from the text on first use.
     pub fn values(&self) -> &Vec<Value> {
         self.values.get_or_init(|| match &self.text {
-            Some(text) => serde_json::from_str(text.get()).expect("the text was checked to be a list"),
+            Some(text) => {
+                serde_json::from_str(text.get()).expect("the text was checked to be a list")
+            }
             None => Vec::new(),
         })
     }
@@ -87,7 +89,12 @@ impl<'a> IntoIterator for &'a Records {
 
 impl PartialEq for Records {
     fn eq(&self, other: &Self) -> bool {
-        match (&self.text, &other.text, self.values.get(), other.values.get()) {
+        match (
+            &self.text,
+            &other.text,
+            self.values.get(),
+            other.values.get(),
+        ) {
             // Both unparsed: compact JSON of the same values is the same text.
             (Some(mine), Some(theirs), None, None) if mine.get() == theirs.get() => true,
             _ => self.values() == other.values(),

@@ -74,8 +74,7 @@ fn digest_of<'i>(kind: &str, items: impl Iterator<Item = (&'i str, Digest, Diges
     Digest::from_hasher(&hasher)
 }
 
-impl StepState {
-}
+impl StepState {}
 
 /// The first line of a state file.
 #[derive(Serialize, Deserialize)]

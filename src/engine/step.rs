@@ -12,8 +12,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use super::events::{Event, Reporter};
 pub use super::blobs::Blobs;
+use super::events::{Event, Reporter};
 pub use super::output_records::Records;
 use crate::cache::{Digest, JsonText, Store, StoreError};
 use crate::pipeline::{Params, ParamsDecl, Pipeline, PipelineProblem, Role, StepSpec};
@@ -128,12 +128,10 @@ impl ItemOutput {
 
     /// The records decoded as `T`.
     pub fn decode<T: DeserializeOwned>(&self) -> Result<Vec<T>, StepError> {
-        self.records
-            .decode()
-            .map_err(|error| StepError::Failed {
-                context: "decode an upstream record".to_string(),
-                source: Box::new(error),
-            })
+        self.records.decode().map_err(|error| StepError::Failed {
+            context: "decode an upstream record".to_string(),
+            source: Box::new(error),
+        })
     }
 }
 
