@@ -79,6 +79,11 @@ pub struct Finished {
 pub enum Capture<'a> {
     /// Both into one file, interleaved as written.
     Log(&'a Path),
+    /// Like [`Capture::Log`], but the file (and its directory) is made only when the child writes
+    /// something; when it writes nothing, a file an earlier run left there is removed. A command
+    /// that prints nothing costs no file: for a fan-out of thousands of quiet items, creating
+    /// their empty logs was a good part of what each item cost beyond its own process.
+    LogIfAny(&'a Path),
     /// Each into a file of its own, each under the cap.
     Split { stdout: &'a Path, stderr: &'a Path },
     /// Each kept in memory, under the cap, and returned in [`Finished`]: a short answer (a version,
@@ -142,6 +147,11 @@ impl<'a> Run<'a> {
     pub fn run(self) -> io::Result<Finished> {
         let mut sinks = match self.capture {
             Capture::Log(path) => vec![Sink::create(path, self.cap)?],
+            Capture::LogIfAny(path) => vec![Sink {
+                path: Some(path.to_path_buf()),
+                on_first_write: true,
+                ..Sink::memory(self.cap)
+            }],
             Capture::Split { stdout, stderr } => vec![
                 Sink::create(stdout, self.cap)?,
                 Sink::create(stderr, self.cap)?,
@@ -152,7 +162,7 @@ impl<'a> Run<'a> {
         let mut readers: Vec<Option<File>> = vec![Some(File::from(OwnedFd::from(out_reader)))];
         self.command.stdin(Stdio::null());
         match self.capture {
-            Capture::Log(_) => {
+            Capture::Log(_) | Capture::LogIfAny(_) => {
                 self.command
                     .stdout(out_writer.try_clone()?)
                     .stderr(out_writer);
@@ -228,6 +238,8 @@ struct Sink {
     /// The capture file, or none for a capture kept in memory (`memory`).
     path: Option<PathBuf>,
     file: Option<File>,
+    /// The file is created by the first write ([`Capture::LogIfAny`]).
+    on_first_write: bool,
     memory: Vec<u8>,
     /// The first write that failed: later output is dropped, the run still waits for the child.
     failed: Option<io::Error>,
@@ -252,6 +264,7 @@ impl Sink {
         Sink {
             path: None,
             file: None,
+            on_first_write: false,
             memory: Vec::new(),
             failed: None,
             cap,
@@ -262,6 +275,23 @@ impl Sink {
     }
 
     fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
+        if self.on_first_write
+            && self.file.is_none()
+            && let Some(path) = &self.path
+        {
+            let create = || File::create(path);
+            let file = match create() {
+                Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                    if let Some(parent) = path.parent() {
+                        std::fs::create_dir_all(parent)
+                            .map_err(|error| in_file("create", parent, &error))?;
+                    }
+                    create()
+                }
+                other => other,
+            };
+            self.file = Some(file.map_err(|error| in_file("create", path, &error))?);
+        }
         match (&mut self.file, &self.path) {
             (Some(file), Some(path)) => file
                 .write_all(bytes)
@@ -304,6 +334,18 @@ impl Sink {
     fn finish(mut self) -> io::Result<(u64, Vec<u8>)> {
         if let Some(error) = self.failed.take() {
             return Err(error);
+        }
+        if self.on_first_write
+            && self.file.is_none()
+            && let Some(path) = &self.path
+        {
+            // Nothing was written: no log, and none from an earlier run passing for this one's.
+            match std::fs::remove_file(path) {
+                Err(error) if error.kind() != io::ErrorKind::NotFound => {
+                    return Err(in_file("remove", path, &error));
+                }
+                _ => return Ok((0, Vec::new())),
+            }
         }
         if self.tail.len() > TAIL_KEPT {
             let excess = self.tail.len() - TAIL_KEPT;
@@ -450,6 +492,28 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&log).unwrap(), "one\ntwo\n");
         assert_eq!(log_tail(&log, 1), "two");
         assert_eq!(finished.left_out, 0);
+    }
+
+    #[test]
+    fn a_log_if_any_is_written_only_for_output_and_a_stale_one_goes() {
+        let directory = tempfile::tempdir().unwrap();
+        let log = directory.path().join("logs/step/item.log");
+        let finished = Run::new(&mut shell("echo said >&2"), Capture::LogIfAny(&log))
+            .run()
+            .unwrap();
+        assert_eq!(finished.outcome, Outcome::Exited(0));
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "said\n");
+        // A quiet run of the same item leaves no log, not the earlier run's.
+        let finished = Run::new(&mut shell("true"), Capture::LogIfAny(&log))
+            .run()
+            .unwrap();
+        assert_eq!(finished.outcome, Outcome::Exited(0));
+        assert!(!log.exists());
+        let quiet = directory.path().join("logs/other/item.log");
+        Run::new(&mut shell("exit 0"), Capture::LogIfAny(&quiet))
+            .run()
+            .unwrap();
+        assert!(!quiet.parent().unwrap().exists(), "no directory for no log");
     }
 
     #[test]

@@ -14,9 +14,10 @@
 //! so a torn entry reads as a miss (the item is computed again), never as a wrong record. `gc`
 //! rewrites the log with the live entries only, through a temp file and a rename.
 //!
-//! The log is read into one buffer, and an entry's inline parts are slices of it ([`Bytes`]), not
-//! copies: opening a store of many small records costs one read and one allocation per entry,
-//! which is most of what a re-run that computes nothing pays before its first item.
+//! The log is read into one buffer (mapped, when it is large: [`super::mapped`]), and an entry's
+//! inline parts are slices of it ([`Bytes`]), not copies: opening a store of many small records
+//! costs one read and one allocation per entry, which is most of what a re-run that computes
+//! nothing pays before its first item.
 
 use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -273,10 +274,15 @@ impl ActionIndex {
         if len == self.read_to {
             return Ok(());
         }
-        file.seek(SeekFrom::Start(self.read_to))?;
-        let mut bytes = Vec::with_capacity((len - self.read_to) as usize);
-        file.read_to_end(&mut bytes)?;
-        let bytes = Bytes::from(bytes);
+        let bytes = if len - self.read_to >= super::mapped::MAP_AT_LEAST {
+            // A whole log read at open: mapped, its pages are not copied (see `mapped`).
+            super::mapped::map(&file, len)?.slice(self.read_to as usize..)
+        } else {
+            file.seek(SeekFrom::Start(self.read_to))?;
+            let mut bytes = Vec::with_capacity((len - self.read_to) as usize);
+            file.read_to_end(&mut bytes)?;
+            Bytes::from(bytes)
+        };
         // Room for about one entry per this many bytes: a small record's entry is about this size,
         // so the map is not grown (and copied) a dozen times while a big log is read.
         self.entries.reserve(bytes.len() / 400);

@@ -23,6 +23,21 @@ impl Digest {
         Digest(*blake3::hash(bytes).as_bytes())
     }
 
+    /// The digest of `value` serialized as compact JSON, streamed into the hasher through a buffer
+    /// on the stack: the same digest as `Digest::of(&serde_json::to_vec(value)?)`, without the
+    /// bytes ever being held whole (a gathering item's key record is hundreds of kilobytes, and a
+    /// fresh buffer for it costs the kernel zeroing its pages).
+    pub fn of_json<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<Self> {
+        let mut writer = HashWriter {
+            hasher: blake3::Hasher::new(),
+            buffer: [0; HASH_BUFFER],
+            len: 0,
+        };
+        serde_json::to_writer(&mut writer, value)?;
+        writer.flush_buffer();
+        Ok(Digest::from_hasher(&writer.hasher))
+    }
+
     /// The digest held by a finished hasher.
     pub fn from_hasher(hasher: &blake3::Hasher) -> Self {
         Digest(*hasher.finalize().as_bytes())
@@ -74,6 +89,43 @@ impl fmt::Debug for Digest {
     }
 }
 
+/// Bytes gathered before they are handed to the hasher: serialization writes a token at a time,
+/// and blake3 hashes large slices many times faster than a few bytes at a time.
+const HASH_BUFFER: usize = 8 * 1024;
+
+/// Feeds what is written to a blake3 hasher, in slices of up to [`HASH_BUFFER`] bytes.
+struct HashWriter {
+    hasher: blake3::Hasher,
+    buffer: [u8; HASH_BUFFER],
+    len: usize,
+}
+
+impl HashWriter {
+    fn flush_buffer(&mut self) {
+        self.hasher.update(&self.buffer[..self.len]);
+        self.len = 0;
+    }
+}
+
+impl std::io::Write for HashWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if self.len + bytes.len() > HASH_BUFFER {
+            self.flush_buffer();
+        }
+        if bytes.len() >= HASH_BUFFER {
+            self.hasher.update(bytes);
+        } else {
+            self.buffer[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+            self.len += bytes.len();
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// A string that is not `blake3:` followed by 64 hex digits.
 #[derive(Debug, thiserror::Error)]
 #[error("`{0}` is not a digest of the form blake3:<64 hex digits>")]
@@ -83,12 +135,37 @@ impl FromStr for Digest {
     type Err = DigestParseError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let hex = text
-            .strip_prefix("blake3:")
-            .ok_or_else(|| DigestParseError(text.to_string()))?;
-        blake3::Hash::from_hex(hex)
-            .map(|hash| Digest(*hash.as_bytes()))
-            .map_err(|_| DigestParseError(text.to_string()))
+        // By a table, not a match per digit: a re-run parses the digests of every cached output.
+        const INVALID: u8 = 0xff;
+        const VALUES: [u8; 256] = {
+            let mut values = [INVALID; 256];
+            let mut digit = 0;
+            while digit < 10 {
+                values[b'0' as usize + digit] = digit as u8;
+                digit += 1;
+            }
+            let mut letter = 0;
+            while letter < 6 {
+                values[b'a' as usize + letter] = 10 + letter as u8;
+                values[b'A' as usize + letter] = 10 + letter as u8;
+                letter += 1;
+            }
+            values
+        };
+        let invalid = || DigestParseError(text.to_string());
+        let hex = text.strip_prefix("blake3:").ok_or_else(invalid)?.as_bytes();
+        if hex.len() != 64 {
+            return Err(invalid());
+        }
+        let mut bytes = [0u8; 32];
+        for (byte, pair) in bytes.iter_mut().zip(hex.chunks_exact(2)) {
+            let (high, low) = (VALUES[usize::from(pair[0])], VALUES[usize::from(pair[1])]);
+            if high == INVALID || low == INVALID {
+                return Err(invalid());
+            }
+            *byte = high << 4 | low;
+        }
+        Ok(Digest(bytes))
     }
 }
 
@@ -120,6 +197,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_value_streamed_into_the_hasher_has_the_digest_of_its_json_bytes() {
+        // Small, just over one buffer, and many buffers with a single write longer than one.
+        let long = "x".repeat(3 * HASH_BUFFER);
+        let values = [
+            serde_json::json!({"run": "echo hi", "outputs": ["a.txt"]}),
+            serde_json::json!((0..1_000).map(|n| format!("item {n}")).collect::<Vec<_>>()),
+            serde_json::json!({"a": long, "b": [1, 2, 3]}),
+        ];
+        for value in values {
+            let bytes = serde_json::to_vec(&value).unwrap();
+            assert_eq!(Digest::of_json(&value).unwrap(), Digest::of(&bytes));
+        }
+    }
+
+    #[test]
     fn round_trips_through_text() {
         let digest = Digest::of(b"claim");
         let text = digest.to_string();
@@ -143,5 +235,17 @@ mod tests {
     fn rejects_other_prefixes() {
         assert!("sha256:00".parse::<Digest>().is_err());
         assert!("blake3:zz".parse::<Digest>().is_err());
+    }
+
+    #[test]
+    fn parses_upper_case_digits_and_rejects_a_bad_digit_or_length() {
+        let text = Digest::of(b"claim").to_string();
+        let upper = format!("blake3:{}", text[7..].to_uppercase());
+        assert_eq!(upper.parse::<Digest>().unwrap(), Digest::of(b"claim"));
+        let mut bad = text.clone().into_bytes();
+        bad[70] = b'g';
+        assert!(String::from_utf8(bad).unwrap().parse::<Digest>().is_err());
+        assert!(text[..70].parse::<Digest>().is_err());
+        assert!(format!("{text}0").parse::<Digest>().is_err());
     }
 }

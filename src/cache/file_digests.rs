@@ -12,6 +12,13 @@
 //! timestamps are older than [`RACY`] at the time it was stat'ed, so any later write gives it a
 //! newer timestamp. A file written moments ago is hashed again until it is old enough.
 //!
+//! The table is keyed by the file's device and inode, not its path: the stamp holds both, so a
+//! remembered digest is only ever served for the very file it was read from, whichever path reaches
+//! it, and a lookup hashes two numbers instead of a path of a hundred bytes (a re-run looks up every
+//! output it restores and every object it serves). An inode number that the filesystem gives to a
+//! new file after the old one was deleted does not fool it: the new file's change time is its
+//! creation, later than the old one's remembered (and by then old) change time.
+//!
 //! The table lives in `<cache>/file-digests`, replaced atomically when a run learned something, with
 //! a checksum: a file that is damaged or of another version reads as empty.
 //!
@@ -20,17 +27,18 @@
 //! components instead of the ten of an absolute path, which is most of what a stat costs.
 
 use std::collections::HashMap;
-use std::ffi::{OsStr, OsString};
 use std::fs;
-use std::io::{self, Write};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-/// Remembered digests by path, keyed by the path's bytes: hashing a `Path` walks its components,
-/// which costs more than the lookup, and a re-run looks up every output it restores.
-type Table = HashMap<OsString, Remembered, foldhash::fast::RandomState>;
+/// Remembered digests by the file's (device, inode).
+type Table = HashMap<FileId, Remembered, foldhash::fast::RandomState>;
+
+/// A file's device and inode numbers.
+type FileId = (u64, u64);
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::Digest;
@@ -39,7 +47,10 @@ use super::Digest;
 /// coarse timestamps (two seconds on FAT) and the kernel's coarse clock.
 pub const RACY: Duration = Duration::from_secs(2);
 
-const MAGIC: &[u8; 8] = b"CFSTAT1\n";
+/// Version 2: keyed by device and inode (version 1, keyed by path, reads as empty).
+const MAGIC: &[u8; 8] = b"CFSTAT2\n";
+/// The bytes of one entry: the stamp (size, two times, inode, device) and the digest.
+const ENTRY_LEN: usize = 8 + 16 + 16 + 8 + 8 + 32;
 /// Entries kept beyond those used by the current process, so the table does not grow forever.
 const KEEP_UNUSED: usize = 100_000;
 
@@ -63,6 +74,10 @@ impl Stamp {
             inode: meta.ino(),
             device: meta.dev(),
         }
+    }
+
+    fn id(&self) -> FileId {
+        (self.device, self.inode)
     }
 
     /// True if a write after `now` could leave the file with this same stamp.
@@ -164,9 +179,9 @@ impl FileDigests {
         }
     }
 
-    /// The remembered digest of `path` if its stamp is still `stamp`.
-    pub fn get(&mut self, path: &Path, stamp: &Stamp) -> Option<Digest> {
-        let entry = self.entries.get_mut(path.as_os_str())?;
+    /// The remembered digest of the file stat'ed as `stamp`, if its stamp has not changed.
+    pub fn get(&mut self, stamp: &Stamp) -> Option<Digest> {
+        let entry = self.entries.get_mut(&stamp.id())?;
         if entry.stamp != *stamp {
             return None;
         }
@@ -174,15 +189,15 @@ impl FileDigests {
         Some(entry.digest)
     }
 
-    /// Remembers the digest of `path`, read after it was stat'ed as `stamp` at `stat_time`, unless
-    /// the file is too fresh to trust its stamp.
-    pub fn remember(&mut self, path: &Path, stamp: Stamp, stat_time: SystemTime, digest: Digest) {
+    /// Remembers the digest of the file read after it was stat'ed as `stamp` at `stat_time`,
+    /// unless the file is too fresh to trust its stamp.
+    pub fn remember(&mut self, stamp: Stamp, stat_time: SystemTime, digest: Digest) {
         if stamp.racy(stat_time) {
-            self.entries.remove(path.as_os_str());
+            self.entries.remove(&stamp.id());
             return;
         }
         self.entries.insert(
-            path.as_os_str().to_os_string(),
+            stamp.id(),
             Remembered {
                 stamp,
                 digest,
@@ -222,43 +237,61 @@ pub fn digest_of(table: &std::sync::Mutex<FileDigests>, path: &Path) -> io::Resu
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(error) => return Err(error),
     };
-    digest_after_stat(table, path, Stamp::of(&meta), stat_time)
+    digest_after_stat(table, Stamp::of(&meta), stat_time, || fs::File::open(path))
 }
 
-/// [`digest_of`] for the file `relative` names under the open directory `dir`; `path` is its
-/// whole path (`dir`'s path joined with `relative`), under which the table remembers it.
+/// [`digest_of`] for the file `relative` names under the open directory `dir`.
 pub fn digest_at(
     table: &std::sync::Mutex<FileDigests>,
     dir: &Dir,
     relative: &Path,
-    path: &Path,
 ) -> io::Result<Option<Digest>> {
-    debug_assert_eq!(dir.path().join(relative), path);
     let stat_time = SystemTime::now();
     let Some(stamp) = stat_at(dir, relative)? else {
         return Ok(None);
     };
-    digest_after_stat(table, path, stamp, stat_time)
+    digest_after_stat(table, stamp, stat_time, || open_at(dir, relative))
 }
 
-/// The digest of the file at `path`, stat'ed as `stamp` at `stat_time`: remembered, or read.
+/// The digest of the file stat'ed as `stamp` at `stat_time`: remembered, or read from the file
+/// `open` opens.
 fn digest_after_stat(
     table: &std::sync::Mutex<FileDigests>,
-    path: &Path,
     stamp: Stamp,
     stat_time: SystemTime,
+    open: impl FnOnce() -> io::Result<fs::File>,
 ) -> io::Result<Option<Digest>> {
-    if let Some(digest) = lock(table).get(path, &stamp) {
+    if let Some(digest) = lock(table).get(&stamp) {
         return Ok(Some(digest));
     }
-    let bytes = match fs::read(path) {
-        Ok(bytes) => bytes,
+    let mut bytes = Vec::new();
+    match open().and_then(|mut file| file.read_to_end(&mut bytes)) {
+        Ok(_) => {}
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(error) => return Err(error),
-    };
+    }
     let digest = Digest::of(&bytes);
-    lock(table).remember(path, stamp, stat_time, digest);
+    lock(table).remember(stamp, stat_time, digest);
     Ok(Some(digest))
+}
+
+/// Opens the file `relative` names under `dir` for reading.
+fn open_at(dir: &Dir, relative: &Path) -> io::Result<fs::File> {
+    let name = std::ffi::CString::new(relative.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path with a NUL byte"))?;
+    // SAFETY: `name` is NUL-terminated and the directory descriptor is open while `dir` lives;
+    // the descriptor returned is new and owned by the `File` made from it.
+    unsafe {
+        let fd = libc::openat(
+            dir.fd.as_raw_fd(),
+            name.as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        );
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(fs::File::from_raw_fd(fd))
+    }
 }
 
 fn lock(table: &std::sync::Mutex<FileDigests>) -> std::sync::MutexGuard<'_, FileDigests> {
@@ -269,12 +302,9 @@ fn lock(table: &std::sync::Mutex<FileDigests>) -> std::sync::MutexGuard<'_, File
 }
 
 fn encode(entries: &Table) -> Vec<u8> {
-    let mut bytes = Vec::with_capacity(MAGIC.len() + entries.len() * 128 + 32);
+    let mut bytes = Vec::with_capacity(MAGIC.len() + entries.len() * ENTRY_LEN + 32);
     bytes.extend_from_slice(MAGIC);
-    for (path, entry) in entries {
-        let path = path.as_bytes();
-        bytes.extend_from_slice(&(path.len() as u32).to_le_bytes());
-        bytes.extend_from_slice(path);
+    for entry in entries.values() {
         let stamp = &entry.stamp;
         bytes.extend_from_slice(&stamp.size.to_le_bytes());
         bytes.extend_from_slice(&stamp.modified.to_le_bytes());
@@ -294,8 +324,8 @@ fn decode(bytes: &[u8]) -> Option<Table> {
         return None;
     }
     let mut rest = content.strip_prefix(MAGIC.as_slice())?;
-    // An entry is about 130 bytes: sized once, not grown while read.
-    let mut entries = Table::with_capacity_and_hasher(rest.len() / 120, Default::default());
+    // Sized once, not grown while read.
+    let mut entries = Table::with_capacity_and_hasher(rest.len() / ENTRY_LEN, Default::default());
     fn take<'a>(rest: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
         let (head, tail) = rest.split_at_checked(n)?;
         *rest = tail;
@@ -308,8 +338,6 @@ fn decode(bytes: &[u8]) -> Option<Table> {
         Some(i128::from_le_bytes(take(rest, 16)?.try_into().ok()?))
     }
     while !rest.is_empty() {
-        let len = u32::from_le_bytes(take(&mut rest, 4)?.try_into().ok()?) as usize;
-        let path = OsStr::from_bytes(take(&mut rest, len)?).to_os_string();
         let stamp = Stamp {
             size: u64_of(&mut rest)?,
             modified: i128_of(&mut rest)?,
@@ -319,7 +347,7 @@ fn decode(bytes: &[u8]) -> Option<Table> {
         };
         let digest = Digest::from_bytes(take(&mut rest, 32)?.try_into().ok()?);
         entries.insert(
-            path,
+            stamp.id(),
             Remembered {
                 stamp,
                 digest,
@@ -365,7 +393,6 @@ mod tests {
         let stamp = Stamp::of(&meta);
         let mut table = FileDigests::load(&table_path);
         table.remember(
-            &file,
             stamp,
             SystemTime::now() + RACY * 2,
             Digest::of(b"remembered"),
@@ -373,11 +400,11 @@ mod tests {
         table.save(dir.path()).unwrap();
 
         let mut reloaded = FileDigests::load(&table_path);
-        assert_eq!(reloaded.get(&file, &stamp), Some(Digest::of(b"remembered")));
+        assert_eq!(reloaded.get(&stamp), Some(Digest::of(b"remembered")));
         fs::write(&file, "two").unwrap();
         age(&file, Duration::from_secs(60));
         let now = Stamp::of(&fs::metadata(&file).unwrap());
-        assert_eq!(reloaded.get(&file, &now), None);
+        assert_eq!(reloaded.get(&now), None);
     }
 
     #[test]
@@ -401,7 +428,7 @@ mod tests {
         );
         let table = Mutex::new(FileDigests::load(&dir.path().join("table")));
         assert_eq!(
-            digest_at(&table, &open, relative, &file).unwrap(),
+            digest_at(&table, &open, relative).unwrap(),
             Some(Digest::of(b"one"))
         );
     }
@@ -412,12 +439,7 @@ mod tests {
         let table_path = dir.path().join("table");
         let mut table = FileDigests::load(&table_path);
         let stamp = Stamp::of(&fs::metadata(dir.path()).unwrap());
-        table.remember(
-            Path::new("/x"),
-            stamp,
-            SystemTime::now() + RACY * 2,
-            Digest::of(b"x"),
-        );
+        table.remember(stamp, SystemTime::now() + RACY * 2, Digest::of(b"x"));
         table.save(dir.path()).unwrap();
         let mut bytes = fs::read(&table_path).unwrap();
         bytes[12] ^= 1;

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::Digest;
+use super::{Digest, JsonText};
 
 /// Bumped when the layout of [`KeyRecord`] changes, so old action records are never misread.
 pub const KEY_SCHEMA: u32 = 1;
@@ -49,7 +49,7 @@ impl KeyRecord {
 
     /// The content key.
     pub fn digest(&self) -> Digest {
-        Digest::of(&self.canonical_bytes())
+        Digest::of_json(self).expect("a key record always serializes")
     }
 
     /// The names of the parts that differ between `self` and an earlier record of the same item,
@@ -95,7 +95,9 @@ pub struct KeyParts<'a> {
     pub version: u32,
     pub params: &'a serde_json::Value,
     pub item: &'a str,
-    pub item_params: &'a serde_json::Value,
+    /// Written as its canonical text: these parts are only ever serialized to JSON, to be hashed.
+    #[serde(serialize_with = "JsonText::serialize_canonical")]
+    pub item_params: &'a JsonText,
     pub reads: &'a BTreeMap<String, Digest>,
     pub files: &'a BTreeMap<String, Digest>,
     pub tools: &'a BTreeMap<String, String>,
@@ -105,7 +107,7 @@ pub struct KeyParts<'a> {
 impl KeyParts<'_> {
     /// The content key of the record these parts make.
     pub fn digest(&self) -> Digest {
-        Digest::of(&serde_json::to_vec(self).expect("key parts always serialize"))
+        Digest::of_json(self).expect("key parts always serialize")
     }
 
     /// The owned record.
@@ -116,7 +118,7 @@ impl KeyParts<'_> {
             version: self.version,
             params: self.params.clone(),
             item: self.item.to_string(),
-            item_params: self.item_params.clone(),
+            item_params: self.item_params.value().clone(),
             reads: self.reads.clone(),
             files: self.files.clone(),
             tools: self.tools.clone(),
@@ -194,13 +196,14 @@ mod tests {
     #[test]
     fn borrowed_parts_hash_to_the_key_of_the_record_they_make() {
         let record = record();
+        let item_params = JsonText::from(record.item_params.clone());
         let parts = KeyParts {
             schema: record.schema,
             kind: &record.kind,
             version: record.version,
             params: &record.params,
             item: &record.item,
-            item_params: &record.item_params,
+            item_params: &item_params,
             reads: &record.reads,
             files: &record.files,
             tools: &record.tools,

@@ -5,11 +5,14 @@
 mod action_index;
 mod digest;
 mod file_digests;
+mod json_text;
 mod key;
 mod key_lock;
+mod mapped;
 mod store;
 
 pub use digest::{Digest, DigestParseError};
+pub use json_text::JsonText;
 pub use key::{KEY_SCHEMA, KeyParts, KeyRecord};
 pub use store::{
     ActionRecord, OutputBytes, Store, StoreError, StoreStats, VerifyReport, write_atomic_in,

@@ -193,16 +193,19 @@ impl Store {
         base: &Path,
         relative: &Path,
     ) -> Result<Option<Digest>, StoreError> {
-        let path = base.join(relative);
         if relative.is_absolute() {
-            return self.file_digest(&path);
+            return self.file_digest(relative);
         }
         let dir = {
             let mut bases = self
                 .bases
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
-            match bases.iter().find(|dir| dir.path() == base) {
+            // Compared as bytes: comparing paths walks their components, once per file.
+            match bases
+                .iter()
+                .find(|dir| dir.path().as_os_str() == base.as_os_str())
+            {
                 Some(dir) => Arc::clone(dir),
                 None => match Dir::open(base) {
                     Ok(dir) => {
@@ -213,12 +216,13 @@ impl Store {
                     // No directory to hold open (gone, or not one): the whole path says why.
                     Err(_) => {
                         drop(bases);
-                        return self.file_digest(&path);
+                        return self.file_digest(&base.join(relative));
                     }
                 },
             }
         };
-        file_digests::digest_at(&self.files, &dir, relative, &path).map_err(io_error("read", &path))
+        file_digests::digest_at(&self.files, &dir, relative)
+            .map_err(|source| io_error("read", &base.join(relative))(source))
     }
 
     /// Writes the remembered file digests, if this process learned new ones.
@@ -304,14 +308,13 @@ impl Store {
     /// byte changes the stat). A damaged object is removed, as [`Store::get`] removes it.
     pub fn has_intact(&self, digest: &Digest) -> Result<bool, StoreError> {
         let name = object_name_of(digest);
-        let path = self.objects.path().join(&name);
-        let found = file_digests::digest_at(&self.files, &self.objects, &name, &path)
-            .map_err(io_error("read", &path))?;
+        let found = file_digests::digest_at(&self.files, &self.objects, &name)
+            .map_err(|source| io_error("read", &self.object_path(digest))(source))?;
         match found {
             None => Ok(false),
             Some(found) if found == *digest => Ok(true),
             Some(_) => {
-                let _ = fs::remove_file(&path);
+                let _ = fs::remove_file(self.object_path(digest));
                 Ok(false)
             }
         }

@@ -12,7 +12,7 @@ use crate::cache::{Digest, KEY_SCHEMA, KeyParts, KeyRecord, OutputBytes, Store, 
 use crate::engine::dag::Dag;
 use crate::engine::events::{Event, Reporter};
 use crate::engine::pools::{PoolSizes, Pools};
-use crate::engine::state::{ItemState, RunState, StepState};
+use crate::engine::state::RunState;
 use crate::engine::{
     ErrorClass, Execution, ItemOutput, ItemPlan, ItemResult, Pool, Registry, RemoteExecutor,
     RetryPolicy, StepContext, StepError, StepKind, StepOutput, Upstream,
@@ -396,39 +396,22 @@ impl<'a> Engine<'a> {
         // Each item is hashed once: the lookup, the computation and the run state share the key.
         // The key is hashed from parts borrowed from the plan; the owned key record is made only for
         // an item that is computed.
+        // The plans stay where the kind put them until the results are made: a big fan-out's
+        // plans are megabytes, and every vector they were moved into was fresh memory.
         let params = step.params.key();
-        let keyed: Vec<(ItemPlan, Digest)> = plans
-            .into_iter()
-            .map(|plan| {
-                let key = key_parts(kind.as_ref(), params, &plan).digest();
-                (plan, key)
-            })
+        let keys: Vec<Digest> = plans
+            .iter()
+            .map(|plan| key_parts(kind.as_ref(), params, plan).digest())
             .collect();
-
-        // A cached item's plan moves into its result; only the plans of misses stay behind.
-        let keys: Vec<Digest> = keyed.iter().map(|(_, key)| *key).collect();
-        let mut results: Vec<Option<ItemResult>> = Vec::with_capacity(keyed.len());
-        let mut pending: Vec<Option<(ItemPlan, Digest)>> = Vec::with_capacity(keyed.len());
+        let mut hits: Vec<Option<(Digest, Arc<ItemOutput>)>> = Vec::with_capacity(keys.len());
         let mut misses = Vec::new();
-        for (index, (plan, key)) in keyed.into_iter().enumerate() {
-            match (!force).then(|| self.lookup(&key)).transpose()?.flatten() {
-                Some((digest, output)) => {
-                    results.push(Some(ItemResult {
-                        plan,
-                        digest,
-                        output: Arc::new(output),
-                        cached: true,
-                    }));
-                    pending.push(None);
-                }
-                None => {
-                    misses.push(index);
-                    results.push(None);
-                    pending.push(Some((plan, key)));
-                }
+        for (index, key) in keys.iter().enumerate() {
+            let hit = (!force).then(|| self.lookup(key)).transpose()?.flatten();
+            if hit.is_none() {
+                misses.push(index);
             }
+            hits.push(hit.map(|(digest, output)| (digest, Arc::new(output))));
         }
-        let keyed = pending;
         // The cached items are counted here, not one event each: a reporter starts the step's
         // progress at `cached`.
         self.reporter.event(&Event::StepPlanned {
@@ -449,7 +432,7 @@ impl<'a> Engine<'a> {
         let computed: Mutex<Vec<(usize, ItemResult)>> = Mutex::new(Vec::new());
         let failures: Mutex<Vec<ErrorClass>> = Mutex::new(Vec::new());
         let finish = |index: usize, outcome: Result<ItemResult, StepError>, started: Instant| {
-            let plan = &keyed[index].as_ref().expect("a miss").0;
+            let plan = &plans[index];
             match outcome {
                 Ok(result) => {
                     self.reporter.event(&Event::ItemFinished {
@@ -475,7 +458,7 @@ impl<'a> Engine<'a> {
                 let next = AtomicUsize::new(0);
                 let workers = misses
                     .iter()
-                    .map(|&index| pools.capacity(&keyed[index].as_ref().expect("a miss").0.pool))
+                    .map(|&index| pools.capacity(&plans[index].pool))
                     .max()
                     .unwrap_or(0)
                     .min(misses.len());
@@ -487,7 +470,7 @@ impl<'a> Engine<'a> {
                                 let Some(&index) = misses.get(position) else {
                                     break;
                                 };
-                                let (plan, key) = keyed[index].as_ref().expect("a miss");
+                                let (plan, key) = (&plans[index], &keys[index]);
                                 let record = key_parts(kind.as_ref(), params, plan).to_record();
                                 let item_started = Instant::now();
                                 let outcome = self.compute(&job, plan, (&record, key));
@@ -502,17 +485,15 @@ impl<'a> Engine<'a> {
                 // slot, so the items started at once are bounded, not all of them: twenty
                 // thousand model calls started together ran out of file descriptors. Twice the
                 // slots of the pools they use keeps every slot busy.
-                let pools_used: BTreeSet<&Pool> = misses
-                    .iter()
-                    .map(|&index| &keyed[index].as_ref().expect("a miss").0.pool)
-                    .collect();
+                let pools_used: BTreeSet<&Pool> =
+                    misses.iter().map(|&index| &plans[index].pool).collect();
                 let in_flight = 2 * pools_used
                     .iter()
                     .map(|pool| pools.capacity(pool))
                     .sum::<usize>()
                     .max(1);
                 let start = |index: usize| {
-                    let (plan, key) = keyed[index].as_ref().expect("a miss");
+                    let (plan, key) = (&plans[index], &keys[index]);
                     let record = key_parts(kind.as_ref(), params, plan).to_record();
                     let job = &job;
                     async move {
@@ -548,32 +529,34 @@ impl<'a> Engine<'a> {
                 class,
             });
         }
-        for (index, result) in computed.into_inner().expect("results lock") {
-            results[index] = Some(result);
-        }
-        let items: Vec<ItemResult> = results
+        let mut computed = computed.into_inner().expect("results lock");
+        computed.sort_unstable_by_key(|(index, _)| *index);
+        let mut computed = computed.into_iter().map(|(_, result)| result);
+        // A cached item's plan moves into its result, uncopied.
+        let items: Vec<ItemResult> = plans
             .into_iter()
-            .map(|result| result.expect("every item has a result"))
+            .zip(hits)
+            .map(|(plan, hit)| match hit {
+                Some((digest, output)) => ItemResult {
+                    plan,
+                    digest,
+                    output,
+                    cached: true,
+                },
+                None => computed.next().expect("every item has a result"),
+            })
             .collect();
 
         kind.publish(&ctx, &items).map_err(|error| Failure {
             message: format!("publish: {}", error.chain()),
             class: error.class(),
         })?;
-        let state = StepState {
-            kind: step.uses.clone(),
-            items: items
-                .iter()
-                .zip(&keys)
-                .map(|(item, key)| ItemState {
-                    id: item.plan.id.clone(),
-                    key: *key,
-                    output: item.digest,
-                })
-                .collect(),
-        };
+        let state = items
+            .iter()
+            .zip(&keys)
+            .map(|(item, key)| (item.plan.id.as_str(), *key, item.digest));
         self.state
-            .save(&step.name, &state)
+            .save_items(&step.name, &step.uses, state)
             .map_err(|error| Failure {
                 message: error.to_string(),
                 class: ErrorClass::Failure,

@@ -4,8 +4,10 @@
 //! ([`crate::cache::KeyRecord`]), looks it up, computes only the misses under resource pools, and
 //! then lets the step kind publish its result files from every item's output.
 
+mod blobs;
 mod dag;
 pub mod jobs;
+mod output_records;
 mod registry;
 mod remote;
 mod retry;
@@ -19,8 +21,8 @@ pub use remote::RemoteExecutor;
 pub use retry::RetryPolicy;
 pub use runtime::runtime;
 pub use step::{
-    ErrorClass, Execution, ItemFuture, ItemOutput, ItemPlan, ItemResult, Pool, StepContext,
-    StepError, StepKind, StepOutput, Upstream,
+    Blobs, ErrorClass, Execution, ItemFuture, ItemOutput, ItemPlan, ItemResult, Pool, Records,
+    StepContext, StepError, StepKind, StepOutput, Upstream,
 };
 // What a step kind declares to the loader lives in the layer below, the pipeline; a step kind
 // implements [`StepKind`] with these, so they are named here beside it.

@@ -50,18 +50,31 @@ impl StepState {
 
     /// The digest of the state's content: what decides whether the file needs writing.
     fn digest(&self) -> Digest {
-        let mut hasher = blake3::Hasher::new();
-        hasher.update(self.kind.as_bytes());
-        hasher.update(&[0]);
-        for item in &self.items {
-            hasher.update(&(item.id.len() as u64).to_le_bytes());
-            hasher.update(item.id.as_bytes());
-            hasher.update(item.key.as_bytes());
-            hasher.update(item.output.as_bytes());
-        }
-        Digest::from_hasher(&hasher)
+        digest_of(&self.kind, self.borrowed())
+    }
+
+    fn borrowed(&self) -> impl Iterator<Item = (&str, Digest, Digest)> + Clone {
+        self.items
+            .iter()
+            .map(|item| (item.id.as_str(), item.key, item.output))
     }
 }
+
+/// The digest of a state of `kind` with `items` (id, key, output digest).
+fn digest_of<'i>(kind: &str, items: impl Iterator<Item = (&'i str, Digest, Digest)>) -> Digest {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(kind.as_bytes());
+    hasher.update(&[0]);
+    for (id, key, output) in items {
+        hasher.update(&(id.len() as u64).to_le_bytes());
+        hasher.update(id.as_bytes());
+        hasher.update(key.as_bytes());
+        hasher.update(output.as_bytes());
+    }
+    Digest::from_hasher(&hasher)
+}
+
+impl StepState {}
 
 /// The first line of a state file.
 #[derive(Serialize, Deserialize)]
@@ -96,20 +109,31 @@ impl RunState {
 
     /// Replaces the state of `step`, unless the file already holds exactly this state.
     pub fn save(&self, step: &str, state: &StepState) -> Result<(), StoreError> {
+        self.save_items(step, &state.kind, state.borrowed())
+    }
+
+    /// Replaces the state of `step` with that of `kind` and `items` (id, key, output digest, in
+    /// item order), unless the file already holds exactly that: a re-run that changed nothing
+    /// hashes the items it borrows and copies none of them.
+    pub fn save_items<'i>(
+        &self,
+        step: &str,
+        kind: &str,
+        items: impl Iterator<Item = (&'i str, Digest, Digest)> + Clone,
+    ) -> Result<(), StoreError> {
         let path = self.path(step);
-        let digest = state.digest();
+        let digest = digest_of(kind, items.clone());
         if read_header(&path).is_some_and(|header| header.digest == digest) {
             return Ok(());
         }
         let header = Header {
-            kind: state.kind.clone(),
+            kind: kind.to_string(),
             digest,
         };
         let mut bytes = serde_json::to_vec(&header).expect("a state header serializes");
         bytes.push(b'\n');
-        for item in &state.items {
-            serde_json::to_writer(&mut bytes, &(&item.id, &item.key, &item.output))
-                .expect("state lines serialize");
+        for (id, key, output) in items {
+            serde_json::to_writer(&mut bytes, &(id, key, output)).expect("state lines serialize");
             bytes.push(b'\n');
         }
         write_atomic_in(&self.tmp, &path, &bytes)

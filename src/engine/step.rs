@@ -12,8 +12,10 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+pub use super::blobs::Blobs;
 use super::events::{Event, Reporter};
-use crate::cache::{Digest, Store, StoreError};
+pub use super::output_records::Records;
+use crate::cache::{Digest, JsonText, Store, StoreError};
 use crate::pipeline::{Params, ParamsDecl, Pipeline, PipelineProblem, Role, StepSpec};
 
 /// The resource pool an item's computation runs in.
@@ -33,8 +35,8 @@ pub enum Pool {
 pub struct ItemPlan {
     /// The item's identity within its step (a commit id, a claim id, a foreach element).
     pub id: String,
-    /// Per-item parameters the computation reads.
-    pub params: serde_json::Value,
+    /// Per-item parameters the computation reads (held as canonical text until read).
+    pub params: JsonText,
     /// Output digests of the upstream items it reads, under names the step kind chooses.
     pub reads: BTreeMap<String, Digest>,
     /// Contents of files it reads, by project-relative path.
@@ -50,7 +52,7 @@ impl ItemPlan {
     pub fn new(id: impl Into<String>) -> Self {
         ItemPlan {
             id: id.into(),
-            params: serde_json::Value::Null,
+            params: JsonText::default(),
             reads: BTreeMap::new(),
             files: BTreeMap::new(),
             tools: BTreeMap::new(),
@@ -59,8 +61,9 @@ impl ItemPlan {
         }
     }
 
-    pub fn params(mut self, params: serde_json::Value) -> Self {
-        self.params = params;
+    /// Per-item parameters: a value, or [`JsonText::of`] a canonical serialization.
+    pub fn params(mut self, params: impl Into<JsonText>) -> Self {
+        self.params = params.into();
         self
     }
 
@@ -107,8 +110,8 @@ impl ItemPlan {
 /// in the cache by digest (a diff, a test database, a command's output file).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ItemOutput {
-    pub records: Vec<serde_json::Value>,
-    pub blobs: BTreeMap<String, Digest>,
+    pub records: Records,
+    pub blobs: Blobs,
 }
 
 impl ItemOutput {
@@ -119,21 +122,16 @@ impl ItemOutput {
                 .into_iter()
                 .map(|record| serde_json::to_value(record).expect("records serialize"))
                 .collect(),
-            blobs: BTreeMap::new(),
+            blobs: Blobs::default(),
         }
     }
 
     /// The records decoded as `T`.
     pub fn decode<T: DeserializeOwned>(&self) -> Result<Vec<T>, StepError> {
-        self.records
-            .iter()
-            .map(|record| {
-                T::deserialize(record).map_err(|error| StepError::Failed {
-                    context: "decode an upstream record".to_string(),
-                    source: Box::new(error),
-                })
-            })
-            .collect()
+        self.records.decode().map_err(|error| StepError::Failed {
+            context: "decode an upstream record".to_string(),
+            source: Box::new(error),
+        })
     }
 }
 

@@ -198,7 +198,7 @@ mod tests {
                 version: 1,
                 params: serde_json::json!({"runs": 10}),
                 item: plan.id.clone(),
-                item_params: plan.params.clone(),
+                item_params: plan.params.value().clone(),
                 reads: plan.reads.clone(),
                 files: plan.files.clone(),
                 tools: plan.tools.clone(),

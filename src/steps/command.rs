@@ -17,8 +17,9 @@
 //!
 //! Before running, the item's declared outputs are removed, so a stale file never passes for a fresh
 //! one; a non-zero exit or a missing output fails the item, and a failed item is never cached. Its
-//! stdout and stderr go to `<workdir>/logs/<step>/<item>.log`, not into the output: a command that
-//! prints a timestamp still produces the same output, so downstream items stay cached.
+//! stdout and stderr go to `<workdir>/logs/<step>/<item>.log` (written only when it prints
+//! something), not into the output: a command that prints a timestamp still produces the same
+//! output, so downstream items stay cached.
 //! `timeout:` stops a command that runs longer (its whole process group, the item failing);
 //! `env:` passes only the named environment variables instead of the whole environment.
 
@@ -30,8 +31,8 @@ use std::process::Command;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
+use crate::cache::JsonText;
 use crate::engine::{
     ItemOutput, ItemPlan, ItemResult, ListOrGlob, ParamsDecl, PipelineProblem, StepContext,
     StepError, StepKind, Upstream,
@@ -71,22 +72,34 @@ pub struct CommandParams {
     pub env: Option<Vec<String>>,
 }
 
+/// What an item runs, as its key holds it: `{"outputs": [...], "run": "..."}`, fields in sorted
+/// order, so that its text is canonical.
+#[derive(Serialize)]
+struct ItemParams<'a> {
+    outputs: &'a [String],
+    run: &'a str,
+}
+
 /// Variables every command gets even under an `env:` allow-list: without them `sh` finds nothing.
 const ALWAYS_PASSED: &[&str] = &["PATH", "HOME", "LANG"];
 
-/// One fan-out element and the placeholders it fills.
+/// One fan-out element and the placeholders it fills (`{item}`, `{name}`, `{stem}`, braces
+/// included).
 struct Element {
     id: String,
-    values: BTreeMap<&'static str, String>,
+    values: Vec<(&'static str, String)>,
 }
 
 impl Element {
     fn substitute(&self, text: &str) -> String {
-        let mut text = text.to_string();
-        for (name, value) in &self.values {
-            text = text.replace(&format!("{{{name}}}"), value);
+        // A text without a placeholder is copied once, not once per placeholder.
+        let mut text = std::borrow::Cow::Borrowed(text);
+        for (placeholder, value) in &self.values {
+            if text.contains(placeholder) {
+                text = std::borrow::Cow::Owned(text.replace(placeholder, value));
+            }
         }
-        text
+        text.into_owned()
     }
 }
 
@@ -99,7 +112,7 @@ impl CommandStep {
         let Some(foreach) = &params.foreach else {
             return Ok(vec![Element {
                 id: "main".into(),
-                values: BTreeMap::new(),
+                values: Vec::new(),
             }]);
         };
         match foreach {
@@ -107,7 +120,7 @@ impl CommandStep {
                 .iter()
                 .map(|element| Element {
                     id: element.clone(),
-                    values: BTreeMap::from([("item", element.clone())]),
+                    values: vec![("{item}", element.clone())],
                 })
                 .collect()),
             ListOrGlob::Glob(pattern) => {
@@ -126,11 +139,7 @@ impl CommandStep {
                             .unwrap_or_default();
                         Element {
                             id: path.clone(),
-                            values: BTreeMap::from([
-                                ("item", path),
-                                ("name", name),
-                                ("stem", stem),
-                            ]),
+                            values: vec![("{item}", path), ("{name}", name), ("{stem}", stem)],
                         }
                     })
                     .collect())
@@ -195,8 +204,10 @@ impl StepKind for CommandStep {
             for output in &outputs {
                 check_relative(output, step)?;
             }
-            let mut plan = ItemPlan::new(element.id.clone())
-                .params(json!({"run": element.substitute(&params.run), "outputs": outputs}));
+            let mut plan = ItemPlan::new(element.id.clone()).params(JsonText::of(&ItemParams {
+                outputs: &outputs,
+                run: &element.substitute(&params.run),
+            }));
             plan.reads = reads.clone();
             for pattern in &params.inputs {
                 let pattern = element.substitute(pattern);
@@ -242,12 +253,6 @@ impl StepKind for CommandStep {
             .join("logs")
             .join(step)
             .join(format!("{}.log", sanitize(&item.id)));
-        if let Some(parent) = log_path.parent() {
-            fs::create_dir_all(parent).map_err(|source| StepError::Io {
-                context: format!("create {}", parent.display()),
-                source,
-            })?;
-        }
         let params: &CommandParams = ctx.params()?;
         let mut command = Command::new(shell());
         command.arg0("sh").arg("-c").arg(run).current_dir(ctx.root);
@@ -276,7 +281,7 @@ impl StepKind for CommandStep {
         // The command leads a process group of its own: a stopped run (Ctrl-C), the timeout or its
         // end takes it down with everything it started.
         let mut running =
-            process::Run::new(&mut command, Capture::Log(&log_path)).cancel(&ctx.cancel);
+            process::Run::new(&mut command, Capture::LogIfAny(&log_path)).cancel(&ctx.cancel);
         if let Some(seconds) = params.timeout {
             running = running.timeout(std::time::Duration::from_secs_f64(seconds));
         }

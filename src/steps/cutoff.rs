@@ -215,7 +215,7 @@ impl StepKind for CutoffStep {
                 .map(|record: &TruthRecord| serde_json::to_value(record).expect("serializes")),
         );
         Ok(ItemOutput {
-            records,
+            records: records.into(),
             blobs: Default::default(),
         })
     }

@@ -25,7 +25,7 @@ use super::claim_groups::claims_by_commit;
 use super::model_calls::{self, CallRecord, call_params, model_spec, prompt_file};
 use super::prose_render::RenderRecord;
 use super::shuffle::group_by_shown;
-use crate::cache::Digest;
+use crate::cache::{Digest, JsonText};
 use crate::controls::shuffle::CommitRef;
 use crate::engine::{
     Execution, ItemFuture, ItemOutput, ItemPlan, ItemResult, ModelName, ParamsDecl, Pool,
@@ -378,15 +378,15 @@ impl StepKind for LlmArm {
                     .flat_map(|claim| claim.assertions.iter().cloned())
                     .collect::<Vec<_>>(),
             );
-            // The same for every call about this commit: built once, cloned into each.
-            let commit_params = json!({
+            // The same for every call about this commit: built once, its text cloned into each.
+            let commit_params = JsonText::of(&json!({
                 "question": question,
                 "call": call,
                 "repo": first.repo,
                 "parent": first.parent,
                 "commit": first.commit,
                 "sample": 0,
-            });
+            }));
             let item = |id: &str, text: String| {
                 let mut planned = ItemPlan::new(id)
                     .params(commit_params.clone())

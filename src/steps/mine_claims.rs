@@ -226,7 +226,7 @@ impl StepKind for MineClaims {
         item: &ItemPlan,
         upstream: &Upstream,
     ) -> Result<ItemOutput, StepError> {
-        let params: ItemParams = serde_json::from_value(item.params.clone())
+        let params: ItemParams = serde_json::from_value(item.params.value().clone())
             .map_err(|error| step_message(ctx, &item.id, error))?;
         let record = upstream
             .first_with_role(|role| *role == Role::Commits)

@@ -465,7 +465,7 @@ impl StepKind for ParaphraseStep {
         let mut records = vec![json!({"record": "summary", "control": PARAPHRASE})];
         records.extend(self.rewrite_commit(ctx, item, params, &claims)?);
         Ok(ItemOutput {
-            records,
+            records: records.into(),
             blobs: Default::default(),
         })
     }

@@ -258,12 +258,13 @@ impl StepKind for RankCommits {
                 ctx.step.name, item.id
             ))
         })?;
-        let params: ItemParams = serde_json::from_value(item.params.clone()).map_err(|error| {
-            StepError::Message(format!(
-                "step `{}`: item `{}`: {error}",
-                ctx.step.name, item.id
-            ))
-        })?;
+        let params: ItemParams =
+            serde_json::from_value(item.params.value().clone()).map_err(|error| {
+                StepError::Message(format!(
+                    "step `{}`: item `{}`: {error}",
+                    ctx.step.name, item.id
+                ))
+            })?;
         let tip = item
             .tools
             .get(&tool_name(&spec.name))

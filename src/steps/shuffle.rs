@@ -210,7 +210,7 @@ impl StepKind for ShuffleStep {
             .expect("a pairing serializes")
         }));
         Ok(ItemOutput {
-            records,
+            records: records.into(),
             blobs: Default::default(),
         })
     }

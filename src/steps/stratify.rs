@@ -161,7 +161,7 @@ impl StepKind for Stratify {
                 .map(|record| serde_json::to_value(record).expect("a truth record serializes")),
         );
         Ok(ItemOutput {
-            records,
+            records: records.into(),
             blobs: Default::default(),
         })
     }

@@ -51,8 +51,8 @@ impl StepKind for GivenClaims {
     fn run(&self, _: &StepContext, item: &ItemPlan, _: &Upstream) -> Result<ItemOutput, StepError> {
         let records = item.params.as_array().cloned().unwrap_or_default();
         Ok(ItemOutput {
-            records,
-            blobs: BTreeMap::new(),
+            records: records.into(),
+            blobs: Default::default(),
         })
     }
     fn publish(&self, _: &StepContext, _: &[ItemResult]) -> Result<(), StepError> {

@@ -404,8 +404,8 @@ fn pipeline(root: &Path, arms: &[&str], stats_with: serde_json::Value) -> Pipeli
 fn output(step: &str, kind: &str, records: Vec<serde_json::Value>) -> Arc<StepOutput> {
     let role = fixed_role(kind, step);
     let output = ItemOutput {
-        records,
-        blobs: BTreeMap::new(),
+        records: records.into(),
+        blobs: Default::default(),
     };
     let digest = Digest::of(&serde_json::to_vec(&output).unwrap());
     Arc::new(StepOutput {
@@ -877,8 +877,8 @@ impl StepKind for Fixed {
         _upstream: &Upstream,
     ) -> Result<ItemOutput, StepError> {
         Ok(ItemOutput {
-            records: self.records[&ctx.step.name].clone(),
-            blobs: BTreeMap::new(),
+            records: self.records[&ctx.step.name].clone().into(),
+            blobs: Default::default(),
         })
     }
 

@@ -213,7 +213,7 @@ fn an_invariant_failure_fails_the_step_and_writes_nothing() {
         "cause": null
     });
     let output = ItemOutput {
-        records: vec![record],
+        records: vec![record].into(),
         blobs: Default::default(),
     };
     let item = ItemResult {
