@@ -1,23 +1,56 @@
-//! A JSON value held as its canonical text: compact, with every object's keys sorted, which is how
-//! a key record writes it. An item's parameters enter its key and are read back by its computation
-//! only when it runs; a re-run that computes nothing hashes them and never reads them. Held as
-//! text they take a few dozen bytes per item instead of a tree of maps (a `serde_json` map of two
-//! entries is a node of over 600 bytes), and hashing writes the text as it is. The value is parsed
-//! on first read.
+//! JSON held as text and parsed on first read ([`Deferred`]).
+//!
+//! An item's parameters ([`JsonText`]) are held as their canonical text: compact, with every
+//! object's keys sorted, which is how a key record writes them. They enter the item's key and are
+//! read back by its computation only when it runs; a re-run that computes nothing hashes them and
+//! never reads them. Held as text they take a few dozen bytes per item instead of a tree of maps (a
+//! `serde_json` map of two entries is a node of over 600 bytes), and hashing writes the text as it
+//! is. A cached output's records are held the same way (`engine::Records`).
 
 use std::ops::{Deref, DerefMut};
 use std::sync::OnceLock;
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-/// A JSON value, as canonical text or as a value.
+/// A value of type `T` held as the JSON text it was read or written as, parsed on first use; or
+/// held as the value itself. Changing it through [`DerefMut`] drops the text, which no longer says
+/// what the value is. It serializes as the value, so its bytes do not depend on which it holds.
 #[derive(Clone, Default)]
-pub struct JsonText {
-    /// The canonical text, until the value is changed through [`DerefMut`].
+pub struct Deferred<T> {
     text: Option<Box<RawValue>>,
-    value: OnceLock<Value>,
+    value: OnceLock<T>,
+}
+
+/// An item's parameters: a JSON value, as canonical text or as a value.
+pub type JsonText = Deferred<Value>;
+
+impl<T: DeserializeOwned + Default> Deferred<T> {
+    /// Holds `text`, which the caller has checked reads as a `T`, without parsing it.
+    pub(crate) fn from_text(text: Box<RawValue>) -> Self {
+        Deferred {
+            text: Some(text),
+            value: OnceLock::new(),
+        }
+    }
+
+    /// The value, parsed from the text on first use (`T`'s default when there is neither).
+    pub fn value(&self) -> &T {
+        self.value.get_or_init(|| match &self.text {
+            Some(text) => serde_json::from_str(text.get()).expect("the text was checked to read"),
+            None => T::default(),
+        })
+    }
+
+    /// The text when the value was never parsed.
+    pub(crate) fn unparsed_text(&self) -> Option<&str> {
+        match (&self.text, self.value.get()) {
+            (Some(text), None) => Some(text.get()),
+            _ => None,
+        }
+    }
 }
 
 impl JsonText {
@@ -32,18 +65,7 @@ impl JsonText {
                 .expect("serializes"),
             "the serialization of item parameters must be canonical"
         );
-        JsonText {
-            text: Some(text),
-            value: OnceLock::new(),
-        }
-    }
-
-    /// The value, parsed from the text on first use.
-    pub fn value(&self) -> &Value {
-        self.value.get_or_init(|| match &self.text {
-            Some(text) => serde_json::from_str(text.get()).expect("the text is JSON"),
-            None => Value::Null,
-        })
+        Deferred::from_text(text)
     }
 
     /// Serializes as the canonical text when there is one (JSON serializers only: what a key is
@@ -59,25 +81,25 @@ impl JsonText {
     }
 }
 
-impl From<Value> for JsonText {
-    fn from(value: Value) -> Self {
-        JsonText {
+impl<T> From<T> for Deferred<T> {
+    fn from(value: T) -> Self {
+        Deferred {
             text: None,
             value: OnceLock::from(value),
         }
     }
 }
 
-impl Deref for JsonText {
-    type Target = Value;
+impl<T: DeserializeOwned + Default> Deref for Deferred<T> {
+    type Target = T;
 
-    fn deref(&self) -> &Value {
+    fn deref(&self) -> &T {
         self.value()
     }
 }
 
-impl DerefMut for JsonText {
-    fn deref_mut(&mut self) -> &mut Value {
+impl<T: DeserializeOwned + Default> DerefMut for Deferred<T> {
+    fn deref_mut(&mut self) -> &mut T {
         self.value();
         // The value may change: the text no longer says what it is.
         self.text = None;
@@ -85,24 +107,26 @@ impl DerefMut for JsonText {
     }
 }
 
-impl PartialEq for JsonText {
+impl<T: DeserializeOwned + Default + PartialEq> PartialEq for Deferred<T> {
     fn eq(&self, other: &Self) -> bool {
         match (&self.text, &other.text) {
-            // Canonical texts are equal exactly when their values are.
-            (Some(mine), Some(theirs)) => mine.get() == theirs.get(),
+            // Both texts say what their values are (a change drops the text), and both were
+            // written compact, so equal texts are equal values.
+            (Some(mine), Some(theirs)) if mine.get() == theirs.get() => true,
             _ => self.value() == other.value(),
         }
     }
 }
 
-impl std::fmt::Debug for JsonText {
+impl<T: DeserializeOwned + Default + std::fmt::Debug> std::fmt::Debug for Deferred<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.value().fmt(f)
     }
 }
 
-impl Serialize for JsonText {
+impl<T: DeserializeOwned + Default + Serialize> Serialize for Deferred<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        // As the value, whatever the serializer: the text is only a way of deferring the parse.
         self.value().serialize(serializer)
     }
 }

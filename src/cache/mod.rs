@@ -12,7 +12,7 @@ mod mapped;
 mod store;
 
 pub use digest::{Digest, DigestParseError};
-pub use json_text::JsonText;
+pub use json_text::{Deferred, JsonText};
 pub use key::{KEY_SCHEMA, KeyParts, KeyRecord};
 pub use store::{
     ActionRecord, OutputBytes, Store, StoreError, StoreStats, VerifyReport, write_atomic_in,

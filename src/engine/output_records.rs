@@ -10,47 +10,22 @@
 //! holds its values from the start. Either way it serializes to the same bytes, so the digest of an
 //! output does not depend on whether it came from the cache.
 
-use std::ops::Deref;
-use std::sync::OnceLock;
-
+use serde::Deserialize;
 use serde::de::{DeserializeOwned, Deserializer, Error as _};
-use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use crate::cache::Deferred;
+
 /// An item's records: JSON values, one result-file line each.
-#[derive(Clone, Default)]
-pub struct Records {
-    /// The compact JSON text of the list, for records read from the cache and not parsed yet.
-    text: Option<Box<RawValue>>,
-    values: OnceLock<Vec<Value>>,
-}
+pub type Records = Deferred<Vec<Value>>;
 
 impl Records {
-    /// The records as JSON values, parsed from the text on first use.
-    pub fn values(&self) -> &Vec<Value> {
-        self.values.get_or_init(|| match &self.text {
-            Some(text) => {
-                serde_json::from_str(text.get()).expect("the text was checked to be a list")
-            }
-            None => Vec::new(),
-        })
-    }
-
     /// The records decoded as `T`: from the text when the values were never built.
     pub fn decode<T: DeserializeOwned>(&self) -> serde_json::Result<Vec<T>> {
-        match (&self.text, self.values.get()) {
-            (Some(text), None) => serde_json::from_str(text.get()),
-            _ => self.values().iter().map(T::deserialize).collect(),
-        }
-    }
-}
-
-impl From<Vec<Value>> for Records {
-    fn from(values: Vec<Value>) -> Self {
-        Records {
-            text: None,
-            values: OnceLock::from(values),
+        match self.unparsed_text() {
+            Some(text) => serde_json::from_str(text),
+            None => self.value().iter().map(T::deserialize).collect(),
         }
     }
 }
@@ -61,57 +36,12 @@ impl FromIterator<Value> for Records {
     }
 }
 
-impl Deref for Records {
-    type Target = Vec<Value>;
-
-    fn deref(&self) -> &Vec<Value> {
-        self.values()
-    }
-}
-
-impl std::ops::DerefMut for Records {
-    fn deref_mut(&mut self) -> &mut Vec<Value> {
-        self.values();
-        // The values are the records from now on.
-        self.text = None;
-        self.values.get_mut().expect("parsed above")
-    }
-}
-
 impl<'a> IntoIterator for &'a Records {
     type Item = &'a Value;
     type IntoIter = std::slice::Iter<'a, Value>;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.values().iter()
-    }
-}
-
-impl PartialEq for Records {
-    fn eq(&self, other: &Self) -> bool {
-        match (
-            &self.text,
-            &other.text,
-            self.values.get(),
-            other.values.get(),
-        ) {
-            // Both unparsed: compact JSON of the same values is the same text.
-            (Some(mine), Some(theirs), None, None) if mine.get() == theirs.get() => true,
-            _ => self.values() == other.values(),
-        }
-    }
-}
-
-impl std::fmt::Debug for Records {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.values().fmt(f)
-    }
-}
-
-impl Serialize for Records {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        // As values, whatever the serializer: the text is only a way of deferring the parse.
-        self.values().serialize(serializer)
+        self.value().iter()
     }
 }
 
@@ -125,16 +55,14 @@ impl<'de> Deserialize<'de> for Records {
         if text.get() == "[]" {
             return Ok(Records::default());
         }
-        Ok(Records {
-            text: Some(text),
-            values: OnceLock::new(),
-        })
+        Ok(Records::from_text(text))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde::Serialize;
     use serde_json::json;
 
     #[derive(Debug, PartialEq, Serialize, Deserialize)]
