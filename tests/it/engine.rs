@@ -64,6 +64,17 @@ fn some(steps: &[(&str, u64)]) -> Vec<(String, Option<u64>)> {
         .collect()
 }
 
+/// Runs the pipeline and checks that the run computed `computed` items.
+fn run_computing(project: &Project, computed: usize) {
+    let ran = project.ok(&["run", "pipeline.yaml"]);
+    assert!(
+        ran.stderr
+            .contains(&format!("run finished: {computed} computed,")),
+        "{}",
+        ran.stderr
+    );
+}
+
 #[test]
 fn a_second_run_runs_nothing() {
     let project = chain();
@@ -300,12 +311,7 @@ fn cached_outputs_are_restored_when_deleted() {
     let project = chain();
     project.ok(&["run", "pipeline.yaml"]);
     std::fs::remove_file(project.path("shout.txt")).unwrap();
-    let ran = project.ok(&["run", "pipeline.yaml"]);
-    assert!(
-        ran.stderr.contains("run finished: 0 computed"),
-        "{}",
-        ran.stderr
-    );
+    run_computing(&project, 0);
     assert_eq!(project.read("shout.txt"), "HELLO CLAIMS\n");
 }
 
@@ -325,12 +331,7 @@ fn an_output_in_place_needs_no_object_and_one_gone_from_both_is_computed_again()
     ));
     std::fs::remove_file(&object).unwrap();
 
-    let ran = project.ok(&["run", "pipeline.yaml"]);
-    assert!(
-        ran.stderr.contains("run finished: 0 computed"),
-        "{}",
-        ran.stderr
-    );
+    run_computing(&project, 0);
     assert_eq!(project.read("shout.txt"), "HELLO CLAIMS\n");
     let verified = project.run(&["cache", "verify", "pipeline.yaml"]);
     assert_eq!(verified.code, 1, "{}", verified.stdout);
@@ -344,12 +345,7 @@ fn an_output_in_place_needs_no_object_and_one_gone_from_both_is_computed_again()
 
     // Gone from the workspace too: computed again, and its object stored again.
     std::fs::remove_file(project.path("shout.txt")).unwrap();
-    let ran = project.ok(&["run", "pipeline.yaml"]);
-    assert!(
-        ran.stderr.contains("run finished: 1 computed"),
-        "only `shout` is computed again: {}",
-        ran.stderr
-    );
+    run_computing(&project, 1);
     assert_eq!(project.read("shout.txt"), "HELLO CLAIMS\n");
     assert!(object.is_file(), "its object is stored again");
     let verified = project.run(&["cache", "verify", "pipeline.yaml"]);
@@ -359,12 +355,7 @@ fn an_output_in_place_needs_no_object_and_one_gone_from_both_is_computed_again()
     // the item again at once, the file still in place.
     std::fs::remove_file(&object).unwrap();
     project.ok(&["cache", "gc", "pipeline.yaml"]);
-    let ran = project.ok(&["run", "pipeline.yaml"]);
-    assert!(
-        ran.stderr.contains("run finished: 1 computed"),
-        "{}",
-        ran.stderr
-    );
+    run_computing(&project, 1);
     assert!(object.is_file(), "its object is stored again");
     let verified = project.run(&["cache", "verify", "pipeline.yaml"]);
     assert_eq!(verified.code, 0, "{}", verified.stdout);
