@@ -465,19 +465,32 @@ fn cache(action: CacheAction, root: &Path, registry: &Registry) -> Result<()> {
             for path in &report.broken_actions {
                 writeln!(out, "broken action record: {path}")?;
             }
-            let problems = report.corrupt_objects.len() + report.broken_actions.len();
+            let missing = live_set(&workdir, &store)?.missing;
+            for blob in &missing {
+                writeln!(
+                    out,
+                    "missing object: {} (`{}` of item `{}` of step `{}`)",
+                    blob.digest, blob.name, blob.item, blob.step
+                )?;
+            }
+            let problems =
+                report.corrupt_objects.len() + report.broken_actions.len() + missing.len();
             if problems > 0 {
                 return Err(Failed(format!(
-                    "the cache has {problems} problems; `claimflow cache gc` removes them"
+                    "the cache has {problems} problems; `claimflow cache gc` removes them, and the next \
+                     run computes again what they held"
                 ))
                 .into());
             }
-            writeln!(out, "no corrupt object, no broken action record")?;
+            writeln!(
+                out,
+                "no corrupt object, no broken action record, no missing object"
+            )?;
         }
         CacheAction::Gc(_) => {
             let _lock = store.lock_exclusive()?;
-            let (keys, objects) = live_set(&workdir, &store)?;
-            let (actions, removed) = store.gc(&keys, &objects)?;
+            let live = live_set(&workdir, &store)?;
+            let (actions, removed) = store.gc(&live.keys, &live.objects)?;
             writeln!(
                 out,
                 "removed {actions} action records and {removed} objects"
@@ -485,9 +498,9 @@ fn cache(action: CacheAction, root: &Path, registry: &Registry) -> Result<()> {
         }
         CacheAction::Export { dir, .. } => {
             let _lock = store.lock_shared()?;
-            let (keys, objects) = live_set(&workdir, &store)?;
+            let live = live_set(&workdir, &store)?;
             let dest = Store::open(root.join(&dir))?;
-            let (actions, copied) = store.export_to(&dest, &keys, &objects)?;
+            let (actions, copied) = store.export_to(&dest, &live.keys, &live.objects)?;
             writeln!(
                 out,
                 "exported {actions} action records and {copied} objects to {}",

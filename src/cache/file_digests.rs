@@ -20,7 +20,9 @@
 //! creation, later than the old one's remembered (and by then old) change time.
 //!
 //! The table lives in `<cache>/file-digests`, replaced atomically when a run learned something, with
-//! a checksum: a file that is damaged or of another version reads as empty.
+//! a checksum: a file that is damaged or of another version reads as empty. Its entries are sorted
+//! by device and inode, so a run looks them up in the file's bytes as read (mapped, when large)
+//! instead of decoding them all first.
 //!
 //! A file under a directory the caller holds open ([`Dir`]: the store's objects, the project root)
 //! is stat'ed by its name relative to that directory: the kernel then walks two or three path
@@ -34,12 +36,15 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-/// Remembered digests by the file's (device, inode).
-type Table = HashMap<FileId, Remembered, foldhash::fast::RandomState>;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+
+/// Digests learned by this process, by the file's (device, inode); None: forgotten.
+type Table = HashMap<FileId, Option<Remembered>, foldhash::fast::RandomState>;
 
 /// A file's device and inode numbers.
 type FileId = (u64, u64);
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::Digest;
 
@@ -47,9 +52,9 @@ use super::Digest;
 /// coarse timestamps (two seconds on FAT) and the kernel's coarse clock.
 pub const RACY: Duration = Duration::from_secs(2);
 
-/// Version 2: keyed by device and inode (version 1, keyed by path, reads as empty).
-const MAGIC: &[u8; 8] = b"CFSTAT2\n";
-/// The bytes of one entry: the stamp (size, two times, inode, device) and the digest.
+/// Version 3: entries sorted by device and inode (earlier versions read as empty).
+const MAGIC: &[u8; 8] = b"CFSTAT3\n";
+/// The bytes of one entry: device, inode, size, the two times, and the digest.
 const ENTRY_LEN: usize = 8 + 16 + 16 + 8 + 8 + 32;
 /// Entries kept beyond those used by the current process, so the table does not grow forever.
 const KEEP_UNUSED: usize = 100_000;
@@ -154,56 +159,81 @@ fn nanos(seconds: i64, nanoseconds: i64) -> i128 {
 struct Remembered {
     stamp: Stamp,
     digest: Digest,
-    used: bool,
 }
 
 /// The table of remembered digests.
+///
+/// The table as saved stays the file's bytes (mapped when large), its entries sorted by device and
+/// inode and found by binary search: a re-run that computes nothing looks up each file it stats
+/// once, and decoding tens of thousands of entries into a hash map (megabytes of fresh memory) cost
+/// more than all those lookups. What this process learns sits beside it, and both are merged into a
+/// new file when it is saved.
 #[derive(Debug)]
 pub struct FileDigests {
     path: PathBuf,
-    entries: Table,
+    /// The saved entries, sorted by (device, inode), [`ENTRY_LEN`] bytes each.
+    saved: Bytes,
+    /// One bit per saved entry: looked up by this process (kept when the table is pruned).
+    used: Vec<u64>,
+    /// Learned by this process, overriding a saved entry; None: forgotten (its file changed too
+    /// recently to be trusted).
+    learned: Table,
     dirty: bool,
 }
 
 impl FileDigests {
     /// Reads the table at `path`; a missing, damaged or foreign file reads as empty.
     pub fn load(path: &Path) -> Self {
-        let entries = fs::read(path)
-            .ok()
-            .and_then(|bytes| decode(&bytes))
-            .unwrap_or_default();
+        let saved = read(path).and_then(checked_entries).unwrap_or_default();
         FileDigests {
             path: path.to_path_buf(),
-            entries,
+            used: vec![0; (saved.len() / ENTRY_LEN).div_ceil(64)],
+            saved,
+            learned: Table::default(),
             dirty: false,
         }
     }
 
     /// The remembered digest of the file stat'ed as `stamp`, if its stamp has not changed.
     pub fn get(&mut self, stamp: &Stamp) -> Option<Digest> {
-        let entry = self.entries.get_mut(&stamp.id())?;
+        if let Some(learned) = self.learned.get(&stamp.id()) {
+            return learned
+                .filter(|entry| entry.stamp == *stamp)
+                .map(|entry| entry.digest);
+        }
+        let index = self.find(stamp.id())?;
+        let entry = saved_entry(&self.saved, index);
         if entry.stamp != *stamp {
             return None;
         }
-        entry.used = true;
+        self.used[index / 64] |= 1 << (index % 64);
         Some(entry.digest)
+    }
+
+    /// The index of the saved entry for `id`.
+    fn find(&self, id: FileId) -> Option<usize> {
+        let count = self.saved.len() / ENTRY_LEN;
+        let (mut low, mut high) = (0, count);
+        while low < high {
+            let middle = low + (high - low) / 2;
+            match saved_id(&self.saved, middle).cmp(&id) {
+                std::cmp::Ordering::Less => low = middle + 1,
+                std::cmp::Ordering::Greater => high = middle,
+                std::cmp::Ordering::Equal => return Some(middle),
+            }
+        }
+        None
     }
 
     /// Remembers the digest of the file read after it was stat'ed as `stamp` at `stat_time`,
     /// unless the file is too fresh to trust its stamp.
     pub fn remember(&mut self, stamp: Stamp, stat_time: SystemTime, digest: Digest) {
         if stamp.racy(stat_time) {
-            self.entries.remove(&stamp.id());
+            self.learned.insert(stamp.id(), None);
             return;
         }
-        self.entries.insert(
-            stamp.id(),
-            Remembered {
-                stamp,
-                digest,
-                used: true,
-            },
-        );
+        self.learned
+            .insert(stamp.id(), Some(Remembered { stamp, digest }));
         self.dirty = true;
     }
 
@@ -212,11 +242,7 @@ impl FileDigests {
         if !self.dirty {
             return Ok(());
         }
-        let used = self.entries.values().filter(|entry| entry.used).count();
-        if self.entries.len() > used + KEEP_UNUSED {
-            self.entries.retain(|_, entry| entry.used);
-        }
-        let bytes = encode(&self.entries);
+        let bytes = encode(&self.merged());
         fs::create_dir_all(tmp_dir)?;
         let mut temp = tempfile::NamedTempFile::new_in(tmp_dir)?;
         temp.write_all(&bytes)?;
@@ -224,6 +250,39 @@ impl FileDigests {
         self.dirty = false;
         Ok(())
     }
+
+    /// The saved entries this process did not override, and the ones it learned, sorted; the
+    /// saved entries it did not use are dropped once there are more than [`KEEP_UNUSED`] of them.
+    fn merged(&self) -> Vec<Remembered> {
+        let count = self.saved.len() / ENTRY_LEN;
+        let used = |index: usize| self.used[index / 64] & (1 << (index % 64)) != 0;
+        let unused = (0..count)
+            .filter(|&index| {
+                !used(index) && !self.learned.contains_key(&saved_id(&self.saved, index))
+            })
+            .count();
+        let keep_unused = unused <= KEEP_UNUSED;
+        let mut entries: Vec<Remembered> = (0..count)
+            .filter(|&index| keep_unused || used(index))
+            .filter(|&index| !self.learned.contains_key(&saved_id(&self.saved, index)))
+            .map(|index| saved_entry(&self.saved, index))
+            .chain(self.learned.values().flatten().copied())
+            .collect();
+        entries.sort_unstable_by_key(|entry| entry.stamp.id());
+        entries
+    }
+}
+
+/// The bytes of the file at `path` (mapped when large), if it can be read.
+fn read(path: &Path) -> Option<Bytes> {
+    let mut file = fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    if len >= super::mapped::MAP_AT_LEAST {
+        return super::mapped::map(&file, len).ok();
+    }
+    let mut bytes = Vec::with_capacity(len as usize);
+    file.read_to_end(&mut bytes).ok()?;
+    Some(Bytes::from(bytes))
 }
 
 /// The digest of the file at `path`, from `table` when its stamp is unchanged, else read and
@@ -301,16 +360,17 @@ fn lock(table: &std::sync::Mutex<FileDigests>) -> std::sync::MutexGuard<'_, File
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-fn encode(entries: &Table) -> Vec<u8> {
+/// The table's bytes: the magic, the entries (sorted), the checksum of both.
+fn encode(entries: &[Remembered]) -> Vec<u8> {
     let mut bytes = Vec::with_capacity(MAGIC.len() + entries.len() * ENTRY_LEN + 32);
     bytes.extend_from_slice(MAGIC);
-    for entry in entries.values() {
+    for entry in entries {
         let stamp = &entry.stamp;
+        bytes.extend_from_slice(&stamp.device.to_le_bytes());
+        bytes.extend_from_slice(&stamp.inode.to_le_bytes());
         bytes.extend_from_slice(&stamp.size.to_le_bytes());
         bytes.extend_from_slice(&stamp.modified.to_le_bytes());
         bytes.extend_from_slice(&stamp.changed.to_le_bytes());
-        bytes.extend_from_slice(&stamp.inode.to_le_bytes());
-        bytes.extend_from_slice(&stamp.device.to_le_bytes());
         bytes.extend_from_slice(entry.digest.as_bytes());
     }
     let check = *blake3::hash(&bytes).as_bytes();
@@ -318,44 +378,50 @@ fn encode(entries: &Table) -> Vec<u8> {
     bytes
 }
 
-fn decode(bytes: &[u8]) -> Option<Table> {
-    let (content, check) = bytes.split_at_checked(bytes.len().checked_sub(32)?)?;
-    if blake3::hash(content).as_bytes() != check {
+/// The entries of a table's bytes, if its checksum, magic and length hold.
+fn checked_entries(bytes: Bytes) -> Option<Bytes> {
+    let content_len = bytes.len().checked_sub(32)?;
+    let (content, check) = bytes.split_at(content_len);
+    if blake3::hash(content).as_bytes() != check
+        || !content.starts_with(MAGIC)
+        || (content_len - MAGIC.len()) % ENTRY_LEN != 0
+    {
         return None;
     }
-    let mut rest = content.strip_prefix(MAGIC.as_slice())?;
-    // Sized once, not grown while read.
-    let mut entries = Table::with_capacity_and_hasher(rest.len() / ENTRY_LEN, Default::default());
-    fn take<'a>(rest: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
-        let (head, tail) = rest.split_at_checked(n)?;
-        *rest = tail;
-        Some(head)
+    Some(bytes.slice(MAGIC.len()..content_len))
+}
+
+fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes[at..at + 8].try_into().expect("eight bytes"))
+}
+
+fn i128_at(bytes: &[u8], at: usize) -> i128 {
+    i128::from_le_bytes(bytes[at..at + 16].try_into().expect("sixteen bytes"))
+}
+
+/// The (device, inode) of saved entry `index`.
+fn saved_id(saved: &[u8], index: usize) -> FileId {
+    let at = index * ENTRY_LEN;
+    (u64_at(saved, at), u64_at(saved, at + 8))
+}
+
+/// Saved entry `index`.
+fn saved_entry(saved: &[u8], index: usize) -> Remembered {
+    let at = index * ENTRY_LEN;
+    Remembered {
+        stamp: Stamp {
+            device: u64_at(saved, at),
+            inode: u64_at(saved, at + 8),
+            size: u64_at(saved, at + 16),
+            modified: i128_at(saved, at + 24),
+            changed: i128_at(saved, at + 40),
+        },
+        digest: Digest::from_bytes(
+            saved[at + 56..at + ENTRY_LEN]
+                .try_into()
+                .expect("thirty-two bytes"),
+        ),
     }
-    fn u64_of(rest: &mut &[u8]) -> Option<u64> {
-        Some(u64::from_le_bytes(take(rest, 8)?.try_into().ok()?))
-    }
-    fn i128_of(rest: &mut &[u8]) -> Option<i128> {
-        Some(i128::from_le_bytes(take(rest, 16)?.try_into().ok()?))
-    }
-    while !rest.is_empty() {
-        let stamp = Stamp {
-            size: u64_of(&mut rest)?,
-            modified: i128_of(&mut rest)?,
-            changed: i128_of(&mut rest)?,
-            inode: u64_of(&mut rest)?,
-            device: u64_of(&mut rest)?,
-        };
-        let digest = Digest::from_bytes(take(&mut rest, 32)?.try_into().ok()?);
-        entries.insert(
-            stamp.id(),
-            Remembered {
-                stamp,
-                digest,
-                used: false,
-            },
-        );
-    }
-    Some(entries)
 }
 
 #[cfg(test)]
@@ -379,7 +445,9 @@ mod tests {
         // Same size, written within the same instant: the stamp could match, so it is not trusted.
         fs::write(&file, "two").unwrap();
         assert_eq!(digest_of(&table, &file).unwrap(), Some(Digest::of(b"two")));
-        assert!(table.lock().unwrap().entries.is_empty());
+        let table = table.lock().unwrap();
+        assert!(table.merged().is_empty());
+        assert!(!table.dirty, "nothing learned, nothing to save");
     }
 
     #[test]
@@ -444,6 +512,80 @@ mod tests {
         let mut bytes = fs::read(&table_path).unwrap();
         bytes[12] ^= 1;
         fs::write(&table_path, bytes).unwrap();
-        assert!(FileDigests::load(&table_path).entries.is_empty());
+        assert!(FileDigests::load(&table_path).saved.is_empty());
+    }
+
+    /// A stamp of a file that does not exist, old enough to be remembered.
+    fn stamp(device: u64, inode: u64, size: u64) -> Stamp {
+        Stamp {
+            size,
+            modified: 1_000_000_000,
+            changed: 1_000_000_000,
+            inode,
+            device,
+        }
+    }
+
+    #[test]
+    fn every_saved_entry_is_found_again_and_what_a_run_learns_or_forgets_overrides_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let table_path = dir.path().join("table");
+        let now = SystemTime::now();
+        let mut table = FileDigests::load(&table_path);
+        // Inodes in no particular order, on two devices, enough to map the saved file.
+        let ids: Vec<(u64, u64)> = (0..4000u64)
+            .map(|n| (n % 2, (n * 7919) % 100_003))
+            .collect();
+        for &(device, inode) in &ids {
+            let digest = Digest::of(&inode.to_le_bytes());
+            table.remember(stamp(device, inode, 1), now, digest);
+        }
+        table.save(dir.path()).unwrap();
+        assert!(fs::metadata(&table_path).unwrap().len() >= super::super::mapped::MAP_AT_LEAST);
+
+        let mut reloaded = FileDigests::load(&table_path);
+        for &(device, inode) in &ids {
+            assert_eq!(
+                reloaded.get(&stamp(device, inode, 1)),
+                Some(Digest::of(&inode.to_le_bytes()))
+            );
+            assert_eq!(reloaded.get(&stamp(device, inode, 2)), None, "another size");
+        }
+        assert_eq!(reloaded.get(&stamp(3, 1, 1)), None, "never seen");
+
+        // Relearned with another digest, forgotten (too fresh to trust), and new.
+        let (relearned, forgotten) = (ids[10], ids[20]);
+        reloaded.remember(stamp(relearned.0, relearned.1, 1), now, Digest::of(b"new"));
+        let fresh = Stamp {
+            modified: now.duration_since(UNIX_EPOCH).unwrap().as_nanos() as i128,
+            ..stamp(forgotten.0, forgotten.1, 1)
+        };
+        reloaded.remember(fresh, now, Digest::of(b"fresh"));
+        reloaded.remember(stamp(5, 5, 5), now, Digest::of(b"five"));
+        assert_eq!(
+            reloaded.get(&stamp(relearned.0, relearned.1, 1)),
+            Some(Digest::of(b"new"))
+        );
+        assert_eq!(reloaded.get(&stamp(forgotten.0, forgotten.1, 1)), None);
+        reloaded.save(dir.path()).unwrap();
+
+        let mut again = FileDigests::load(&table_path);
+        assert_eq!(
+            again.get(&stamp(relearned.0, relearned.1, 1)),
+            Some(Digest::of(b"new"))
+        );
+        assert_eq!(again.get(&stamp(forgotten.0, forgotten.1, 1)), None);
+        assert_eq!(again.get(&stamp(5, 5, 5)), Some(Digest::of(b"five")));
+        assert_eq!(
+            again.saved.len() / ENTRY_LEN,
+            ids.len(),
+            "one forgotten, one new"
+        );
+        let saved = &again.saved;
+        assert!(
+            (1..saved.len() / ENTRY_LEN)
+                .all(|index| saved_id(saved, index - 1) < saved_id(saved, index)),
+            "sorted by device and inode"
+        );
     }
 }

@@ -403,14 +403,17 @@ impl<'a> Engine<'a> {
             .iter()
             .map(|plan| key_parts(kind.as_ref(), params, plan).digest())
             .collect();
-        let mut hits: Vec<Option<(Digest, Arc<ItemOutput>)>> = Vec::with_capacity(keys.len());
+        let mut hits: Vec<Option<(Digest, Arc<ItemOutput>, bool)>> = Vec::with_capacity(keys.len());
         let mut misses = Vec::new();
         for (index, key) in keys.iter().enumerate() {
-            let hit = (!force).then(|| self.lookup(key)).transpose()?.flatten();
+            let hit = (!force)
+                .then(|| self.lookup(kind.as_ref(), &ctx, key))
+                .transpose()?
+                .flatten();
             if hit.is_none() {
                 misses.push(index);
             }
-            hits.push(hit.map(|(digest, output)| (digest, Arc::new(output))));
+            hits.push(hit.map(|(digest, output, in_place)| (digest, Arc::new(output), in_place)));
         }
         // The cached items are counted here, not one event each: a reporter starts the step's
         // progress at `cached`.
@@ -537,11 +540,12 @@ impl<'a> Engine<'a> {
             .into_iter()
             .zip(hits)
             .map(|(plan, hit)| match hit {
-                Some((digest, output)) => ItemResult {
+                Some((digest, output, in_place)) => ItemResult {
                     plan,
                     digest,
                     output,
                     cached: true,
+                    in_place,
                 },
                 None => computed.next().expect("every item has a result"),
             })
@@ -582,29 +586,40 @@ impl<'a> Engine<'a> {
         ))
     }
 
-    /// The cached output of a content key, if present.
-    pub(crate) fn lookup(&self, key: &Digest) -> Result<Option<(Digest, ItemOutput)>, StoreError> {
-        decode_output(&self.store, self.store.cached_output(key)?)
+    /// The cached output of a content key of a step of `kind`, if present, and whether its blobs
+    /// are all in the workspace already ([`decode_output`]).
+    pub(crate) fn lookup(
+        &self,
+        kind: &dyn StepKind,
+        ctx: &StepContext,
+        key: &Digest,
+    ) -> Result<Option<(Digest, ItemOutput, bool)>, StoreError> {
+        decode_output(&self.store, self.store.cached_output(key)?, &|name| {
+            kind.blob_in_workspace(ctx, name)
+        })
     }
 
     /// The cached result of `key`, taken under its lock: another run may have computed the item
     /// while this one waited for the lock (a forced step computes it regardless).
     fn cached_under_lock(
         &self,
+        job: &Job,
         plan: &ItemPlan,
         key: &Digest,
-        force: bool,
     ) -> Result<Option<ItemResult>, StepError> {
-        let found = if force {
+        let found = if job.force {
             None
         } else {
-            decode_output(&self.store, self.store.cached_output_now(key)?)?
+            decode_output(&self.store, self.store.cached_output_now(key)?, &|name| {
+                job.kind.blob_in_workspace(job.ctx, name)
+            })?
         };
-        Ok(found.map(|(digest, output)| ItemResult {
+        Ok(found.map(|(digest, output, in_place)| ItemResult {
             plan: plan.clone(),
             digest,
             output: Arc::new(output),
             cached: true,
+            in_place,
         }))
     }
 
@@ -646,7 +661,7 @@ impl<'a> Engine<'a> {
         // slots are pytest processes), and the order is the same everywhere, so no two workers
         // each hold what the other waits for.
         let _lock = self.store.lock_key(key)?;
-        if let Some(result) = self.cached_under_lock(plan, key, job.force)? {
+        if let Some(result) = self.cached_under_lock(job, plan, key)? {
             return Ok(result);
         }
         let mut attempt = 0;
@@ -702,7 +717,7 @@ impl<'a> Engine<'a> {
     ) -> Result<ItemResult, StepError> {
         let cancel = &job.ctx.cancel;
         let _lock = self.store.lock_key(key)?;
-        if let Some(result) = self.cached_under_lock(plan, key, job.force)? {
+        if let Some(result) = self.cached_under_lock(job, plan, key)? {
             return Ok(result);
         }
         let mut attempt = 0;
@@ -754,19 +769,21 @@ impl<'a> Engine<'a> {
             digest,
             output: Arc::new(output),
             cached: false,
+            in_place: false,
         })
     }
 }
 
-/// An item output as the store holds it, decoded; an output that no longer decodes (a format change
-/// without a version bump) is a miss.
 /// A stored output as an item's result, or None (a miss: the item is computed again) when it does
-/// not decode or one of its blobs is missing or does not hash to its digest. A cached output whose
-/// side objects are gone is never served: publishing it would fail on every later run.
+/// not decode (a format change without a version bump) or one of its blobs is neither in the
+/// workspace (`in_workspace`: [`StepKind::blob_in_workspace`]) nor in the store with bytes that hash
+/// to its digest. A cached output whose blobs are gone is never served: publishing it would fail
+/// on every later run. The flag is true when every blob was found in the workspace.
 fn decode_output(
     store: &Store,
     stored: Option<(Digest, OutputBytes)>,
-) -> Result<Option<(Digest, ItemOutput)>, StoreError> {
+    in_workspace: &dyn Fn(&str) -> Option<Digest>,
+) -> Result<Option<(Digest, ItemOutput, bool)>, StoreError> {
     let Some((digest, output)) = stored.and_then(|(digest, bytes)| {
         serde_json::from_slice::<ItemOutput>(&bytes)
             .ok()
@@ -774,13 +791,18 @@ fn decode_output(
     }) else {
         return Ok(None);
     };
-    for blob in output.blobs.values() {
+    let mut in_place = true;
+    for (name, blob) in &output.blobs {
+        if in_workspace(name) == Some(*blob) {
+            continue;
+        }
+        in_place = false;
         // Through the stat cache: an unchanged blob is not read again on every re-run.
         if !store.has_intact(blob)? {
             return Ok(None);
         }
     }
-    Ok(Some((digest, output)))
+    Ok(Some((digest, output, in_place)))
 }
 
 impl Engine<'_> {
@@ -797,18 +819,24 @@ impl Engine<'_> {
             .compute(step, kind.name(), plan, (record, key), upstream, force)
             .map_err(|error| StepError::Message(error.to_string()))?;
         // The job appended its action record from another process: read the log again.
-        let (digest, output) = decode_output(&self.store, self.store.cached_output_now(key)?)?
-            .ok_or_else(|| {
-                StepError::Message(format!(
-                    "slurm job {job} completed but the cache has no readable result for item `{}`",
-                    plan.id
-                ))
-            })?;
+        // The job stored the item's blobs as objects: they are what is looked for.
+        let (digest, output, _) = decode_output(
+            &self.store,
+            self.store.cached_output_now(key)?,
+            &|_| None,
+        )?
+        .ok_or_else(|| {
+            StepError::Message(format!(
+                "slurm job {job} completed but the cache has no readable result for item `{}`",
+                plan.id
+            ))
+        })?;
         Ok(ItemResult {
             plan: plan.clone(),
             digest,
             output: Arc::new(output),
             cached: false,
+            in_place: false,
         })
     }
 }

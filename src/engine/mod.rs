@@ -43,4 +43,4 @@ pub use executor::{
 };
 pub use plan::{ItemExplanation, Plan, StepPlan};
 pub use pools::{PoolSizes, Pools};
-pub use state::{ItemState, RunState, StepState, live_set};
+pub use state::{ItemState, LiveSet, MissingBlob, RunState, StepState, live_set};

@@ -234,12 +234,13 @@ impl Engine<'_> {
         for plan in plans {
             let key = key_parts(kind.as_ref(), &params, &plan).digest();
             // A cached item's plan moves into its result, uncopied.
-            items.push(match self.lookup(&key)? {
-                Some((digest, output)) => Ok(ItemResult {
+            items.push(match self.lookup(kind.as_ref(), &ctx, &key)? {
+                Some((digest, output, in_place)) => Ok(ItemResult {
                     plan,
                     digest,
                     output: Arc::new(output),
                     cached: true,
+                    in_place,
                 }),
                 None => Err(plan),
             });

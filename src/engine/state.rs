@@ -168,16 +168,37 @@ fn read_state(path: &Path) -> Option<StepState> {
     serde_json::from_slice(&bytes).ok()
 }
 
-/// The keys and objects the last run of every pipeline in `workdir` used: what `cache gc` keeps.
-pub fn live_set(
-    workdir: &Path,
-    store: &Store,
-) -> Result<(BTreeSet<Digest>, BTreeSet<Digest>), StoreError> {
-    let mut keys = BTreeSet::new();
-    let mut objects = BTreeSet::new();
+/// What the last run of every pipeline in `workdir` used: what `cache gc` keeps and `cache export`
+/// copies.
+#[derive(Debug, Default)]
+pub struct LiveSet {
+    /// The content keys of the items, but for those that name a blob whose object is gone.
+    pub keys: BTreeSet<Digest>,
+    /// The output digests of the items and the blobs their outputs name.
+    pub objects: BTreeSet<Digest>,
+    /// Blobs named by an item's cached output whose objects are gone (deleted from the store by
+    /// hand, or lost). A run serves such an item while the workspace holds the file the blob stands
+    /// for, and computes it again once it does not; dropping its key lets `gc` remove its action
+    /// record, so the next run computes it again at once and stores the object.
+    pub missing: Vec<MissingBlob>,
+}
+
+/// A blob whose object is gone, and the item whose output names it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MissingBlob {
+    pub step: String,
+    pub item: String,
+    /// The blob's name in the output (for `command`, the output file's path).
+    pub name: String,
+    pub digest: Digest,
+}
+
+/// The keys and objects the last run of every pipeline in `workdir` used.
+pub fn live_set(workdir: &Path, store: &Store) -> Result<LiveSet, StoreError> {
+    let mut live = LiveSet::default();
     let state_root = workdir.join("state");
     let Ok(pipelines) = fs::read_dir(&state_root) else {
-        return Ok((keys, objects));
+        return Ok(live);
     };
     for pipeline in pipelines.flatten() {
         let Ok(steps) = fs::read_dir(pipeline.path()) else {
@@ -187,18 +208,37 @@ pub fn live_set(
             let Some(state) = read_state(&step.path()) else {
                 continue;
             };
+            let step_name = step
+                .path()
+                .file_stem()
+                .map(|stem| stem.to_string_lossy().into_owned())
+                .unwrap_or_default();
             for item in state.items {
-                keys.insert(item.key);
-                objects.insert(item.output);
+                live.objects.insert(item.output);
+                let mut whole = true;
                 if let Some((_, bytes)) = store.cached_output(&item.key)?
                     && let Ok(output) = serde_json::from_slice::<ItemOutput>(&bytes)
                 {
-                    objects.extend(output.blobs.values().copied());
+                    for (name, blob) in &output.blobs {
+                        live.objects.insert(*blob);
+                        if !store.has(blob) {
+                            whole = false;
+                            live.missing.push(MissingBlob {
+                                step: step_name.clone(),
+                                item: item.id.clone(),
+                                name: name.clone(),
+                                digest: *blob,
+                            });
+                        }
+                    }
+                }
+                if whole {
+                    live.keys.insert(item.key);
                 }
             }
         }
     }
-    Ok((keys, objects))
+    Ok(live)
 }
 
 /// What changed in an item's key record since the last run, for `plan` and `explain`: None if the

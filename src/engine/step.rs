@@ -144,6 +144,9 @@ pub struct ItemResult {
     pub output: Arc<ItemOutput>,
     /// True when it came from the cache.
     pub cached: bool,
+    /// True when it came from the cache with every blob already in the workspace, as the kind's
+    /// [`StepKind::blob_in_workspace`] found it at the lookup: publishing has nothing to restore.
+    pub in_place: bool,
 }
 
 /// All item results of one finished step, in item order.
@@ -520,4 +523,14 @@ pub trait StepKind: Send + Sync {
 
     /// Writes the step's result files from all its items' outputs (cached or fresh), in item order.
     fn publish(&self, ctx: &StepContext, items: &[ItemResult]) -> Result<(), StepError>;
+
+    /// For a kind whose [`publish`](StepKind::publish) writes its blobs out as workspace files
+    /// (`command`'s outputs): the digest of the file that blob `name` is published as, as it is
+    /// now. A cached output whose blobs the workspace already holds is served without looking for
+    /// their objects in the store (a stat each), since nothing needs restoring from them; any
+    /// other blob's object must be in the store and intact, or the item is a miss. None, the
+    /// default: nothing of the workspace stands for a blob.
+    fn blob_in_workspace(&self, _ctx: &StepContext, _name: &str) -> Option<Digest> {
+        None
+    }
 }

@@ -51,7 +51,7 @@ impl StepSpec {
         let kind = registry
             .declaration(uses)
             .ok_or_else(|| format!("unknown step kind `{uses}`"))?;
-        let params = kind.params().parse(with.clone())?;
+        let params = kind.params().parse(&with)?;
         let mut step = StepSpec {
             name: name.to_string(),
             uses: uses.to_string(),

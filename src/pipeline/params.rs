@@ -43,7 +43,7 @@ pub struct NoParams {}
 #[derive(Clone, Copy)]
 pub struct ParamsDecl {
     schema: fn() -> serde_json::Value,
-    parse: fn(serde_json::Value) -> Result<ParsedParams, String>,
+    parse: fn(&serde_json::Value) -> Result<ParsedParams, String>,
 }
 
 impl fmt::Debug for ParamsDecl {
@@ -60,13 +60,14 @@ fn schema_of<P: Params>() -> serde_json::Value {
         .to_value()
 }
 
-fn parse_of<P: Params>(with: serde_json::Value) -> Result<ParsedParams, String> {
-    let with = if with.is_null() {
-        serde_json::Value::Object(serde_json::Map::new())
+fn parse_of<P: Params>(with: &serde_json::Value) -> Result<ParsedParams, String> {
+    // Deserialized from the borrowed value: a long `foreach:` is not copied to be parsed.
+    let params = if with.is_null() {
+        P::deserialize(&serde_json::Value::Object(serde_json::Map::new()))
     } else {
-        with
-    };
-    let params: P = serde_json::from_value(with).map_err(|error| error.to_string())?;
+        P::deserialize(with)
+    }
+    .map_err(|error| error.to_string())?;
     let key = serde_json::to_value(&params).map_err(|error| error.to_string())?;
     Ok(ParsedParams {
         value: Arc::new(params),
@@ -137,8 +138,8 @@ impl ParamsDecl {
     }
 
     /// Deserializes a `with:` (absent = no parameters) into the struct, its ranges checked.
-    pub fn parse(&self, with: serde_json::Value) -> Result<ParsedParams, String> {
-        check_ranges(&self.specs(), &with)?;
+    pub fn parse(&self, with: &serde_json::Value) -> Result<ParsedParams, String> {
+        check_ranges(&self.specs(), with)?;
         (self.parse)(with)
     }
 }
@@ -405,13 +406,44 @@ reference!(
 );
 
 /// A list of strings, or one string (a glob).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum ListOrGlob {
     /// A glob matched in the project root.
     Glob(String),
     /// The elements themselves.
     List(Vec<String>),
+}
+
+/// Read by its shape, as `untagged` would, but without first copying the value into serde's
+/// buffer to try each variant: a `foreach:` can list tens of thousands of elements.
+impl<'de> Deserialize<'de> for ListOrGlob {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Shape;
+        impl<'de> serde::de::Visitor<'de> for Shape {
+            type Value = ListOrGlob;
+
+            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+                formatter.write_str("a glob (a string) or a list of strings")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, glob: &str) -> Result<ListOrGlob, E> {
+                Ok(ListOrGlob::Glob(glob.to_string()))
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut elements: A,
+            ) -> Result<ListOrGlob, A::Error> {
+                let mut list = Vec::with_capacity(elements.size_hint().unwrap_or(0));
+                while let Some(element) = elements.next_element()? {
+                    list.push(element);
+                }
+                Ok(ListOrGlob::List(list))
+            }
+        }
+        deserializer.deserialize_any(Shape)
+    }
 }
 
 #[cfg(test)]
@@ -480,9 +512,39 @@ mod tests {
     }
 
     #[test]
+    fn a_foreach_is_a_glob_or_a_list_of_strings_and_nothing_else() {
+        let read = |value: serde_json::Value| serde_json::from_value::<ListOrGlob>(value);
+        assert_eq!(
+            read(serde_json::json!("notes/*.txt")).unwrap(),
+            ListOrGlob::Glob("notes/*.txt".into())
+        );
+        assert_eq!(
+            read(serde_json::json!(["a", "b"])).unwrap(),
+            ListOrGlob::List(vec!["a".into(), "b".into()])
+        );
+        assert_eq!(
+            read(serde_json::json!([])).unwrap(),
+            ListOrGlob::List(vec![])
+        );
+        for wrong in [
+            serde_json::json!(3),
+            serde_json::json!([1]),
+            serde_json::json!({"a": 1}),
+        ] {
+            assert!(read(wrong.clone()).is_err(), "{wrong}");
+        }
+        // Written back as it was read.
+        let list = ListOrGlob::List(vec!["x".into()]);
+        assert_eq!(
+            serde_json::to_value(&list).unwrap(),
+            serde_json::json!(["x"])
+        );
+    }
+
+    #[test]
     fn the_key_writes_defaults_out_and_leaves_marked_fields_out() {
         let parsed = ParamsDecl::of::<Example>()
-            .parse(serde_json::json!({"model": "m", "timeout": 5.0}))
+            .parse(&serde_json::json!({"model": "m", "timeout": 5.0}))
             .unwrap();
         assert_eq!(
             parsed.key(),

@@ -142,6 +142,7 @@ pub fn work(
                 digest: item.output,
                 plan: item.plan,
                 cached: true,
+                in_place: false,
             });
         }
         upstream.steps.insert(

@@ -32,7 +32,7 @@ use std::process::Command;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::cache::JsonText;
+use crate::cache::{Digest, JsonText};
 use crate::engine::{
     ItemOutput, ItemPlan, ItemResult, ListOrGlob, ParamsDecl, PipelineProblem, StepContext,
     StepError, StepKind, Upstream,
@@ -194,8 +194,10 @@ impl StepKind for CommandStep {
                 reads.insert(format!("{}/{}", output.step, item.plan.id), item.digest);
             }
         }
-        let mut plans = Vec::new();
-        for element in Self::elements(params, ctx.root, step)? {
+        let elements = Self::elements(params, ctx.root, step)?;
+        // Sized once: a fan-out's plans are megabytes, and each doubling was fresh memory.
+        let mut plans = Vec::with_capacity(elements.len());
+        for element in elements {
             let outputs: Vec<String> = params
                 .outputs
                 .iter()
@@ -329,7 +331,9 @@ impl StepKind for CommandStep {
     }
 
     fn publish(&self, ctx: &StepContext, items: &[ItemResult]) -> Result<(), StepError> {
-        for item in items {
+        // An item found in place at its lookup was checked then: a stat each is all a re-run
+        // that computes nothing spends on its outputs.
+        for item in items.iter().filter(|item| !item.in_place) {
             for (path, digest) in &item.output.blobs {
                 // A file that already holds the cached bytes stays; its stat usually says so.
                 let current = ctx
@@ -345,6 +349,14 @@ impl StepKind for CommandStep {
             }
         }
         Ok(())
+    }
+
+    fn blob_in_workspace(&self, ctx: &StepContext, name: &str) -> Option<Digest> {
+        // A blob's name is the output's project-relative path.
+        ctx.store
+            .file_digest_under(ctx.root, Path::new(name))
+            .ok()
+            .flatten()
     }
 }
 

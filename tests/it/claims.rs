@@ -269,6 +269,7 @@ fn mine(pipeline: &Pipeline, records: Vec<CommitRecord>) -> Published {
             digest: store.put_json(&ranked).unwrap(),
             output: Arc::new(ranked),
             cached: false,
+            in_place: false,
         }],
     };
     let upstream = Upstream {
@@ -285,6 +286,7 @@ fn mine(pipeline: &Pipeline, records: Vec<CommitRecord>) -> Published {
                 plan,
                 output: Arc::new(output),
                 cached: false,
+                in_place: false,
             }
         })
         .collect();

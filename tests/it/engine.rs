@@ -64,6 +64,17 @@ fn some(steps: &[(&str, u64)]) -> Vec<(String, Option<u64>)> {
         .collect()
 }
 
+/// Runs the pipeline and checks that the run computed `computed` items.
+fn run_computing(project: &Project, computed: usize) {
+    let ran = project.ok(&["run", "pipeline.yaml"]);
+    assert!(
+        ran.stderr
+            .contains(&format!("run finished: {computed} computed,")),
+        "{}",
+        ran.stderr
+    );
+}
+
 #[test]
 fn a_second_run_runs_nothing() {
     let project = chain();
@@ -300,13 +311,54 @@ fn cached_outputs_are_restored_when_deleted() {
     let project = chain();
     project.ok(&["run", "pipeline.yaml"]);
     std::fs::remove_file(project.path("shout.txt")).unwrap();
-    let ran = project.ok(&["run", "pipeline.yaml"]);
-    assert!(
-        ran.stderr.contains("run finished: 0 computed"),
-        "{}",
-        ran.stderr
-    );
+    run_computing(&project, 0);
     assert_eq!(project.read("shout.txt"), "HELLO CLAIMS\n");
+}
+
+/// An output the workspace still holds is served from it, without looking for its object in the
+/// store; the object is needed only to restore the file, and an item whose file and object are
+/// both gone is computed again, never a failed restore.
+#[test]
+fn an_output_in_place_needs_no_object_and_one_gone_from_both_is_computed_again() {
+    let project = chain();
+    project.ok(&["run", "pipeline.yaml"]);
+    let digest = claimflow::cache::Digest::of(b"HELLO CLAIMS\n");
+    let hex = digest.hex();
+    let object = project.path(&format!(
+        ".claimflow/cache/objects/{}/{}",
+        &hex[..2],
+        &hex[2..]
+    ));
+    std::fs::remove_file(&object).unwrap();
+
+    run_computing(&project, 0);
+    assert_eq!(project.read("shout.txt"), "HELLO CLAIMS\n");
+    let verified = project.run(&["cache", "verify", "pipeline.yaml"]);
+    assert_eq!(verified.code, 1, "{}", verified.stdout);
+    assert!(
+        verified.stdout.contains(&format!(
+            "missing object: {digest} (`shout.txt` of item `main` of step `shout`)"
+        )),
+        "{}",
+        verified.stdout
+    );
+
+    // Gone from the workspace too: computed again, and its object stored again.
+    std::fs::remove_file(project.path("shout.txt")).unwrap();
+    run_computing(&project, 1);
+    assert_eq!(project.read("shout.txt"), "HELLO CLAIMS\n");
+    assert!(object.is_file(), "its object is stored again");
+    let verified = project.run(&["cache", "verify", "pipeline.yaml"]);
+    assert_eq!(verified.code, 0, "{}", verified.stdout);
+
+    // Or `cache gc` drops the record that names the missing object, and the next run computes
+    // the item again at once, the file still in place.
+    std::fs::remove_file(&object).unwrap();
+    project.ok(&["cache", "gc", "pipeline.yaml"]);
+    run_computing(&project, 1);
+    assert!(object.is_file(), "its object is stored again");
+    let verified = project.run(&["cache", "verify", "pipeline.yaml"]);
+    assert_eq!(verified.code, 0, "{}", verified.stdout);
 }
 
 const SLOW: &str = r#"version: 1

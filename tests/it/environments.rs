@@ -185,6 +185,7 @@ fn mine_noting(
                     digest: store.put_json(&ranked).unwrap(),
                     output: Arc::new(ranked),
                     cached: false,
+                    in_place: false,
                 }],
             }),
         )]),
@@ -213,6 +214,7 @@ fn mine_noting(
             plan,
             output: Arc::new(output),
             cached: false,
+            in_place: false,
         });
     }
     Mined {

@@ -638,6 +638,7 @@ fn run_step(pipeline: &Pipeline) -> (Vec<ItemResult>, String) {
                 digest,
                 output: output.into(),
                 cached: false,
+                in_place: false,
             }
         })
         .collect();

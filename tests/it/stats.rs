@@ -417,6 +417,7 @@ fn output(step: &str, kind: &str, records: Vec<serde_json::Value>) -> Arc<StepOu
             digest,
             output: Arc::new(output),
             cached: false,
+            in_place: false,
         }],
     })
 }
@@ -447,6 +448,7 @@ fn run_kind(
             digest,
             output: Arc::new(output),
             cached: false,
+            in_place: false,
         });
     }
     kind.publish(&ctx, &items)?;

@@ -106,15 +106,16 @@ pub fn check(
     let with = serde_json::Value::Object(sorted);
     // A model ladder (`model: [a, b]`) stands for one step per entry, each parsed with its own
     // entry when the ladder is expanded; the first entry stands for them here.
-    let mut parsed = with.clone();
-    if let Some(first) = with
+    let rung = with
         .get("model")
         .and_then(serde_json::Value::as_array)
         .and_then(|models| models.first())
-    {
-        parsed["model"] = first.clone();
-    }
-    match kind.params().parse(parsed) {
+        .map(|first| {
+            let mut rung = with.clone();
+            rung["model"] = first.clone();
+            rung
+        });
+    match kind.params().parse(rung.as_ref().unwrap_or(&with)) {
         Ok(params) => Some((with, params)),
         Err(error) => {
             // The checks above mirror the struct; what they let through and serde refuses is

@@ -21,7 +21,7 @@ pub fn declare(specs: &mut [StepSpec], registry: &dyn Kinds) {
             continue;
         };
         if spec.params.key().get("model") != spec.with.get("model")
-            && let Ok(params) = kind.params().parse(spec.with.clone())
+            && let Ok(params) = kind.params().parse(&spec.with)
         {
             spec.params = params;
         }

@@ -151,7 +151,7 @@ fn step_labels_commits_in_parallel_and_a_rerun_runs_no_pytest() {
 #[test]
 fn key_params_leave_out_timeout_and_write_defaults() {
     let step = OracleStep::new(Arc::new(FixedEnvironment(environment())));
-    let key = |with: serde_json::Value| step.params().parse(with).unwrap().key().clone();
+    let key = |with: serde_json::Value| step.params().parse(&with).unwrap().key().clone();
     assert_eq!(
         key(serde_json::json!({"runs": 3, "timeout": 5})),
         key(serde_json::json!({"runs": 3}))
@@ -159,7 +159,7 @@ fn key_params_leave_out_timeout_and_write_defaults() {
     // The oracle has no slot count of its own: the engine's pytest permits bound it.
     assert!(
         step.params()
-            .parse(serde_json::json!({"runs": 3, "slots": 4}))
+            .parse(&serde_json::json!({"runs": 3, "slots": 4}))
             .is_err()
     );
     assert_eq!(
@@ -224,6 +224,7 @@ fn an_invariant_failure_fails_the_step_and_writes_nothing() {
         digest: claimflow::cache::Digest::of(b"tampered"),
         output: Arc::new(output),
         cached: false,
+        in_place: false,
     };
     let step = OracleStep::new(Arc::new(FixedEnvironment(environment())));
     let error = step.publish(&ctx, &[item]).unwrap_err();
