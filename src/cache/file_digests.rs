@@ -384,7 +384,7 @@ fn checked_entries(bytes: Bytes) -> Option<Bytes> {
     let (content, check) = bytes.split_at(content_len);
     if blake3::hash(content).as_bytes() != check
         || !content.starts_with(MAGIC)
-        || (content_len - MAGIC.len()) % ENTRY_LEN != 0
+        || !(content_len - MAGIC.len()).is_multiple_of(ENTRY_LEN)
     {
         return None;
     }
