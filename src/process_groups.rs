@@ -16,7 +16,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard};
 
 /// The live groups and scratch directories, by a handle id.
 struct Live {
@@ -25,6 +25,8 @@ struct Live {
     scratch: BTreeMap<u64, PathBuf>,
     /// Set once a signal arrived: no new child may start.
     stopping: bool,
+    /// Children being started, not yet recorded: the cleanup waits for them.
+    spawning: usize,
 }
 
 static LIVE: Mutex<Live> = Mutex::new(Live {
@@ -32,7 +34,11 @@ static LIVE: Mutex<Live> = Mutex::new(Live {
     groups: BTreeMap::new(),
     scratch: BTreeMap::new(),
     stopping: false,
+    spawning: 0,
 });
+
+/// Signalled when a child started is recorded (or failed to start).
+static SPAWNED: Condvar = Condvar::new();
 
 fn live() -> MutexGuard<'static, Live> {
     LIVE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -86,19 +92,29 @@ impl Drop for Group {
 /// `Interrupted` once the process is stopping, so no child starts after the cleanup.
 pub fn spawn(command: &mut Command) -> io::Result<(Child, Group)> {
     command.process_group(0);
-    // Held across the spawn: a signal's cleanup waits for it, so a child cannot start unrecorded.
-    let mut live = live();
-    if live.stopping {
-        return Err(io::Error::new(
-            io::ErrorKind::Interrupted,
-            "claimflow is stopping",
-        ));
+    {
+        let mut live = live();
+        if live.stopping {
+            return Err(io::Error::new(
+                io::ErrorKind::Interrupted,
+                "claimflow is stopping",
+            ));
+        }
+        live.spawning += 1;
     }
-    let child = command.spawn()?;
+    // Not under the lock: a spawn lasts until the child has exec'd, and holding the lock across
+    // it made every worker of a step wait for the others' spawns. A signal's cleanup waits for
+    // the spawns in flight instead, so a child still cannot start unrecorded.
+    let spawned = command.spawn();
+    let mut live = live();
+    live.spawning -= 1;
+    SPAWNED.notify_all();
+    let child = spawned?;
     let leader = libc::pid_t::try_from(child.id()).expect("process ids fit pid_t");
     let id = live.next;
     live.next += 1;
     live.groups.insert(id, leader);
+    drop(live);
     let exit = pidfd_of(leader);
     Ok((child, Group { id, leader, exit }))
 }
@@ -137,6 +153,11 @@ fn kill_group(leader: libc::pid_t) {
 pub fn stop_all() -> usize {
     let mut live = live();
     live.stopping = true;
+    while live.spawning > 0 {
+        live = SPAWNED
+            .wait(live)
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+    }
     for leader in live.groups.values() {
         kill_group(*leader);
     }

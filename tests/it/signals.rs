@@ -143,3 +143,62 @@ fn ctrl_c_stops_a_command_step_and_what_it_started() {
         !alive(&child) && !alive(&grandchild)
     });
 }
+
+/// Ctrl-C while a step's workers start commands one after another: every command that started
+/// is stopped with the run, whichever moment of a start the signal falls on.
+#[test]
+fn ctrl_c_while_workers_start_commands_leaves_none_of_them_behind() {
+    let project = Project::new();
+    let quick: Vec<String> = (0..400).map(|n| format!("q{n:03}")).collect();
+    let slow: Vec<String> = (0..4).map(|n| format!("s{n}")).collect();
+    project.file(
+        "pipeline.yaml",
+        &format!(
+            "version: 1\nname: stop\nsteps:\n  many:\n    uses: command\n    with:\n      \
+             foreach: [{}]\n      \
+             run: \"mkdir -p pids && echo $$ > pids/{{item}}.tmp && mv pids/{{item}}.tmp pids/{{item}}; \
+             case {{item}} in s*) sleep 300;; esac\"\n",
+            quick.iter().chain(&slow).cloned().collect::<Vec<_>>().join(", ")
+        ),
+    );
+    let mut claimflow = project
+        .command(&["run", "pipeline.yaml", "-j", "8"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = || {
+        std::fs::read_dir(project.path("pids"))
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter(|entry| entry.path().extension().is_none())
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    // In the middle of the quick items: starts are happening all the time.
+    wait_for("a hundred commands to start", || started() >= 100);
+    // SAFETY: signals the claimflow process this test started.
+    unsafe {
+        libc::kill(claimflow.id() as libc::pid_t, libc::SIGINT);
+    }
+    let status = claimflow.wait().unwrap();
+    let stderr = std::io::read_to_string(claimflow.stderr.take().unwrap()).unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    let pids: Vec<String> = std::fs::read_dir(project.path("pids"))
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| std::fs::read_to_string(entry.path()).ok())
+        .map(|pid| pid.trim().to_string())
+        .filter(|pid| !pid.is_empty())
+        .collect();
+    assert!(pids.len() >= 100, "{} pids", pids.len());
+    assert!(
+        pids.len() < quick.len() + slow.len(),
+        "the run was stopped before every item started"
+    );
+    wait_for("every started command to die", || {
+        pids.iter().all(|pid| !alive(pid))
+    });
+}
