@@ -20,7 +20,7 @@
 //! nothing pays before its first item.
 
 use std::fs::{self, File};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -274,15 +274,8 @@ impl ActionIndex {
         if len == self.read_to {
             return Ok(());
         }
-        let bytes = if len - self.read_to >= super::mapped::MAP_AT_LEAST {
-            // A whole log read at open: mapped, its pages are not copied (see `mapped`).
-            super::mapped::map(&file, len)?.slice(self.read_to as usize..)
-        } else {
-            file.seek(SeekFrom::Start(self.read_to))?;
-            let mut bytes = Vec::with_capacity((len - self.read_to) as usize);
-            file.read_to_end(&mut bytes)?;
-            Bytes::from(bytes)
-        };
+        // A whole log read at open is mapped: its pages are not copied (see `mapped`).
+        let bytes = super::mapped::read_from(&mut file, self.read_to, len)?;
         // Room for about one entry per this many bytes: a small record's entry is about this size,
         // so the map is not grown (and copied) a dozen times while a big log is read.
         self.entries.reserve(bytes.len() / 400);

@@ -254,17 +254,14 @@ impl FileDigests {
     /// The saved entries this process did not override, and the ones it learned, sorted; the
     /// saved entries it did not use are dropped once there are more than [`KEEP_UNUSED`] of them.
     fn merged(&self) -> Vec<Remembered> {
-        let count = self.saved.len() / ENTRY_LEN;
         let used = |index: usize| self.used[index / 64] & (1 << (index % 64)) != 0;
-        let unused = (0..count)
-            .filter(|&index| {
-                !used(index) && !self.learned.contains_key(&saved_id(&self.saved, index))
-            })
-            .count();
-        let keep_unused = unused <= KEEP_UNUSED;
-        let mut entries: Vec<Remembered> = (0..count)
-            .filter(|&index| keep_unused || used(index))
+        let kept: Vec<usize> = (0..self.saved.len() / ENTRY_LEN)
             .filter(|&index| !self.learned.contains_key(&saved_id(&self.saved, index)))
+            .collect();
+        let keep_unused = kept.iter().filter(|&&index| !used(index)).count() <= KEEP_UNUSED;
+        let mut entries: Vec<Remembered> = kept
+            .into_iter()
+            .filter(|&index| keep_unused || used(index))
             .map(|index| saved_entry(&self.saved, index))
             .chain(self.learned.values().flatten().copied())
             .collect();
@@ -277,12 +274,7 @@ impl FileDigests {
 fn read(path: &Path) -> Option<Bytes> {
     let mut file = fs::File::open(path).ok()?;
     let len = file.metadata().ok()?.len();
-    if len >= super::mapped::MAP_AT_LEAST {
-        return super::mapped::map(&file, len).ok();
-    }
-    let mut bytes = Vec::with_capacity(len as usize);
-    file.read_to_end(&mut bytes).ok()?;
-    Some(Bytes::from(bytes))
+    super::mapped::read_from(&mut file, 0, len).ok()
 }
 
 /// The digest of the file at `path`, from `table` when its stamp is unchanged, else read and

@@ -68,6 +68,15 @@ impl JsonText {
         Deferred::from_text(text)
     }
 
+    /// The parameters decoded as `T`: from the text when the value was never parsed, else from the
+    /// value, borrowed.
+    pub fn decode<T: DeserializeOwned>(&self) -> serde_json::Result<T> {
+        match self.unparsed_text() {
+            Some(text) => serde_json::from_str(text),
+            None => T::deserialize(self.value()),
+        }
+    }
+
     /// Serializes as the canonical text when there is one (JSON serializers only: what a key is
     /// hashed from), else as the value, which serializes canonically.
     pub fn serialize_canonical<S: Serializer>(
@@ -173,6 +182,21 @@ mod tests {
         assert_eq!(text["run"], "echo a > a.txt");
         assert_eq!(*text, value);
         assert_eq!(serde_json::to_value(&text).unwrap(), value);
+        // Decoded alike from the text and from the value.
+        #[derive(Debug, PartialEq, Deserialize)]
+        struct Run {
+            run: String,
+        }
+        let fresh = JsonText::of(&Sorted {
+            outputs: &["a.txt"],
+            run: "echo a > a.txt",
+        });
+        assert!(fresh.unparsed_text().is_some());
+        assert_eq!(
+            fresh.decode::<Run>().unwrap(),
+            from_value.decode::<Run>().unwrap()
+        );
+        assert_eq!(fresh.decode::<Run>().unwrap().run, "echo a > a.txt");
     }
 
     #[test]

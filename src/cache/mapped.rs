@@ -11,7 +11,7 @@
 //! reads fault (SIGBUS), as it would for any program that maps files.
 
 use std::fs::File;
-use std::io;
+use std::io::{self, Read, Seek, SeekFrom};
 use std::os::fd::AsRawFd;
 
 use bytes::Bytes;
@@ -45,6 +45,19 @@ impl Drop for Mapping {
             libc::munmap(self.address, self.len);
         }
     }
+}
+
+/// The bytes of `file` from offset `from` on, `len` being its length when it was stat'ed: mapped
+/// when they are [`MAP_AT_LEAST`] or more, else read into a buffer (a read then runs to the end of
+/// the file as it is).
+pub fn read_from(file: &mut File, from: u64, len: u64) -> io::Result<Bytes> {
+    if len.saturating_sub(from) >= MAP_AT_LEAST {
+        return Ok(map(file, len)?.slice(from as usize..));
+    }
+    file.seek(SeekFrom::Start(from))?;
+    let mut bytes = Vec::with_capacity(len.saturating_sub(from) as usize);
+    file.read_to_end(&mut bytes)?;
+    Ok(Bytes::from(bytes))
 }
 
 /// The first `len` bytes of `file` (its length when it was stat'ed), mapped; `len` must be above
@@ -99,5 +112,23 @@ mod tests {
         drop(mapped);
         assert_eq!(&slice[..], &content[10..20]);
         assert!(map(&file, 0).unwrap().is_empty());
+    }
+
+    #[test]
+    fn bytes_from_an_offset_read_alike_mapped_or_copied() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        let content: Vec<u8> = (0..300_000u32).map(|n| (n % 251) as u8).collect();
+        std::fs::write(&path, &content).unwrap();
+        let mut file = File::open(&path).unwrap();
+        let len = content.len() as u64;
+        // Mapped (most of the file), then copied (its last bytes), then nothing.
+        assert_eq!(&read_from(&mut file, 10, len).unwrap()[..], &content[10..]);
+        let tail = len - 100;
+        assert_eq!(
+            &read_from(&mut file, tail, len).unwrap()[..],
+            &content[tail as usize..]
+        );
+        assert!(read_from(&mut file, len, len).unwrap().is_empty());
     }
 }

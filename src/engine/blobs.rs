@@ -45,7 +45,7 @@ impl Blobs {
 
     /// Every (name, digest), by name.
     pub fn iter(&self) -> impl Iterator<Item = (&String, &Digest)> {
-        self.0.iter().map(|(name, digest)| (name, digest))
+        self.into_iter()
     }
 
     /// Every name, sorted.

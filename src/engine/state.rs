@@ -74,8 +74,6 @@ fn digest_of<'i>(kind: &str, items: impl Iterator<Item = (&'i str, Digest, Diges
     Digest::from_hasher(&hasher)
 }
 
-impl StepState {}
-
 /// The first line of a state file.
 #[derive(Serialize, Deserialize)]
 struct Header {

@@ -265,11 +265,12 @@ impl ProjectMetadata {
             // The INI form, `entry_points="[console_scripts]\nname = pkg:main"`.
             Some(SetupValue::String(text)) => {
                 for (group, values) in parse_ini(text) {
-                    let lines: Vec<String> = values
-                        .iter()
-                        .map(|(name, reference)| format!("{name} = {reference}"))
-                        .collect();
-                    self.add_entry_point_lines(&group, &lines);
+                    self.add_entry_points(
+                        &group,
+                        values
+                            .iter()
+                            .map(|(name, reference)| (name.as_str(), reference.as_str())),
+                    );
                 }
             }
             _ => {}

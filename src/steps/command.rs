@@ -336,12 +336,7 @@ impl StepKind for CommandStep {
         for item in items.iter().filter(|item| !item.in_place) {
             for (path, digest) in &item.output.blobs {
                 // A file that already holds the cached bytes stays; its stat usually says so.
-                let current = ctx
-                    .store
-                    .file_digest_under(ctx.root, Path::new(path))
-                    .ok()
-                    .flatten();
-                if current != Some(*digest) {
+                if self.blob_in_workspace(ctx, path) != Some(*digest) {
                     let target = ctx.root.join(path);
                     let bytes = ctx.store.get(digest)?;
                     crate::cache::write_atomic_in(&ctx.workdir.join("tmp"), &target, &bytes)?;

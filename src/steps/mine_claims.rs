@@ -226,7 +226,9 @@ impl StepKind for MineClaims {
         item: &ItemPlan,
         upstream: &Upstream,
     ) -> Result<ItemOutput, StepError> {
-        let params: ItemParams = serde_json::from_value(item.params.value().clone())
+        let params: ItemParams = item
+            .params
+            .decode()
             .map_err(|error| step_message(ctx, &item.id, error))?;
         let record = upstream
             .first_with_role(|role| *role == Role::Commits)

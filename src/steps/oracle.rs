@@ -560,7 +560,9 @@ impl StepKind for OracleStep {
     ) -> Result<ItemOutput, StepError> {
         let step = &ctx.step.name;
         let params: &OracleParams = ctx.params()?;
-        let target: CommitItem = serde_json::from_value(item.params.value().clone())
+        let target: CommitItem = item
+            .params
+            .decode()
             .map_err(|error| StepError::Message(format!("item {}: {error}", item.id)))?;
         let mut upstream_claims: Vec<Claim> = claims_of(upstream, step)?
             .into_iter()
@@ -684,8 +686,10 @@ impl StepKind for OracleStep {
         let mut problems = Vec::new();
         let mut commits = Vec::new();
         for item in items {
-            let target: CommitItem = serde_json::from_value(item.plan.params.value().clone())
-                .map_err(|error| StepError::Message(format!("item {}: {error}", item.plan.id)))?;
+            let target: CommitItem =
+                item.plan.params.decode().map_err(|error| {
+                    StepError::Message(format!("item {}: {error}", item.plan.id))
+                })?;
             let judgements = item
                 .output
                 .records

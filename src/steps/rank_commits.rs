@@ -258,13 +258,12 @@ impl StepKind for RankCommits {
                 ctx.step.name, item.id
             ))
         })?;
-        let params: ItemParams =
-            serde_json::from_value(item.params.value().clone()).map_err(|error| {
-                StepError::Message(format!(
-                    "step `{}`: item `{}`: {error}",
-                    ctx.step.name, item.id
-                ))
-            })?;
+        let params: ItemParams = item.params.decode().map_err(|error| {
+            StepError::Message(format!(
+                "step `{}`: item `{}`: {error}",
+                ctx.step.name, item.id
+            ))
+        })?;
         let tip = item
             .tools
             .get(&tool_name(&spec.name))
