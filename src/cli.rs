@@ -436,6 +436,11 @@ fn cache(action: CacheAction, root: &Path, registry: &Registry) -> Result<()> {
                 stats.objects, stats.object_bytes
             )?;
             writeln!(out, "actions:      {}", stats.actions)?;
+            writeln!(
+                out,
+                "small blobs:  {} ({} bytes, inside action records)",
+                stats.logged_blobs, stats.logged_blob_bytes
+            )?;
             writeln!(out, "temp files:   {}", stats.temp_files)?;
             if stats.torn_log_bytes > 0 {
                 writeln!(

@@ -18,9 +18,21 @@
 //! inline parts are slices of it ([`Bytes`]), not copies: opening a store of many small records
 //! costs one read and one allocation per entry, which is most of what a re-run that computes
 //! nothing pays before its first item.
+//!
+//! A small blob (a file of a `command` step's outputs, up to [`BLOB_INLINE_LIMIT`] bytes) travels
+//! inside the entry of the item that produced it, after the two parts, instead of being an object
+//! file of its own: on a filesystem where creating a file costs a quarter of a millisecond, one
+//! file per small output was most of what a first run spent beside its commands. An entry carries
+//! every small blob its output names, so any entry can be kept or dropped alone (`gc`, `export`).
+//! Entries without blobs encode exactly as before.
+//!
+//! The log stays open once read: a refresh that finds nothing new (the check made under every
+//! computed item's key lock) is one `fstat`. A log replaced by `gc`'s rename is noticed by its link
+//! count falling to zero, and read whole again from the new file.
 
 use std::fs::{self, File};
-use std::io::{self, Write};
+use std::io::{self, Seek, Write};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -35,6 +47,8 @@ const MAGIC: [u8; 4] = *b"CFA1";
 const FRAME: usize = 4 + 4 + 8;
 /// Outputs and key records up to this size live inside the entry; larger ones are objects.
 pub const INLINE_LIMIT: usize = 16 * 1024;
+/// Blobs up to this size travel inside the entry of the item that produced them.
+pub const BLOB_INLINE_LIMIT: usize = 1024;
 
 /// Where a part of an entry (its output, its key record) is kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,12 +74,17 @@ pub struct IndexEntry {
     pub output_bytes: Part,
     /// The key record's canonical bytes, or [`Part::Object`] when they are the object named `key`.
     pub record_bytes: Part,
+    /// The small blobs the output names, each with its digest, carried inside the entry.
+    pub blobs: Vec<(Digest, Bytes)>,
 }
 
 impl IndexEntry {
     /// The framed bytes of the entry, ready to append.
     pub fn encode(&self) -> Vec<u8> {
-        let mut body = Vec::with_capacity(128 + part_len(&self.output_bytes));
+        let blob_bytes: usize = self.blobs.iter().map(|(_, bytes)| 36 + bytes.len()).sum();
+        let mut body = Vec::with_capacity(
+            128 + part_len(&self.output_bytes) + part_len(&self.record_bytes) + blob_bytes,
+        );
         body.extend_from_slice(self.key.as_bytes());
         body.extend_from_slice(self.output.as_bytes());
         body.extend_from_slice(&self.seconds.to_le_bytes());
@@ -81,6 +100,14 @@ impl IndexEntry {
                     body.extend_from_slice(bytes);
                 }
                 Part::Object => body.push(1),
+            }
+        }
+        if !self.blobs.is_empty() {
+            body.extend_from_slice(&(self.blobs.len() as u32).to_le_bytes());
+            for (digest, bytes) in &self.blobs {
+                body.extend_from_slice(digest.as_bytes());
+                body.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+                body.extend_from_slice(bytes);
             }
         }
         let mut framed = Vec::with_capacity(FRAME + body.len());
@@ -106,6 +133,11 @@ impl IndexEntry {
         let step = String::from_utf8(reader.take(step_len)?.to_vec()).ok()?;
         let output_bytes = reader.part()?;
         let record_bytes = reader.part()?;
+        let blobs = if reader.bytes.is_empty() {
+            Vec::new()
+        } else {
+            reader.blobs()?
+        };
         reader.bytes.is_empty().then_some(IndexEntry {
             key,
             output,
@@ -113,6 +145,7 @@ impl IndexEntry {
             seconds,
             output_bytes,
             record_bytes,
+            blobs,
         })
     }
 }
@@ -165,6 +198,25 @@ impl<'a> Reader<'a> {
             1 => Some(Part::Object),
             _ => None,
         }
+    }
+
+    /// A count, then each blob's digest, length and bytes (slices of `whole`).
+    fn blobs(&mut self) -> Option<Vec<(Digest, Bytes)>> {
+        let count = u32::from_le_bytes(self.array()?) as usize;
+        // Each blob takes at least its digest and length: a count beyond what the body can hold
+        // is damage, not a reason to allocate.
+        if count > self.bytes.len() / 36 {
+            return None;
+        }
+        let mut blobs = Vec::with_capacity(count);
+        for _ in 0..count {
+            let digest = Digest::from_bytes(self.array()?);
+            let len = u32::from_le_bytes(self.array()?) as usize;
+            let start = self.at;
+            self.take(len)?;
+            blobs.push((digest, self.whole.slice(start..start + len)));
+        }
+        Some(blobs)
     }
 }
 
@@ -238,8 +290,13 @@ pub struct ActionIndex {
     /// How far into the file this index has read.
     read_to: u64,
     skipped_bytes: u64,
+    /// The log as opened for reading, kept so a refresh is one `fstat`.
+    reader: Option<File>,
     /// The log opened for appending, once this process has appended.
     appender: Option<File>,
+    /// The blobs carried inside entries, by digest: built on the first lookup
+    /// ([`ActionIndex::blob`]) and kept up to date after.
+    blobs: Option<DigestMap<Bytes>>,
 }
 
 impl ActionIndex {
@@ -250,38 +307,69 @@ impl ActionIndex {
             entries: DigestMap::default(),
             read_to: 0,
             skipped_bytes: 0,
+            reader: None,
             appender: None,
+            blobs: None,
         };
         index.refresh()?;
         Ok(index)
     }
 
+    /// Drops everything read, to read the log whole again.
+    fn forget(&mut self) {
+        self.entries.clear();
+        self.read_to = 0;
+        self.skipped_bytes = 0;
+        self.reader = None;
+        self.appender = None;
+        self.blobs = None;
+    }
+
     /// Reads what other processes appended since the last read. A torn entry at the very end may
     /// be a write still in progress, so the read stops before it and tries it again next time.
     pub fn refresh(&mut self) -> io::Result<()> {
-        let mut file = match File::open(&self.path) {
-            Ok(file) => file,
-            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(error) => return Err(error),
+        let mut meta = match &self.reader {
+            Some(file) => Some(file.metadata()?),
+            None => None,
         };
-        let len = file.metadata()?.len();
+        // A log unlinked under this index was replaced (`gc`'s rename): the new one is read whole.
+        if meta.as_ref().is_some_and(|meta| meta.nlink() == 0) {
+            self.forget();
+            meta = None;
+        }
+        let meta = match meta {
+            Some(meta) => meta,
+            None => {
+                let file = match File::open(&self.path) {
+                    Ok(file) => file,
+                    Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(()),
+                    Err(error) => return Err(error),
+                };
+                let meta = file.metadata()?;
+                self.reader = Some(file);
+                meta
+            }
+        };
+        let len = meta.len();
         if len < self.read_to {
-            // The log was rewritten (`gc`): read it whole again.
-            self.entries.clear();
-            self.read_to = 0;
-            self.skipped_bytes = 0;
+            // Shorter than what was read: not the file this index read. Read it whole again.
+            let reader = self.reader.take();
+            self.forget();
+            self.reader = reader;
         }
         if len == self.read_to {
             return Ok(());
         }
+        let file = self.reader.as_ref().expect("opened above");
         // A whole log read at open is mapped: its pages are not copied (see `mapped`).
-        let bytes = super::mapped::read_from(&mut file, self.read_to, len)?;
+        let bytes = super::mapped::read_from(file, self.read_to, len)?;
         // Room for about one entry per this many bytes: a small record's entry is about this size,
         // so the map is not grown (and copied) a dozen times while a big log is read.
         self.entries.reserve(bytes.len() / 400);
-        let entries = &mut self.entries;
+        let (entries, blobs) = (&mut self.entries, &mut self.blobs);
         // The last entry of a key wins.
         let scanned = scan(&bytes, |entry| {
+            remember_blobs(blobs, &entry);
             entries.insert(entry.key, Arc::new(entry));
         });
         self.skipped_bytes += scanned.skipped_bytes;
@@ -292,6 +380,24 @@ impl ActionIndex {
     /// The entry of a content key.
     pub fn get(&self, key: &Digest) -> Option<Arc<IndexEntry>> {
         self.entries.get(key).cloned()
+    }
+
+    /// The bytes of a blob some entry carries, if one does (as read: the caller checks them
+    /// against the digest before serving them).
+    pub fn blob(&mut self, digest: &Digest) -> Option<Bytes> {
+        let entries = &self.entries;
+        self.blobs
+            .get_or_insert_with(|| {
+                let mut blobs = DigestMap::default();
+                for entry in entries.values() {
+                    for (digest, bytes) in &entry.blobs {
+                        blobs.insert(*digest, bytes.clone());
+                    }
+                }
+                blobs
+            })
+            .get(digest)
+            .cloned()
     }
 
     /// Every entry, in no particular order.
@@ -318,12 +424,16 @@ impl ActionIndex {
         let file = self.appender.as_mut().expect("opened above");
         // One write under the lock: an entry of another run never lands inside this one.
         file.lock()?;
-        let written = file.write_all(&bytes);
+        let written = file.write_all(&bytes).and_then(|()| file.stream_position());
         file.unlock()?;
-        written?;
-        // This index has not read what others appended before this entry; it reads that on the
-        // next refresh, so `read_to` is left alone and this entry is read again then (a duplicate
-        // of a key replaces itself).
+        let end = written?;
+        // When the entry follows what this index read, nothing is left to read back; otherwise
+        // others appended before it, and the next refresh reads theirs and this one again (a
+        // duplicate of a key replaces itself).
+        if end.checked_sub(bytes.len() as u64) == Some(self.read_to) && self.reader.is_some() {
+            self.read_to = end;
+        }
+        remember_blobs(&mut self.blobs, &entry);
         self.entries.insert(entry.key, Arc::new(entry));
         Ok(())
     }
@@ -338,15 +448,24 @@ impl ActionIndex {
         fs::create_dir_all(tmp_dir)?;
         let mut temp = tempfile::NamedTempFile::new_in(tmp_dir)?;
         temp.write_all(&bytes)?;
-        temp.persist(&self.path).map_err(|error| error.error)?;
+        let file = temp.persist(&self.path).map_err(|error| error.error)?;
+        self.forget();
         self.entries = entries
             .into_iter()
             .map(|entry| (entry.key, Arc::new(entry)))
             .collect();
         self.read_to = bytes.len() as u64;
-        self.skipped_bytes = 0;
-        self.appender = None;
+        self.reader = Some(file);
         Ok(())
+    }
+}
+
+/// Adds an entry's blobs to the blob map, once it is built.
+fn remember_blobs(blobs: &mut Option<DigestMap<Bytes>>, entry: &IndexEntry) {
+    if let Some(blobs) = blobs {
+        for (digest, bytes) in &entry.blobs {
+            blobs.insert(*digest, bytes.clone());
+        }
     }
 }
 
@@ -386,6 +505,17 @@ mod tests {
             seconds: 0.25,
             output_bytes: Part::Inline(Bytes::from_static(b"{\"records\":[]}")),
             record_bytes: Part::Object,
+            blobs: Vec::new(),
+        }
+    }
+
+    fn with_blobs(name: &str, blobs: &[&'static [u8]]) -> IndexEntry {
+        IndexEntry {
+            blobs: blobs
+                .iter()
+                .map(|bytes| (Digest::of(bytes), Bytes::from_static(bytes)))
+                .collect(),
+            ..entry(name)
         }
     }
 
@@ -459,5 +589,98 @@ mod tests {
         first.refresh().unwrap();
         assert!(first.get(&entry("b").key).is_some());
         assert_eq!(ActionIndex::load(&path).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn blobs_round_trip_and_an_entry_without_them_encodes_as_before() {
+        let carrying = with_blobs("a", &[b"one", b"", b"three"]);
+        let (entries, scanned) = scanned(&carrying.encode());
+        assert_eq!(entries, vec![carrying]);
+        assert_eq!(scanned.skipped_bytes, 0);
+        // Blob-less: the body ends right after the two parts, as entries written before blobs do.
+        let plain = entry("b").encode();
+        let body = body_range(&plain, 0).unwrap();
+        let parts = 32 + 32 + 8 + 2 + 3 + (1 + 4 + 14) + 1;
+        assert_eq!(body.len(), parts);
+    }
+
+    #[test]
+    fn a_blob_count_past_the_body_is_damage_not_an_allocation() {
+        let mut carrying = with_blobs("a", &[b"one"]);
+        carrying.blobs.clear();
+        let mut body = carrying.encode()[FRAME..].to_vec();
+        body.extend_from_slice(&u32::MAX.to_le_bytes());
+        assert!(IndexEntry::decode(&Bytes::from(body)).is_none());
+        // A length running past the body is damage too.
+        let mut body = with_blobs("a", &[b"one"]).encode()[FRAME..].to_vec();
+        let at = body.len() - 3 - 4;
+        body[at..at + 4].copy_from_slice(&100u32.to_le_bytes());
+        assert!(IndexEntry::decode(&Bytes::from(body)).is_none());
+    }
+
+    #[test]
+    fn a_blob_is_found_by_its_digest_whether_read_appended_or_refreshed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("actions.log");
+        fs::write(&path, with_blobs("a", &[b"read"]).encode()).unwrap();
+        let mut index = ActionIndex::load(&path).unwrap();
+        assert_eq!(index.blob(&Digest::of(b"read")).unwrap(), &b"read"[..]);
+        index.append(with_blobs("b", &[b"appended"])).unwrap();
+        assert_eq!(
+            index.blob(&Digest::of(b"appended")).unwrap(),
+            &b"appended"[..]
+        );
+        let mut other = ActionIndex::load(&path).unwrap();
+        other.append(with_blobs("c", &[b"by another"])).unwrap();
+        assert!(index.blob(&Digest::of(b"by another")).is_none());
+        index.refresh().unwrap();
+        assert_eq!(
+            index.blob(&Digest::of(b"by another")).unwrap(),
+            &b"by another"[..]
+        );
+        assert!(index.blob(&Digest::of(b"never")).is_none());
+    }
+
+    #[test]
+    fn an_append_following_what_was_read_is_not_read_back_and_others_are() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("actions.log");
+        fs::write(&path, entry("a").encode()).unwrap();
+        let mut index = ActionIndex::load(&path).unwrap();
+        index.append(entry("b")).unwrap();
+        assert_eq!(index.read_to, fs::metadata(&path).unwrap().len());
+        let mut other = ActionIndex::load(&path).unwrap();
+        other.append(entry("c")).unwrap();
+        index.append(entry("d")).unwrap();
+        // `c` came between: `read_to` stays before it, and a refresh reads `c` and `d`.
+        assert!(index.read_to < fs::metadata(&path).unwrap().len());
+        index.refresh().unwrap();
+        assert_eq!(index.len(), 4);
+        assert_eq!(index.read_to, fs::metadata(&path).unwrap().len());
+        assert_eq!(index.skipped_bytes(), 0);
+    }
+
+    #[test]
+    fn a_log_replaced_by_a_rename_is_read_whole_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("actions.log");
+        fs::write(&path, [entry("a").encode(), entry("b").encode()].concat()).unwrap();
+        let mut index = ActionIndex::load(&path).unwrap();
+        assert_eq!(index.len(), 2);
+        // Another process's `gc` keeps `a` and adds nothing; then a run appends `c` and `d`, so
+        // the new file is longer than what this index read of the old one.
+        let mut other = ActionIndex::load(&path).unwrap();
+        other
+            .rewrite(&dir.path().join("tmp"), vec![entry("a")])
+            .unwrap();
+        other.append(with_blobs("c", &[b"c"])).unwrap();
+        other.append(entry("d")).unwrap();
+        index.refresh().unwrap();
+        let mut keys: Vec<Digest> = index.entries().map(|entry| entry.key).collect();
+        keys.sort();
+        let mut expected = vec![entry("a").key, entry("c").key, entry("d").key];
+        expected.sort();
+        assert_eq!(keys, expected);
+        assert!(index.blob(&Digest::of(b"c")).is_some());
     }
 }

@@ -272,9 +272,9 @@ impl FileDigests {
 
 /// The bytes of the file at `path` (mapped when large), if it can be read.
 fn read(path: &Path) -> Option<Bytes> {
-    let mut file = fs::File::open(path).ok()?;
+    let file = fs::File::open(path).ok()?;
     let len = file.metadata().ok()?.len();
-    super::mapped::read_from(&mut file, 0, len).ok()
+    super::mapped::read_from(&file, 0, len).ok()
 }
 
 /// The digest of the file at `path`, from `table` when its stamp is unchanged, else read and

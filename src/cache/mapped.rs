@@ -11,8 +11,9 @@
 //! reads fault (SIGBUS), as it would for any program that maps files.
 
 use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileExt;
 
 use bytes::Bytes;
 
@@ -47,16 +48,26 @@ impl Drop for Mapping {
     }
 }
 
-/// The bytes of `file` from offset `from` on, `len` being its length when it was stat'ed: mapped
-/// when they are [`MAP_AT_LEAST`] or more, else read into a buffer (a read then runs to the end of
-/// the file as it is).
-pub fn read_from(file: &mut File, from: u64, len: u64) -> io::Result<Bytes> {
-    if len.saturating_sub(from) >= MAP_AT_LEAST {
+/// The bytes of `file` from offset `from` up to `len`, its length when it was stat'ed: mapped when
+/// they are [`MAP_AT_LEAST`] or more, else read into a buffer by positioned reads (no seek, and
+/// usually one call). Bytes appended after the stat are left for a later read; a file found shorter
+/// than `len` reads as far as it goes.
+pub fn read_from(file: &File, from: u64, len: u64) -> io::Result<Bytes> {
+    let wanted = len.saturating_sub(from);
+    if wanted >= MAP_AT_LEAST {
         return Ok(map(file, len)?.slice(from as usize..));
     }
-    file.seek(SeekFrom::Start(from))?;
-    let mut bytes = Vec::with_capacity(len.saturating_sub(from) as usize);
-    file.read_to_end(&mut bytes)?;
+    let mut bytes = vec![0; wanted as usize];
+    let mut filled = 0;
+    while filled < bytes.len() {
+        match file.read_at(&mut bytes[filled..], from + filled as u64) {
+            Ok(0) => break,
+            Ok(read) => filled += read,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    bytes.truncate(filled);
     Ok(Bytes::from(bytes))
 }
 
@@ -120,15 +131,27 @@ mod tests {
         let path = dir.path().join("log");
         let content: Vec<u8> = (0..300_000u32).map(|n| (n % 251) as u8).collect();
         std::fs::write(&path, &content).unwrap();
-        let mut file = File::open(&path).unwrap();
+        let file = File::open(&path).unwrap();
         let len = content.len() as u64;
         // Mapped (most of the file), then copied (its last bytes), then nothing.
-        assert_eq!(&read_from(&mut file, 10, len).unwrap()[..], &content[10..]);
+        assert_eq!(&read_from(&file, 10, len).unwrap()[..], &content[10..]);
         let tail = len - 100;
         assert_eq!(
-            &read_from(&mut file, tail, len).unwrap()[..],
+            &read_from(&file, tail, len).unwrap()[..],
             &content[tail as usize..]
         );
-        assert!(read_from(&mut file, len, len).unwrap().is_empty());
+        assert!(read_from(&file, len, len).unwrap().is_empty());
+        // Bytes appended after the stat wait for the next read; a short file reads what it has.
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(b"appended")
+            .unwrap();
+        assert_eq!(
+            &read_from(&file, tail, len).unwrap()[..],
+            &content[tail as usize..]
+        );
+        assert_eq!(&read_from(&file, len, len + 100).unwrap()[..], b"appended");
     }
 }

@@ -10,6 +10,12 @@
 //! writing the same key race harmlessly; only `gc` needs the exclusive lock
 //! ([`Store::lock_exclusive`]).
 //!
+//! A small blob (up to [`BLOB_INLINE_LIMIT`] bytes, most outputs of a `command` step) is not an
+//! object file: [`Store::hold`] keeps it in memory until the action record of the item that
+//! produced it is appended, and the record carries it inside ([`super::action_index`]). The rule
+//! stays that a record is written last and names nothing missing: a record that names a blob
+//! neither held, nor carried by another record, nor an object is refused.
+//!
 //! A store written before the action log kept one file per record under `actions/`; opening it
 //! moves those records into the log.
 
@@ -22,7 +28,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::action_index::{ActionIndex, INLINE_LIMIT, IndexEntry, Part};
+use super::action_index::{ActionIndex, BLOB_INLINE_LIMIT, INLINE_LIMIT, IndexEntry, Part};
+use super::digest::DigestMap;
 use super::file_digests::{self, Dir, FileDigests};
 use super::{Digest, KeyRecord};
 
@@ -79,6 +86,9 @@ pub struct StoreStats {
     pub temp_files: u64,
     /// Bytes of the action log that frame no whole record (left by a killed run; `gc` drops them).
     pub torn_log_bytes: u64,
+    /// Small blobs carried inside action records, and their bytes.
+    pub logged_blobs: u64,
+    pub logged_blob_bytes: u64,
 }
 
 /// What `cache verify` found.
@@ -144,6 +154,8 @@ pub struct Store {
     objects: Arc<Dir>,
     /// Directories callers stat files under ([`Store::file_digest_under`]), opened on first use.
     bases: Arc<Mutex<Vec<Arc<Dir>>>>,
+    /// Small blobs [`Store::hold`] keeps until the record of their item carries them.
+    held: Arc<Mutex<DigestMap<bytes::Bytes>>>,
 }
 
 /// A held lock on the store; released on drop.
@@ -167,6 +179,7 @@ impl Store {
             index: Arc::new(Mutex::new(index)),
             objects: Arc::new(Dir::open(&objects).map_err(io_error("open", &objects))?),
             bases: Arc::default(),
+            held: Arc::default(),
             root,
         };
         store.move_legacy_actions()?;
@@ -297,9 +310,38 @@ impl Store {
         self.put(&serde_json::to_vec(value).expect("values put in the store serialize"))
     }
 
-    /// True if the object is present.
+    /// Keeps an output blob for the action record of the item that produced it, returning its
+    /// digest: a small one in memory, to travel inside that record, a larger one as an object
+    /// ([`Store::put`]). Until the record is appended a held blob is served from memory.
+    pub fn hold(&self, bytes: Vec<u8>) -> Result<Digest, StoreError> {
+        if bytes.len() > BLOB_INLINE_LIMIT {
+            return self.put(&bytes);
+        }
+        let digest = Digest::of(&bytes);
+        self.held_blobs().insert(digest, bytes.into());
+        Ok(digest)
+    }
+
+    fn held_blobs(&self) -> MutexGuard<'_, DigestMap<bytes::Bytes>> {
+        self.held
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The bytes of a small blob held in memory or carried inside an action record, if they hash
+    /// to `digest`.
+    fn small_blob(&self, digest: &Digest) -> Option<bytes::Bytes> {
+        if let Some(bytes) = self.held_blobs().get(digest) {
+            return Some(bytes.clone());
+        }
+        self.index()
+            .blob(digest)
+            .filter(|bytes| Digest::of(bytes) == *digest)
+    }
+
+    /// True if the object is present (as a file, or a small blob in memory or in the log).
     pub fn has(&self, digest: &Digest) -> bool {
-        self.object_path(digest).is_file()
+        self.small_blob(digest).is_some() || self.object_path(digest).is_file()
     }
 
     /// True if the object is present and its bytes hash to its name, checked through the
@@ -307,6 +349,9 @@ impl Store {
     /// it was last hashed is not read again (objects are never rewritten in place, so a changed
     /// byte changes the stat). A damaged object is removed, as [`Store::get`] removes it.
     pub fn has_intact(&self, digest: &Digest) -> Result<bool, StoreError> {
+        if self.small_blob(digest).is_some() {
+            return Ok(true);
+        }
         let name = object_name_of(digest);
         let found = file_digests::digest_at(&self.files, &self.objects, &name)
             .map_err(|source| io_error("read", &self.object_path(digest))(source))?;
@@ -326,6 +371,9 @@ impl Store {
     /// object is removed, so the next `put` of the right bytes writes it again, and it reads as
     /// missing, which makes the item that needs it a cache miss.
     pub fn get(&self, digest: &Digest) -> Result<Vec<u8>, StoreError> {
+        if let Some(bytes) = self.small_blob(digest) {
+            return Ok(bytes.to_vec());
+        }
         let path = self.object_path(digest);
         match fs::read(&path) {
             Ok(bytes) if Digest::of(&bytes) == *digest => Ok(bytes),
@@ -431,24 +479,42 @@ impl Store {
         }))
     }
 
-    /// Records that the item whose key record is `key` produced `output` (its canonical bytes).
-    /// Called last, after every blob the output names is stored. Returns the output's digest.
+    /// Records that the item whose key record is `key` produced `output` (its canonical bytes),
+    /// naming `blobs`. Called last, after every blob is stored: a small one held
+    /// ([`Store::hold`]) or carried by another record travels inside this record, a larger one
+    /// must be an object. A blob that is neither is [`StoreError::Missing`], and nothing is
+    /// written. Returns the output's digest.
     pub fn record_action(
         &self,
         key: &KeyRecord,
-        output: &[u8],
+        (output, blobs): (&[u8], &[Digest]),
         step: &str,
         seconds: f64,
     ) -> Result<Digest, StoreError> {
+        let mut carried = Vec::new();
+        for blob in blobs {
+            if carried.iter().any(|(digest, _)| digest == blob) {
+                continue;
+            }
+            match self.small_blob(blob) {
+                Some(bytes) => carried.push((*blob, bytes)),
+                None if self.object_path(blob).is_file() => {}
+                None => return Err(StoreError::Missing(*blob)),
+            }
+        }
         let record = key.canonical_bytes();
         let digest = Digest::of(output);
         self.append_action(
-            Digest::of(&record),
-            digest,
+            (Digest::of(&record), digest),
             (output, &record),
-            step,
-            seconds,
+            (step, seconds),
+            carried,
         )?;
+        // Carried by the record now: memory need not hold them.
+        let mut held = self.held_blobs();
+        for blob in blobs {
+            held.remove(blob);
+        }
         Ok(digest)
     }
 
@@ -456,11 +522,10 @@ impl Store {
     /// large to sit in the log become objects first.
     fn append_action(
         &self,
-        key: Digest,
-        output: Digest,
+        (key, output): (Digest, Digest),
         (output_bytes, record_bytes): (&[u8], &[u8]),
-        step: &str,
-        seconds: f64,
+        (step, seconds): (&str, f64),
+        blobs: Vec<(Digest, bytes::Bytes)>,
     ) -> Result<(), StoreError> {
         let part = |digest: &Digest, bytes: &[u8]| -> Result<Part, StoreError> {
             if bytes.len() <= INLINE_LIMIT {
@@ -479,6 +544,7 @@ impl Store {
             seconds,
             output_bytes: part(&output, output_bytes)?,
             record_bytes: part(&key, record_bytes)?,
+            blobs,
         };
         let log = self.root.join("actions.log");
         self.index()
@@ -521,6 +587,7 @@ impl Store {
                         } else {
                             Part::Inline(canonical.into())
                         },
+                        blobs: Vec::new(),
                     };
                     let log = self.root.join("actions.log");
                     index.append(entry).map_err(io_error("append to", &log))?;
@@ -552,6 +619,14 @@ impl Store {
         let index = self.index();
         stats.actions = index.len() as u64;
         stats.torn_log_bytes = index.skipped_bytes();
+        for entry in index.entries() {
+            stats.logged_blobs += entry.blobs.len() as u64;
+            stats.logged_blob_bytes += entry
+                .blobs
+                .iter()
+                .map(|(_, bytes)| bytes.len() as u64)
+                .sum::<u64>();
+        }
         drop(index);
         stats.temp_files = files_under(&self.root.join("tmp"))?.len() as u64;
         Ok(stats)
@@ -578,6 +653,8 @@ impl Store {
                 Some("its key record is missing or does not hash to its key")
             } else if output.is_none_or(|(_, bytes)| Digest::of(&bytes) != entry.output) {
                 Some("its output is missing or does not hash to its digest")
+            } else if !blobs_intact(&entry) {
+                Some("a blob it carries does not hash to its digest")
             } else {
                 None
             };
@@ -644,14 +721,9 @@ impl Store {
         keys: &BTreeSet<Digest>,
         objects: &BTreeSet<Digest>,
     ) -> Result<(u64, u64), StoreError> {
-        let mut copied_objects = 0;
-        for digest in objects {
-            if let Ok(bytes) = self.get(digest) {
-                dest.put(&bytes)?;
-                copied_objects += 1;
-            }
-        }
         let mut copied_actions = 0;
+        // Small blobs travel inside the records copied: they are not copied again as files.
+        let mut carried = BTreeSet::new();
         for key in keys {
             let Some(entry) = self.index().get(key) else {
                 continue;
@@ -660,13 +732,20 @@ impl Store {
                 (self.record_bytes_of(&entry)?, self.output_of(&entry)?)
             {
                 dest.append_action(
-                    entry.key,
-                    output,
+                    (entry.key, output),
                     (&output_bytes, &record),
-                    &entry.step,
-                    entry.seconds,
+                    (&entry.step, entry.seconds),
+                    entry.blobs.clone(),
                 )?;
+                carried.extend(entry.blobs.iter().map(|(digest, _)| *digest));
                 copied_actions += 1;
+            }
+        }
+        let mut copied_objects = 0;
+        for digest in objects.difference(&carried) {
+            if let Ok(bytes) = self.get(digest) {
+                dest.put(&bytes)?;
+                copied_objects += 1;
             }
         }
         Ok((copied_actions, copied_objects))
@@ -692,14 +771,15 @@ impl Store {
         for entry in entries {
             match (source.record_bytes_of(&entry)?, source.output_of(&entry)?) {
                 (Some(record), Some((output, output_bytes)))
-                    if Digest::of(&record) == entry.key && Digest::of(&output_bytes) == output =>
+                    if Digest::of(&record) == entry.key
+                        && Digest::of(&output_bytes) == output
+                        && blobs_intact(&entry) =>
                 {
                     self.append_action(
-                        entry.key,
-                        output,
+                        (entry.key, output),
                         (&output_bytes, &record),
-                        &entry.step,
-                        entry.seconds,
+                        (&entry.step, entry.seconds),
+                        entry.blobs.clone(),
                     )?;
                     actions += 1;
                 }
@@ -708,6 +788,14 @@ impl Store {
         }
         Ok((actions, objects, refused))
     }
+}
+
+/// True if every blob an entry carries hashes to its digest.
+fn blobs_intact(entry: &IndexEntry) -> bool {
+    entry
+        .blobs
+        .iter()
+        .all(|(digest, bytes)| Digest::of(bytes) == *digest)
 }
 
 /// Writes `bytes` to `path` through a temp file created in `tmp_dir` and a rename. When `path`
@@ -856,7 +944,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let key = key_record("true");
-        let output = store.record_action(&key, b"{}", "gen", 0.5).unwrap();
+        let output = store.record_action(&key, (b"{}", &[]), "gen", 0.5).unwrap();
         assert_eq!(output, Digest::of(b"{}"));
         let expected = Some((output, OutputBytes::from(b"{}".to_vec())));
         assert_eq!(store.cached_output(&key.digest()).unwrap(), expected);
@@ -875,11 +963,15 @@ mod tests {
             .map(|n| (format!("gen/{n}"), Digest::of(&[n as u8])))
             .collect();
         let big_output = vec![b'x'; INLINE_LIMIT + 1];
-        let output = store.record_action(&key, &big_output, "all", 1.0).unwrap();
+        let output = store
+            .record_action(&key, (&big_output, &[]), "all", 1.0)
+            .unwrap();
         assert!(store.has(&output));
         assert!(store.has(&key.digest()));
         let small = key_record("small");
-        store.record_action(&small, b"{}", "gen", 0.1).unwrap();
+        store
+            .record_action(&small, (b"{}", &[]), "gen", 0.1)
+            .unwrap();
         assert!(store.verify().unwrap().broken_actions.is_empty());
 
         let live = BTreeSet::from([key.digest()]);
@@ -899,7 +991,7 @@ mod tests {
         let store = Store::open(dir.path()).unwrap();
         let big_output = vec![b'y'; INLINE_LIMIT + 1];
         let output = store
-            .record_action(&key_record("true"), &big_output, "gen", 0.1)
+            .record_action(&key_record("true"), (&big_output, &[]), "gen", 0.1)
             .unwrap();
         fs::remove_file(store.object_path(&output)).unwrap();
         assert_eq!(store.verify().unwrap().broken_actions.len(), 1);
@@ -950,5 +1042,129 @@ mod tests {
         let report = store.verify().unwrap();
         assert_eq!(report.objects_checked, 1);
         assert_eq!(report.corrupt_objects.len(), 1);
+    }
+
+    /// The object files under a store's `objects/`.
+    fn object_files(root: &Path) -> Vec<PathBuf> {
+        files_under(&root.join("objects")).unwrap()
+    }
+
+    #[test]
+    fn a_held_blob_is_served_at_once_and_travels_inside_its_record_not_as_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let small = store.hold(b"small output".to_vec()).unwrap();
+        let large_bytes = vec![b'z'; BLOB_INLINE_LIMIT + 1];
+        let large = store.hold(large_bytes.clone()).unwrap();
+        assert_eq!(store.get(&small).unwrap(), b"small output");
+        assert!(store.has_intact(&small).unwrap());
+        // Only the large blob is a file.
+        assert_eq!(object_files(dir.path()), vec![store.object_path(&large)]);
+
+        let key = key_record("echo");
+        store
+            .record_action(&key, (b"{}", &[small, large]), "gen", 0.1)
+            .unwrap();
+        assert!(store.held_blobs().is_empty(), "the record carries it now");
+        assert_eq!(object_files(dir.path()), vec![store.object_path(&large)]);
+        let reopened = Store::open(dir.path()).unwrap();
+        assert_eq!(reopened.get(&small).unwrap(), b"small output");
+        assert_eq!(reopened.get(&large).unwrap(), large_bytes);
+        assert!(reopened.has(&small));
+        let stats = reopened.stats().unwrap();
+        assert_eq!((stats.logged_blobs, stats.logged_blob_bytes), (1, 12));
+        assert!(reopened.verify().unwrap().broken_actions.is_empty());
+
+        // A second record naming the same blob carries it too, so either may be dropped alone.
+        let other = key_record("echo again");
+        reopened
+            .record_action(&other, (b"{}", &[small]), "gen", 0.1)
+            .unwrap();
+        reopened
+            .gc(&BTreeSet::from([other.digest()]), &BTreeSet::new())
+            .unwrap();
+        let after_gc = Store::open(dir.path()).unwrap();
+        assert_eq!(after_gc.get(&small).unwrap(), b"small output");
+        assert!(!after_gc.has(&large), "no live record or output names it");
+    }
+
+    #[test]
+    fn a_record_naming_a_blob_never_stored_is_refused_and_not_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let key = key_record("echo");
+        let missing = Digest::of(b"never stored");
+        let held = store.hold(b"held".to_vec()).unwrap();
+        assert!(matches!(
+            store.record_action(&key, (b"{}", &[held, missing]), "gen", 0.1),
+            Err(StoreError::Missing(digest)) if digest == missing
+        ));
+        assert_eq!(store.cached_output(&key.digest()).unwrap(), None);
+        assert_eq!(Store::open(dir.path()).unwrap().stats().unwrap().actions, 0);
+        // The held blob is still held, for a record that names only what exists.
+        store
+            .record_action(&key, (b"{}", &[held]), "gen", 0.1)
+            .unwrap();
+        assert_eq!(
+            Store::open(dir.path()).unwrap().get(&held).unwrap(),
+            b"held"
+        );
+    }
+
+    #[test]
+    fn a_carried_blob_whose_bytes_are_damaged_is_not_served_and_verify_names_its_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let key = key_record("echo");
+        let blob = store.hold(b"carried".to_vec()).unwrap();
+        store
+            .record_action(&key, (b"{}", &[blob]), "gen", 0.1)
+            .unwrap();
+        // The entry's checksum guards its bytes; a damaged entry is skipped whole. A blob whose
+        // digest disagrees with its bytes inside a sound entry is what a faulty writer leaves.
+        let log = dir.path().join("actions.log");
+        let mut entry = {
+            let mut found = Vec::new();
+            super::super::action_index::scan(&bytes::Bytes::from(fs::read(&log).unwrap()), |e| {
+                found.push(e)
+            });
+            found.pop().unwrap()
+        };
+        entry.blobs[0].1 = bytes::Bytes::from_static(b"not it");
+        fs::write(&log, entry.encode()).unwrap();
+        let reopened = Store::open(dir.path()).unwrap();
+        assert!(matches!(reopened.get(&blob), Err(StoreError::Missing(_))));
+        assert!(!reopened.has_intact(&blob).unwrap());
+        assert_eq!(reopened.verify().unwrap().broken_actions.len(), 1);
+    }
+
+    #[test]
+    fn export_and_import_carry_the_blobs_inside_their_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("from")).unwrap();
+        let key = key_record("echo");
+        let blob = store.hold(b"carried".to_vec()).unwrap();
+        let output = store
+            .record_action(&key, (b"{}", &[blob]), "gen", 0.1)
+            .unwrap();
+        let exported = Store::open(dir.path().join("exported")).unwrap();
+        let copied = store
+            .export_to(
+                &exported,
+                &BTreeSet::from([key.digest()]),
+                &BTreeSet::from([output, blob]),
+            )
+            .unwrap();
+        assert_eq!(
+            copied,
+            (1, 0),
+            "the blob travels in its record, not as a file"
+        );
+        assert!(object_files(&dir.path().join("exported")).is_empty());
+
+        let imported = Store::open(dir.path().join("into")).unwrap();
+        assert_eq!(imported.import_from(&exported).unwrap(), (1, 0, 0));
+        assert_eq!(imported.get(&blob).unwrap(), b"carried");
+        assert!(imported.verify().unwrap().broken_actions.is_empty());
     }
 }

@@ -841,8 +841,9 @@ impl Engine<'_> {
     }
 }
 
-/// Stores a computed item: checks the blobs it names, then appends the action record with the
-/// output, so a process killed in between leaves nothing that is served. The engine and
+/// Stores a computed item: appends the action record with the output, which carries the small
+/// blobs the output names ([`Store::hold`]) and is refused if one is neither held, carried nor an
+/// object, so a process killed before leaves nothing that is served. The engine and
 /// `claimflow worker` both store items through it. Returns the output's digest.
 pub fn store_result(
     store: &Store,
@@ -852,17 +853,23 @@ pub fn store_result(
     output: &ItemOutput,
     took: Duration,
 ) -> Result<Digest, StepError> {
-    for (name, blob) in &output.blobs {
-        if !store.has(blob) {
-            return Err(StepError::Invariant(format!(
-                "item `{}` names blob `{name}` ({blob}) that it did not store",
-                plan.id
-            )));
-        }
-    }
     debug_assert_eq!(record.digest(), *key, "the key is the digest of its record");
     let bytes = serde_json::to_vec(output).expect("item outputs serialize");
-    Ok(store.record_action(record, &bytes, step, took.as_secs_f64())?)
+    let blobs: Vec<Digest> = output.blobs.values().copied().collect();
+    match store.record_action(record, (&bytes, &blobs), step, took.as_secs_f64()) {
+        Err(StoreError::Missing(blob)) => {
+            let name = output
+                .blobs
+                .iter()
+                .find(|(_, digest)| **digest == blob)
+                .map_or("?", |(name, _)| name.as_str());
+            Err(StepError::Invariant(format!(
+                "item `{}` names blob `{name}` ({blob}) that it did not store",
+                plan.id
+            )))
+        }
+        result => Ok(result?),
+    }
 }
 
 /// What every item of one step's computation shares.

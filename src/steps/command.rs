@@ -324,7 +324,8 @@ impl StepKind for CommandStep {
                     item.id
                 ))
             })?;
-            let digest = ctx.store.put(&bytes)?;
+            // Small outputs travel inside the item's action record, not as files of their own.
+            let digest = ctx.store.hold(bytes)?;
             output.blobs.insert(path, digest);
         }
         Ok(output)

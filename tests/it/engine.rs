@@ -310,6 +310,10 @@ fn a_missing_declared_output_fails_the_item() {
 fn cached_outputs_are_restored_when_deleted() {
     let project = chain();
     project.ok(&["run", "pipeline.yaml"]);
+    // A small output travels inside its item's action record: no object file is made for it.
+    let hex = claimflow::cache::Digest::of(b"HELLO CLAIMS\n").hex();
+    let object = format!(".claimflow/cache/objects/{}/{}", &hex[..2], &hex[2..]);
+    assert!(!project.path(&object).exists());
     std::fs::remove_file(project.path("shout.txt")).unwrap();
     run_computing(&project, 0);
     assert_eq!(project.read("shout.txt"), "HELLO CLAIMS\n");
@@ -321,8 +325,12 @@ fn cached_outputs_are_restored_when_deleted() {
 #[test]
 fn an_output_in_place_needs_no_object_and_one_gone_from_both_is_computed_again() {
     let project = chain();
+    // Larger than a blob carried inside its record: an object file of its own.
+    let seed = "hello claims\n".repeat(100);
+    let shout = seed.to_uppercase();
+    project.file("seed.txt", &seed);
     project.ok(&["run", "pipeline.yaml"]);
-    let digest = claimflow::cache::Digest::of(b"HELLO CLAIMS\n");
+    let digest = claimflow::cache::Digest::of(shout.as_bytes());
     let hex = digest.hex();
     let object = project.path(&format!(
         ".claimflow/cache/objects/{}/{}",
@@ -332,7 +340,7 @@ fn an_output_in_place_needs_no_object_and_one_gone_from_both_is_computed_again()
     std::fs::remove_file(&object).unwrap();
 
     run_computing(&project, 0);
-    assert_eq!(project.read("shout.txt"), "HELLO CLAIMS\n");
+    assert_eq!(project.read("shout.txt"), shout);
     let verified = project.run(&["cache", "verify", "pipeline.yaml"]);
     assert_eq!(verified.code, 1, "{}", verified.stdout);
     assert!(
@@ -346,7 +354,7 @@ fn an_output_in_place_needs_no_object_and_one_gone_from_both_is_computed_again()
     // Gone from the workspace too: computed again, and its object stored again.
     std::fs::remove_file(project.path("shout.txt")).unwrap();
     run_computing(&project, 1);
-    assert_eq!(project.read("shout.txt"), "HELLO CLAIMS\n");
+    assert_eq!(project.read("shout.txt"), shout);
     assert!(object.is_file(), "its object is stored again");
     let verified = project.run(&["cache", "verify", "pipeline.yaml"]);
     assert_eq!(verified.code, 0, "{}", verified.stdout);
