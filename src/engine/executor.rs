@@ -769,7 +769,7 @@ impl<'a> Engine<'a> {
             digest,
             output: Arc::new(output),
             cached: false,
-            in_place: false,
+            in_place: job.kind.computes_in_place(),
         })
     }
 }

@@ -144,8 +144,9 @@ pub struct ItemResult {
     pub output: Arc<ItemOutput>,
     /// True when it came from the cache.
     pub cached: bool,
-    /// True when it came from the cache with every blob already in the workspace, as the kind's
-    /// [`StepKind::blob_in_workspace`] found it at the lookup: publishing has nothing to restore.
+    /// True when every blob is in the workspace already, so publishing has nothing to restore: a
+    /// cached item's, as the kind's [`StepKind::blob_in_workspace`] found them at the lookup; a
+    /// computed item's, when its kind [computes in place](StepKind::computes_in_place).
     pub in_place: bool,
 }
 
@@ -532,5 +533,12 @@ pub trait StepKind: Send + Sync {
     /// default: nothing of the workspace stands for a blob.
     fn blob_in_workspace(&self, _ctx: &StepContext, _name: &str) -> Option<Digest> {
         None
+    }
+
+    /// True for a kind whose [`run`](StepKind::run) takes its blobs from the workspace files its
+    /// publish would write (`command`'s outputs): an item computed here leaves them in place, and
+    /// publishing does not read them again. False, the default.
+    fn computes_in_place(&self) -> bool {
+        false
     }
 }

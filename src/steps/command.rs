@@ -23,7 +23,7 @@
 //! `timeout:` stops a command that runs longer (its whole process group, the item failing);
 //! `env:` passes only the named environment variables instead of the whole environment.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::os::unix::process::CommandExt;
 use std::path::{Component, Path};
@@ -197,6 +197,9 @@ impl StepKind for CommandStep {
         let elements = Self::elements(params, ctx.root, step)?;
         // Sized once: a fan-out's plans are megabytes, and each doubling was fresh memory.
         let mut plans = Vec::with_capacity(elements.len());
+        // Which item declared each output: two items writing one file would race, and the file
+        // would hold whichever finished last.
+        let mut declared: HashMap<String, String> = HashMap::with_capacity(elements.len());
         for element in elements {
             let outputs: Vec<String> = params
                 .outputs
@@ -205,6 +208,15 @@ impl StepKind for CommandStep {
                 .collect();
             for output in &outputs {
                 check_relative(output, step)?;
+                if let Some(first) = declared.insert(output.clone(), element.id.clone())
+                    && first != element.id
+                {
+                    return Err(StepError::Message(format!(
+                        "step `{step}`: items `{first}` and `{}` both declare the output \
+                         {output}; give each item its own (put `{{item}}` in `outputs`)",
+                        element.id
+                    )));
+                }
             }
             let mut plan = ItemPlan::new(element.id.clone()).params(JsonText::of(&ItemParams {
                 outputs: &outputs,
@@ -345,6 +357,11 @@ impl StepKind for CommandStep {
             }
         }
         Ok(())
+    }
+
+    fn computes_in_place(&self) -> bool {
+        // `run` read each blob from the file publish would write, right after the command made it.
+        true
     }
 
     fn blob_in_workspace(&self, ctx: &StepContext, name: &str) -> Option<Digest> {

@@ -508,6 +508,30 @@ fn gc_keeps_what_the_last_run_used() {
     project.ok(&["cache", "verify", "pipeline.yaml"]);
 }
 
+/// Two items of a fan-out writing one file would race for it: the plan refuses them, naming both.
+#[test]
+fn two_items_declaring_one_output_are_refused_before_anything_runs() {
+    let project = Project::new();
+    project.file(
+        "pipeline.yaml",
+        "version: 1\nname: clash\nsteps:\n  gen:\n    uses: command\n    with:\n      \
+         foreach: [x, y]\n      run: echo {item} > out.txt\n      outputs: [out.txt]\n",
+    );
+    for command in ["plan", "run"] {
+        let ran = project.run(&[command, "pipeline.yaml"]);
+        assert_ne!(ran.code, 0, "{}", ran.stderr);
+        assert!(
+            ran.stderr.contains(
+                "step `gen`: items `x` and `y` both declare the output out.txt; give each item \
+                 its own (put `{item}` in `outputs`)"
+            ),
+            "{}",
+            ran.stderr
+        );
+    }
+    assert!(!project.path("out.txt").exists(), "nothing ran");
+}
+
 #[test]
 fn unknown_names_on_the_command_line_are_the_users_error() {
     let project = chain();
