@@ -51,7 +51,9 @@ def show(seconds):
 
 
 def main():
-    directory, count, runs, warmup, timer, jobs, dvc_first, snakemake_first, versions = sys.argv[1:10]
+    directory, count, runs, warmup, timer, jobs, dvc_first, snakemake_first, first_rounds, versions = (
+        sys.argv[1:11]
+    )
     wall, cpu = load(directory)
     median = {name: statistics.median(values) for name, values in wall.items()}
     with open("/proc/loadavg", encoding="utf-8") as handle:
@@ -78,7 +80,10 @@ def main():
             f"{tool:<11}{what:<14}{command:<26}{show(median[name]):>10}"
             f"{spread[0]:>10}{spread[1]:>10}{show(cpu[name]):>10}"
         )
-    print("(first runs: one run each)")
+    print(
+        f"(first runs: claimflow's and ninja's the median of {first_rounds} round(s), each in a fresh"
+        " copy of the project,\n alternating which goes first; DVC's and Snakemake's one run each)"
+    )
     if "dvc_noop" not in wall:
         print("(DVC and Snakemake left out at this size: BENCH_SLOW_MAX)")
     if dvc_first == "seed" and "dvc_first" in wall:
