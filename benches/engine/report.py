@@ -30,18 +30,21 @@ ROWS = [
 
 
 def load(directory):
-    wall, cpu = {}, {}
+    """Each measurement's wall times and mean CPU seconds. A measurement taken in rounds (the
+    first runs) has a file per round, NAME.ROUND and NAME.ROUND.cpu: its rounds are pooled."""
+    walls, cpus = {}, {}
     for name in os.listdir(directory):
         if name.endswith(".json"):  # hyperfine's own export
             continue
         path = os.path.join(directory, name)
         with open(path, encoding="utf-8") as handle:
             values = [float(line) for line in handle if line.strip()]
-        if name.endswith(".cpu"):
-            cpu[name[: -len(".cpu")]] = values[0]
-        elif "." not in name:
-            wall[name] = values
-    return wall, cpu
+        is_cpu = name.endswith(".cpu")
+        measurement, _, round_ = (name[: -len(".cpu")] if is_cpu else name).partition(".")
+        if round_ and not round_.isdigit():
+            continue
+        (cpus if is_cpu else walls).setdefault(measurement, []).extend(values)
+    return walls, {name: sum(values) / len(values) for name, values in cpus.items()}
 
 
 def show(seconds):

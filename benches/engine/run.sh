@@ -160,7 +160,7 @@ sm=$scratch/snakemake
 
 # claimflow's and ninja's first runs, BENCH_FIRST_ROUNDS of each: every round in its own fresh copy
 # of the project (copied now, before anything ran), the last in $cf and $nj, which the no-op timings
-# then use. Nothing is deleted between rounds, and the order alternates, so neither tool runs in the
+# then use; report.py pools the rounds' times. Nothing is deleted between rounds, and the order alternates, so neither tool runs in the
 # other's wake more than the other does.
 round_dirs=()
 for ((round = 1; round < first_rounds; round++)); do
@@ -188,17 +188,6 @@ for ((round = 1; round <= first_rounds; round++)); do
         first "claimflow_first.$round" "$dir/claimflow" "$claimflow" run pipeline.yaml -j "$jobs"
     fi
 done
-"$python" - "$scratch/times" "$first_rounds" <<'PY'
-import sys
-directory, rounds = sys.argv[1], int(sys.argv[2])
-for name in ["claimflow_first", "ninja_first"]:
-    walls, cpus = [], []
-    for round in range(1, rounds + 1):
-        walls += open(f"{directory}/{name}.{round}").read().split()
-        cpus += open(f"{directory}/{name}.{round}.cpu").read().split()
-    open(f"{directory}/{name}", "w").writelines(f"{wall}\n" for wall in walls)
-    open(f"{directory}/{name}.cpu", "w").write(f"{sum(map(float, cpus)) / len(cpus)}\n")
-PY
 if ((slow)); then
     if [[ $dvc_first == repro ]]; then
         first dvc_first "$dv" "$dvc" repro
