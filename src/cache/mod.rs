@@ -14,6 +14,5 @@ mod store;
 pub use digest::{Digest, DigestParseError};
 pub use json_text::{Deferred, JsonText};
 pub use key::{KEY_SCHEMA, KeyParts, KeyRecord};
-pub use store::{
-    ActionRecord, OutputBytes, Store, StoreError, StoreStats, VerifyReport, write_atomic_in,
-};
+pub use store::upkeep::{StoreStats, VerifyReport};
+pub use store::{ActionRecord, OutputBytes, Store, StoreError, write_atomic_in};

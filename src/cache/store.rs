@@ -33,8 +33,7 @@ use super::digest::DigestMap;
 use super::file_digests::{self, Dir, FileDigests};
 use super::{Digest, KeyRecord};
 
-mod upkeep;
-pub use upkeep::{StoreStats, VerifyReport};
+pub(super) mod upkeep;
 
 /// Failures of the store, each naming the path it concerns.
 #[derive(Debug, thiserror::Error)]
