@@ -11,6 +11,7 @@
 
 pub mod arms;
 pub mod cache;
+pub mod check;
 pub mod cli;
 pub mod controls;
 pub mod corpus;
