@@ -244,6 +244,9 @@ pub fn run(cli: Cli) -> Result<()> {
                     summary.cached(),
                     display_relative(&pipeline.results, &root)
                 );
+                if summary.spent.calls > 0 {
+                    eprintln!("model calls this run: {}", summary.spent);
+                }
             }
             Ok(())
         }

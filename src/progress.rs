@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::engine::{Event, Reporter};
+use crate::engine::{Event, Reporter, Spend};
 
 /// How much to print.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,7 +27,12 @@ pub struct Progress {
     /// Without bars: per step, (items done, items in all, when a count was last printed), so a
     /// long step still says how far it is, at most every few seconds.
     counts: Mutex<BTreeMap<String, (usize, usize, Instant)>>,
+    /// What model calls have used so far, and when that was last said.
+    spent: Mutex<(Spend, Option<Instant>)>,
 }
+
+/// How often the running model totals are printed.
+const SPENT_EVERY: Duration = Duration::from_secs(10);
 
 /// How often a step's count is printed as a plain line.
 const COUNT_EVERY: Duration = Duration::from_secs(10);
@@ -63,6 +68,7 @@ impl Progress {
             bars,
             lock: Mutex::new(()),
             counts: Mutex::new(BTreeMap::new()),
+            spent: Mutex::new((Spend::default(), None)),
         }
     }
 
@@ -164,6 +170,21 @@ impl Reporter for Progress {
                 self.line(&format!("{step}: skipped ({because})"))
             }
             Event::Note { step, message } => self.line(&format!("{step}: {message}")),
+            Event::Spent { step, spend } => {
+                // Every few seconds, the calls made so far, their tokens and their cost.
+                let line = {
+                    let mut spent = self.spent.lock().expect("spent lock");
+                    spent.0.add(spend);
+                    let due = spent.1.is_none_or(|said| said.elapsed() >= SPENT_EVERY);
+                    due.then(|| {
+                        spent.1 = Some(Instant::now());
+                        format!("{step}: model calls so far: {}", spent.0)
+                    })
+                };
+                if let Some(line) = line {
+                    self.line(&line);
+                }
+            }
             Event::ItemRetry {
                 step,
                 item,

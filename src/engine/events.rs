@@ -48,6 +48,74 @@ pub enum Event {
     StepSkipped { step: String, because: String },
     /// A note for the user that is not an error.
     Note { step: String, message: String },
+    /// A step's item paid for a model call: the printer sums them into a running total, and the
+    /// run's summary holds the run's own ([`super::RunSummary::spent`]).
+    Spent { step: String, spend: Spend },
+}
+
+/// What model calls used: calls made (never those served from the cache), tokens, cost.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Spend {
+    pub calls: u64,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    pub cost: f64,
+}
+
+impl Spend {
+    /// Adds `other` to this total.
+    pub fn add(&mut self, other: &Spend) {
+        self.calls += other.calls;
+        self.tokens_in += other.tokens_in;
+        self.tokens_out += other.tokens_out;
+        self.cost += other.cost;
+    }
+}
+
+impl std::fmt::Display for Spend {
+    /// `12 calls, 10234 tokens in, 512 out, $0.0041`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} calls, {} tokens in, {} out, ${:.4}",
+            self.calls, self.tokens_in, self.tokens_out, self.cost
+        )
+    }
+}
+
+/// The reporter of one run: passes every event on, and sums what the run's model calls used.
+pub(crate) struct Tally<'a> {
+    inner: &'a dyn Reporter,
+    spent: std::sync::Mutex<Spend>,
+}
+
+impl<'a> Tally<'a> {
+    pub(crate) fn new(inner: &'a dyn Reporter) -> Self {
+        Tally {
+            inner,
+            spent: std::sync::Mutex::new(Spend::default()),
+        }
+    }
+
+    /// What the run's model calls used so far.
+    pub(crate) fn spent(&self) -> Spend {
+        *self
+            .spent
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Reporter for Tally<'_> {
+    fn event(&self, event: &Event) {
+        if let Event::Spent { spend, .. } = event {
+            self.spent
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .add(spend);
+        }
+        self.inner.event(event);
+    }
 }
 
 /// Receives events. Implementations must be cheap: they are called from worker threads.

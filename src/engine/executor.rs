@@ -10,16 +10,18 @@ use std::time::{Duration, Instant};
 
 use crate::cache::{Digest, KEY_SCHEMA, KeyParts, KeyRecord, OutputBytes, Store, StoreError};
 use crate::engine::dag::Dag;
-use crate::engine::events::{Event, Reporter};
+use crate::engine::events::{Event, Reporter, Spend, Tally};
 use crate::engine::pools::{PoolSizes, Pools};
+use crate::engine::session::Session;
 use crate::engine::state::RunState;
 use crate::engine::{
-    ErrorClass, Execution, ItemOutput, ItemPlan, ItemResult, Pool, Registry, RemoteExecutor,
-    RetryPolicy, StepContext, StepError, StepKind, StepOutput, Upstream,
+    ErrorClass, Execution, ItemOutput, ItemPlan, ItemResult, Planned, Pool, Reduced, Registry,
+    RemoteExecutor, RetryPolicy, StepContext, StepError, StepKind, StepOutput, Upstream,
 };
 use crate::pipeline::{Pipeline, StepSpec};
-use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
+use futures_util::{FutureExt, StreamExt};
+use std::panic::AssertUnwindSafe;
 use tokio_util::sync::CancellationToken;
 
 /// How a run is carried out. None of it enters a key.
@@ -92,6 +94,8 @@ pub enum StepStatus {
 #[derive(Debug, Clone)]
 pub struct RunSummary {
     pub steps: Vec<(String, StepStatus)>,
+    /// What this run's model calls used (none served from the cache).
+    pub spent: Spend,
 }
 
 impl RunSummary {
@@ -127,6 +131,14 @@ pub struct Engine<'a> {
     pub reporter: &'a dyn Reporter,
     /// Where pytest-pool items run when not here: one Slurm job each.
     pub slurm: Option<Arc<dyn RemoteExecutor>>,
+}
+
+/// What the steps of one run share: its session, its reporter, whether it is stopped or offline.
+pub(crate) struct Scope<'r> {
+    session: Arc<Session>,
+    reporter: &'r dyn Reporter,
+    cancel: CancellationToken,
+    offline: bool,
 }
 
 /// Why a step failed, with its class.
@@ -184,12 +196,7 @@ impl<'a> Engine<'a> {
         })
     }
 
-    pub(crate) fn context<'c>(
-        &'c self,
-        step: &'c StepSpec,
-        cancel: &CancellationToken,
-        offline: bool,
-    ) -> StepContext<'c> {
+    pub(crate) fn context<'c>(&'c self, step: &'c StepSpec, scope: &Scope<'c>) -> StepContext<'c> {
         StepContext {
             pipeline: self.pipeline,
             step,
@@ -197,9 +204,22 @@ impl<'a> Engine<'a> {
             workdir: &self.pipeline.workdir,
             results: &self.pipeline.results,
             store: &self.store,
-            cancel: cancel.clone(),
-            offline,
+            cancel: scope.cancel.clone(),
+            offline: scope.offline,
+            reporter: scope.reporter,
+            session: Arc::clone(&scope.session),
+            planned: None,
+            reduced: None,
+        }
+    }
+
+    /// The scope of a look at the pipeline that computes nothing (preflight, plan, explain).
+    pub(crate) fn looking(&self, offline: bool) -> Scope<'_> {
+        Scope {
+            session: Session::new(),
             reporter: self.reporter,
+            cancel: CancellationToken::new(),
+            offline,
         }
     }
 
@@ -229,13 +249,13 @@ impl<'a> Engine<'a> {
     /// computed: a repository that cannot be fetched, a missing branch or a listed commit that is
     /// not on it stops the run here with exit code 2.
     pub fn preflight(&self, selected: &BTreeSet<String>, offline: bool) -> Result<(), EngineError> {
-        let cancel = CancellationToken::new();
+        let scope = self.looking(offline);
         for step in &self.pipeline.steps {
             if !selected.contains(&step.name) {
                 continue;
             }
             self.kind(step)?
-                .preflight(&self.context(step, &cancel, offline))
+                .preflight(&self.context(step, &scope))
                 .map_err(|error| EngineError::Input(format!("step `{}`: {error}", step.name)))?;
         }
         Ok(())
@@ -253,8 +273,14 @@ impl<'a> Engine<'a> {
         let selected = self.selected(options.until.as_deref())?;
         let _lock = self.store.lock_shared()?;
         self.preflight(&selected, options.offline)?;
-        // The local model a step starts lives as long as the run.
-        let _local_model = crate::local_model::RunScope::enter();
+        // What the run's steps start (the local model's server, model clients) ends with it.
+        let tally = Tally::new(self.reporter);
+        let run = Scope {
+            session: Session::new(),
+            reporter: &tally,
+            cancel: options.cancel.clone(),
+            offline: options.offline,
+        };
         let pools = Pools::new(PoolSizes {
             cpu: options.jobs,
             // On Slurm the pytest pool is the jobs in flight; the cluster schedules them.
@@ -275,8 +301,8 @@ impl<'a> Engine<'a> {
 
         std::thread::scope(|scope| {
             for step in &self.pipeline.steps {
-                let (finished, changed, statuses, pools, selected) =
-                    (&finished, &changed, &statuses, &pools, &selected);
+                let (finished, changed, statuses, pools, selected, run) =
+                    (&finished, &changed, &statuses, &pools, &selected, &run);
                 scope.spawn(move || {
                     let upstream = {
                         let mut done = finished.lock().expect("run lock");
@@ -309,22 +335,24 @@ impl<'a> Engine<'a> {
                             });
                             (Finished::Skipped, StepStatus::Skipped(because))
                         }
-                        Ok(upstream) => match self.run_step(step, &upstream, pools, options) {
-                            Ok((output, computed, cached)) => (
-                                Finished::Done(Arc::new(output)),
-                                StepStatus::Done { computed, cached },
-                            ),
-                            Err(failure) => {
-                                self.reporter.event(&Event::StepFailed {
-                                    step: step.name.clone(),
-                                    error: failure.message.clone(),
-                                });
-                                (
-                                    Finished::Failed,
-                                    StepStatus::Failed(failure.message, failure.class),
-                                )
+                        Ok(upstream) => {
+                            match self.run_step_unwinding(step, &upstream, pools, options, run) {
+                                Ok((output, computed, cached)) => (
+                                    Finished::Done(Arc::new(output)),
+                                    StepStatus::Done { computed, cached },
+                                ),
+                                Err(failure) => {
+                                    self.reporter.event(&Event::StepFailed {
+                                        step: step.name.clone(),
+                                        error: failure.message.clone(),
+                                    });
+                                    (
+                                        Finished::Failed,
+                                        StepStatus::Failed(failure.message, failure.class),
+                                    )
+                                }
                             }
-                        },
+                        }
                     };
                     statuses
                         .lock()
@@ -369,18 +397,39 @@ impl<'a> Engine<'a> {
         } else if !failed.is_empty() {
             Err(EngineError::StepsFailed(failed))
         } else {
-            Ok(RunSummary { steps })
+            Ok(RunSummary {
+                steps,
+                spent: tally.spent(),
+            })
         }
     }
 
-    /// Plans, computes and publishes one step. Returns its output and (computed, cached) counts, or
-    /// the failure (already specific) with its class.
+    /// [`Self::run_step`], a panic in the step's kind (planning, reducing, publishing) taken as the
+    /// step's failure: the step's thread always records its end, so no step waits forever for it.
+    fn run_step_unwinding(
+        &self,
+        step: &StepSpec,
+        upstream: &Upstream,
+        pools: &Pools,
+        options: &RunOptions,
+        scope: &Scope,
+    ) -> Result<(StepOutput, usize, usize), Failure> {
+        std::panic::catch_unwind(AssertUnwindSafe(|| {
+            self.run_step(step, upstream, pools, options, scope)
+        }))
+        .unwrap_or_else(|payload| Err(Failure::of(&StepError::panicked(payload.as_ref()))))
+    }
+
+    /// Plans, computes and publishes one step: [plans](StepKind::plan) it, looks its items up,
+    /// schedules the misses in their pools, and publishes. Returns its output and (computed,
+    /// cached) counts, or the failure (already specific) with its class.
     fn run_step(
         &self,
         step: &StepSpec,
         upstream: &Upstream,
         pools: &Pools,
         options: &RunOptions,
+        scope: &Scope,
     ) -> Result<(StepOutput, usize, usize), Failure> {
         let force = options.force.contains(&step.name);
         let started = Instant::now();
@@ -388,26 +437,75 @@ impl<'a> Engine<'a> {
             message: error.to_string(),
             class: ErrorClass::Input,
         })?;
-        let ctx = self.context(step, &options.cancel, options.offline);
-        let plans = kind
-            .items(&ctx, upstream)
+        let mut ctx = self.context(step, scope);
+        let Planned {
+            items: plans,
+            plan,
+            digest: plan_digest,
+        } = kind
+            .plan(&ctx, upstream)
             .map_err(|error| Failure::of(&error))?;
+        ctx.planned = plan;
         check_unique_ids(&plans).map_err(|error| Failure::of(&error))?;
         // Each item is hashed once: the lookup, the computation and the run state share the key.
         // The key is hashed from parts borrowed from the plan; the owned key record is made only for
         // an item that is computed.
         // The plans stay where the kind put them until the results are made: a big fan-out's
         // plans are megabytes, and every vector they were moved into was fresh memory.
-        let params = step.params.key();
         let keys: Vec<Digest> = plans
             .iter()
-            .map(|plan| key_parts(kind.as_ref(), params, plan).digest())
+            .map(|plan| key_parts(kind.as_ref(), step.params.key(), plan).digest())
             .collect();
-        let mut hits: Vec<Option<(Digest, Arc<ItemOutput>, bool)>> = Vec::with_capacity(keys.len());
+        let (hits, misses) = self.look_up(kind.as_ref(), &ctx, &keys, force)?;
+        let job = Job {
+            kind: kind.as_ref(),
+            ctx: &ctx,
+            step,
+            upstream,
+            pools,
+            force,
+            retry: options.retry,
+        };
+        let computed = self.schedule(&job, &plans, &keys, &misses)?;
+        let mut computed = computed.into_iter();
+        // A cached item's plan moves into its result, uncopied.
+        let items: Vec<ItemResult> = plans
+            .into_iter()
+            .zip(hits)
+            .map(|(plan, hit)| match hit {
+                Some((digest, output, in_place)) => ItemResult {
+                    plan,
+                    digest,
+                    output,
+                    cached: true,
+                    in_place,
+                },
+                None => computed.next().expect("every item has a result"),
+            })
+            .collect();
+        ctx.reduced = self
+            .reduce(kind.as_ref(), &ctx, plan_digest, &items, force)
+            .map_err(|error| Failure {
+                message: format!("reduce: {}", error.chain()),
+                class: error.class(),
+            })?;
+        self.publish(kind.as_ref(), &ctx, items, &keys, started)
+    }
+
+    /// Looks every item's key up (none for a forced step): the cached outputs, and the indices of
+    /// the items to compute. Tells the reporter how many are cached.
+    fn look_up(
+        &self,
+        kind: &dyn StepKind,
+        ctx: &StepContext,
+        keys: &[Digest],
+        force: bool,
+    ) -> Result<(Vec<Option<Hit>>, Vec<usize>), Failure> {
+        let mut hits: Vec<Option<Hit>> = Vec::with_capacity(keys.len());
         let mut misses = Vec::new();
         for (index, key) in keys.iter().enumerate() {
             let hit = (!force)
-                .then(|| self.lookup(kind.as_ref(), &ctx, key))
+                .then(|| self.lookup(kind, ctx, key))
                 .transpose()?
                 .flatten();
             if hit.is_none() {
@@ -418,20 +516,23 @@ impl<'a> Engine<'a> {
         // The cached items are counted here, not one event each: a reporter starts the step's
         // progress at `cached`.
         self.reporter.event(&Event::StepPlanned {
-            step: step.name.clone(),
+            step: ctx.step.name.clone(),
             total: keys.len(),
             cached: keys.len() - misses.len(),
         });
+        Ok((hits, misses))
+    }
 
-        let job = Job {
-            kind: kind.as_ref(),
-            ctx: &ctx,
-            step,
-            upstream,
-            pools,
-            force,
-            retry: options.retry,
-        };
+    /// Computes the items `misses` (indices into `plans`) in their pools: on threads, or as
+    /// futures on the runtime. Returns their results in item order, or the step's failure when
+    /// any failed (each reported as it failed).
+    fn schedule(
+        &self,
+        job: &Job,
+        plans: &[ItemPlan],
+        keys: &[Digest],
+        misses: &[usize],
+    ) -> Result<Vec<ItemResult>, Failure> {
         let computed: Mutex<Vec<(usize, ItemResult)>> = Mutex::new(Vec::new());
         let failures: Mutex<Vec<ErrorClass>> = Mutex::new(Vec::new());
         let finish = |index: usize, outcome: Result<ItemResult, StepError>, started: Instant| {
@@ -439,7 +540,7 @@ impl<'a> Engine<'a> {
             match outcome {
                 Ok(result) => {
                     self.reporter.event(&Event::ItemFinished {
-                        step: step.name.clone(),
+                        step: job.step.name.clone(),
                         item: plan.id.clone(),
                         cached: result.cached,
                         elapsed: started.elapsed(),
@@ -449,74 +550,21 @@ impl<'a> Engine<'a> {
                 Err(error) => {
                     failures.lock().expect("results lock").push(error.class());
                     self.reporter.event(&Event::ItemFailed {
-                        step: step.name.clone(),
+                        step: job.step.name.clone(),
                         item: plan.id.clone(),
                         error: error.chain(),
                     });
                 }
             }
         };
-        match kind.execution() {
-            Execution::Blocking => {
-                let next = AtomicUsize::new(0);
-                let workers = misses
-                    .iter()
-                    .map(|&index| pools.capacity(&plans[index].pool))
-                    .max()
-                    .unwrap_or(0)
-                    .min(misses.len());
-                std::thread::scope(|scope| {
-                    for _ in 0..workers {
-                        scope.spawn(|| {
-                            loop {
-                                let position = next.fetch_add(1, Ordering::SeqCst);
-                                let Some(&index) = misses.get(position) else {
-                                    break;
-                                };
-                                let (plan, key) = (&plans[index], &keys[index]);
-                                let record = key_parts(kind.as_ref(), params, plan).to_record();
-                                let item_started = Instant::now();
-                                let outcome = self.compute(&job, plan, (&record, key));
-                                finish(index, outcome, item_started);
-                            }
-                        });
-                    }
-                });
-            }
-            Execution::Async => {
-                // An item holds its key's lock (an open file) while it waits for its pool's
-                // slot, so the items started at once are bounded, not all of them: twenty
-                // thousand model calls started together ran out of file descriptors. Twice the
-                // slots of the pools they use keeps every slot busy.
-                let pools_used: BTreeSet<&Pool> =
-                    misses.iter().map(|&index| &plans[index].pool).collect();
-                let in_flight = 2 * pools_used
-                    .iter()
-                    .map(|pool| pools.capacity(pool))
-                    .sum::<usize>()
-                    .max(1);
-                let start = |index: usize| {
-                    let (plan, key) = (&plans[index], &keys[index]);
-                    let record = key_parts(kind.as_ref(), params, plan).to_record();
-                    let job = &job;
-                    async move {
-                        let item_started = Instant::now();
-                        let outcome = self.compute_async(job, plan, (&record, key)).await;
-                        (index, outcome, item_started)
-                    }
-                };
-                super::runtime::runtime().block_on(async {
-                    let mut waiting = misses.iter().copied();
-                    let mut running: FuturesUnordered<_> =
-                        waiting.by_ref().take(in_flight).map(start).collect();
-                    while let Some((index, outcome, item_started)) = running.next().await {
-                        finish(index, outcome, item_started);
-                        if let Some(next) = waiting.next() {
-                            running.push(start(next));
-                        }
-                    }
-                });
-            }
+        let items = Items {
+            plans,
+            keys,
+            misses,
+        };
+        match job.kind.execution() {
+            Execution::Blocking => self.schedule_blocking(job, &items, &finish),
+            Execution::Async => self.schedule_async(job, &items, &finish),
         }
         let failures = failures.into_inner().expect("results lock");
         if !failures.is_empty() {
@@ -534,30 +582,94 @@ impl<'a> Engine<'a> {
         }
         let mut computed = computed.into_inner().expect("results lock");
         computed.sort_unstable_by_key(|(index, _)| *index);
-        let mut computed = computed.into_iter().map(|(_, result)| result);
-        // A cached item's plan moves into its result, uncopied.
-        let items: Vec<ItemResult> = plans
-            .into_iter()
-            .zip(hits)
-            .map(|(plan, hit)| match hit {
-                Some((digest, output, in_place)) => ItemResult {
-                    plan,
-                    digest,
-                    output,
-                    cached: true,
-                    in_place,
-                },
-                None => computed.next().expect("every item has a result"),
-            })
-            .collect();
+        Ok(computed.into_iter().map(|(_, result)| result).collect())
+    }
 
-        kind.publish(&ctx, &items).map_err(|error| Failure {
+    /// Computes the items to compute on as many threads as their pools allow.
+    fn schedule_blocking(&self, job: &Job, items: &Items, finish: &Finish) {
+        let next = AtomicUsize::new(0);
+        let workers = items
+            .misses
+            .iter()
+            .map(|&index| job.pools.capacity(&items.plans[index].pool))
+            .max()
+            .unwrap_or(0)
+            .min(items.misses.len());
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(|| {
+                    loop {
+                        let position = next.fetch_add(1, Ordering::SeqCst);
+                        let Some(&index) = items.misses.get(position) else {
+                            break;
+                        };
+                        let (plan, key) = (&items.plans[index], &items.keys[index]);
+                        let record = key_parts(job.kind, job.step.params.key(), plan).to_record();
+                        let item_started = Instant::now();
+                        let outcome = self.compute(job, plan, (&record, key));
+                        finish(index, outcome, item_started);
+                    }
+                });
+            }
+        });
+    }
+
+    /// Computes the items to compute as futures on the engine's runtime.
+    fn schedule_async(&self, job: &Job, items: &Items, finish: &Finish) {
+        // An item holds its key's lock (an open file) while it waits for its pool's slot, so the
+        // items started at once are bounded, not all of them: twenty thousand model calls started
+        // together ran out of file descriptors. Twice the slots of the pools they use keeps every
+        // slot busy.
+        let pools_used: BTreeSet<&Pool> = items
+            .misses
+            .iter()
+            .map(|&index| &items.plans[index].pool)
+            .collect();
+        let in_flight = 2 * pools_used
+            .iter()
+            .map(|pool| job.pools.capacity(pool))
+            .sum::<usize>()
+            .max(1);
+        let start = |index: usize| {
+            let (plan, key) = (&items.plans[index], &items.keys[index]);
+            let record = key_parts(job.kind, job.step.params.key(), plan).to_record();
+            async move {
+                let item_started = Instant::now();
+                let outcome = self.compute_async(job, plan, (&record, key)).await;
+                (index, outcome, item_started)
+            }
+        };
+        super::runtime::runtime().block_on(async {
+            let mut waiting = items.misses.iter().copied();
+            let mut running: FuturesUnordered<_> =
+                waiting.by_ref().take(in_flight).map(start).collect();
+            while let Some((index, outcome, item_started)) = running.next().await {
+                finish(index, outcome, item_started);
+                if let Some(next) = waiting.next() {
+                    running.push(start(next));
+                }
+            }
+        });
+    }
+
+    /// Publishes a step's result files from its items (and reduction), records its run state,
+    /// and reports it finished.
+    fn publish(
+        &self,
+        kind: &dyn StepKind,
+        ctx: &StepContext,
+        items: Vec<ItemResult>,
+        keys: &[Digest],
+        started: Instant,
+    ) -> Result<(StepOutput, usize, usize), Failure> {
+        let step = ctx.step;
+        kind.publish(ctx, &items).map_err(|error| Failure {
             message: format!("publish: {}", error.chain()),
             class: error.class(),
         })?;
         let state = items
             .iter()
-            .zip(&keys)
+            .zip(keys)
             .map(|(item, key)| (item.plan.id.as_str(), *key, item.digest));
         self.state
             .save_items(&step.name, &step.uses, state)
@@ -574,16 +686,96 @@ impl<'a> Engine<'a> {
             cached,
             elapsed: started.elapsed(),
         });
-        Ok((
-            StepOutput {
-                step: step.name.clone(),
-                kind: step.uses.clone(),
-                role: step.role.clone(),
-                items,
-            },
-            computed_count,
-            cached,
-        ))
+        let output = StepOutput {
+            step: step.name.clone(),
+            kind: step.uses.clone(),
+            role: step.role.clone(),
+            items,
+            reduced: ctx.reduced.clone(),
+        };
+        Ok((output, computed_count, cached))
+    }
+
+    /// The step's items reduced into its one output, for a kind with a
+    /// [reduction](StepKind::reduction): taken from the cache when its key (the items' output
+    /// digests, the plan's digest, the reduction's version) is there, else reduced and stored. A
+    /// forced step reduces again.
+    fn reduce(
+        &self,
+        kind: &dyn StepKind,
+        ctx: &StepContext,
+        plan: Digest,
+        items: &[ItemResult],
+        force: bool,
+    ) -> Result<Option<Reduced>, StepError> {
+        let Some(record) = reduction_record(kind, ctx.step, plan, items) else {
+            return Ok(None);
+        };
+        let key = record.digest();
+        let cached = if force {
+            None
+        } else {
+            self.cached_reduction(&key)?
+        };
+        let reduced = match cached {
+            Some(reduced) => reduced,
+            None => {
+                let started = Instant::now();
+                let output = kind.reduce(ctx, items)?;
+                let plan = ItemPlan::new(REDUCTION);
+                let digest = store_result(
+                    &self.store,
+                    &ctx.step.name,
+                    &plan,
+                    (&record, &key),
+                    &output,
+                    started.elapsed(),
+                )?;
+                Reduced {
+                    digest,
+                    output: Arc::new(output),
+                }
+            }
+        };
+        self.state
+            .save_reduction(&ctx.step.name, &ctx.step.uses, key, reduced.digest)?;
+        Ok(Some(reduced))
+    }
+
+    /// The cached reduction under `key`, if any.
+    fn cached_reduction(&self, key: &Digest) -> Result<Option<Reduced>, StoreError> {
+        Ok(
+            decode_output(&self.store, self.store.cached_output(key)?, &|_| None)?.map(
+                |(digest, output, _)| Reduced {
+                    digest,
+                    output: Arc::new(output),
+                },
+            ),
+        )
+    }
+
+    /// The reduction of a step whose items are all cached, for `plan` and `explain`: the cache's,
+    /// else made here and not stored (a dry run stores nothing). The flag is true when cached.
+    pub(crate) fn reduction(
+        &self,
+        kind: &dyn StepKind,
+        ctx: &StepContext,
+        plan: Digest,
+        items: &[ItemResult],
+    ) -> Result<Option<(Reduced, bool)>, StepError> {
+        let Some(record) = reduction_record(kind, ctx.step, plan, items) else {
+            return Ok(None);
+        };
+        if let Some(reduced) = self.cached_reduction(&record.digest())? {
+            return Ok(Some((reduced, true)));
+        }
+        let output = kind.reduce(ctx, items)?;
+        let bytes = serde_json::to_vec(&output).expect("item outputs serialize");
+        let reduced = Reduced {
+            digest: Digest::of(&bytes),
+            output: Arc::new(output),
+        };
+        Ok(Some((reduced, false)))
     }
 
     /// The cached output of a content key of a step of `kind`, if present, and whether its blobs
@@ -684,7 +876,12 @@ impl<'a> Engine<'a> {
                 return result;
             }
             let started = Instant::now();
-            let outcome = job.kind.run(job.ctx, plan, job.upstream);
+            // A panicking item fails alone: unwinding through the step's worker scope would take
+            // down the step's thread, and the steps waiting for it would wait forever.
+            let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                job.kind.run(job.ctx, plan, job.upstream)
+            }))
+            .unwrap_or_else(|payload| Err(StepError::panicked(payload.as_ref())));
             drop(slot);
             match outcome {
                 Ok(output) => return self.store_output(job, plan, record, key, output, started),
@@ -728,7 +925,9 @@ impl<'a> Engine<'a> {
             };
             let started = Instant::now();
             let outcome = tokio::select! {
-                outcome = job.kind.run_async(job.ctx, plan, job.upstream) => outcome,
+                outcome = AssertUnwindSafe(job.kind.run_async(job.ctx, plan, job.upstream))
+                    .catch_unwind() => outcome
+                    .unwrap_or_else(|payload| Err(StepError::panicked(payload.as_ref()))),
                 () = cancel.cancelled() => return Err(StepError::Cancelled),
             };
             drop(slot);
@@ -872,6 +1071,20 @@ pub fn store_result(
     }
 }
 
+/// A cached item's output digest, output, and whether its blobs are all in the workspace.
+type Hit = (Digest, Arc<ItemOutput>, bool);
+
+/// What a scheduler reports each computed item to: its index, its outcome, when it started.
+type Finish<'f> = dyn Fn(usize, Result<ItemResult, StepError>, Instant) + Sync + 'f;
+
+/// A step's items as the schedulers read them: plans and keys by index, and the indices to
+/// compute.
+struct Items<'a> {
+    plans: &'a [ItemPlan],
+    keys: &'a [Digest],
+    misses: &'a [usize],
+}
+
 /// What every item of one step's computation shares.
 struct Job<'a> {
     kind: &'a dyn StepKind,
@@ -907,6 +1120,42 @@ pub fn key_parts<'a>(
         tools: &plan.tools,
         replicate: plan.replicate,
     }
+}
+
+/// The item id of a step's reduction in its key record (which also names the reduction's version
+/// among its tools, as no item's record does).
+const REDUCTION: &str = "";
+
+/// The key record of the reduction of `step`'s `items` under the plan whose digest is `plan`, for
+/// a kind that reduces ([`StepKind::reduction`]; None for one that does not).
+pub(crate) fn reduction_record(
+    kind: &dyn StepKind,
+    step: &StepSpec,
+    plan: Digest,
+    items: &[ItemResult],
+) -> Option<KeyRecord> {
+    let version = kind.reduction(step)?;
+    let reads: BTreeMap<String, Digest> = items
+        .iter()
+        .map(|item| (item.plan.id.clone(), item.digest))
+        .collect();
+    let tools = BTreeMap::from([("reduction".to_string(), version.to_string())]);
+    let item_params = crate::cache::JsonText::of(&serde_json::json!({ "plan": plan }));
+    Some(
+        KeyParts {
+            schema: KEY_SCHEMA,
+            kind: kind.name(),
+            version: kind.version(),
+            params: step.params.key(),
+            item: REDUCTION,
+            item_params: &item_params,
+            reads: &reads,
+            files: &BTreeMap::new(),
+            tools: &tools,
+            replicate: 0,
+        }
+        .to_record(),
+    )
 }
 
 fn check_unique_ids(plans: &[ItemPlan]) -> Result<(), StepError> {

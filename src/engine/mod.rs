@@ -12,17 +12,18 @@ mod registry;
 mod remote;
 mod retry;
 mod runtime;
+mod session;
 mod step;
 
 pub use dag::{Dag, DagError};
-pub use jobs::private_root;
 pub use registry::Registry;
 pub use remote::RemoteExecutor;
 pub use retry::RetryPolicy;
 pub use runtime::runtime;
+pub use session::Session;
 pub use step::{
-    Blobs, ErrorClass, Execution, ItemFuture, ItemOutput, ItemPlan, ItemResult, Pool, Records,
-    StepContext, StepError, StepKind, StepOutput, Upstream,
+    Blobs, ErrorClass, Execution, ItemFuture, ItemOutput, ItemPlan, ItemResult, Planned, Pool,
+    Records, Reduced, StepContext, StepError, StepKind, StepOutput, Upstream,
 };
 // What a step kind declares to the loader lives in the layer below, the pipeline; a step kind
 // implements [`StepKind`] with these, so they are named here beside it.
@@ -37,7 +38,7 @@ mod plan;
 mod pools;
 mod state;
 
-pub use events::{Event, Recording, Reporter, Silent};
+pub use events::{Event, Recording, Reporter, Silent, Spend};
 pub use executor::{
     Engine, EngineError, RunOptions, RunSummary, StepStatus, key_record, store_result,
 };

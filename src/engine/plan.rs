@@ -2,15 +2,16 @@
 //! computing anything. A step's items can only be listed once the steps it needs are complete in the
 //! cache, so a step downstream of missing work says which step it waits for.
 
+use std::any::Any;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::cache::KeyRecord;
+use crate::cache::{Digest, KeyRecord};
 use crate::engine::executor::{Engine, EngineError, key_parts};
 use crate::engine::state::{changes_since, reasons};
-use crate::engine::{ItemPlan, ItemResult, StepKind, StepOutput, Upstream};
+use crate::engine::{ItemPlan, ItemResult, Planned, StepKind, StepOutput, Upstream};
 
 /// The plan of one step.
 #[derive(Debug, Clone, Serialize)]
@@ -50,6 +51,9 @@ struct Keyed {
     kind: Arc<dyn StepKind>,
     params: serde_json::Value,
     items: Vec<Result<ItemResult, ItemPlan>>,
+    /// What the kind planned beyond the items, and its digest.
+    planned: Option<Arc<dyn Any + Send + Sync>>,
+    plan_digest: Digest,
 }
 
 /// The plan of a keyed item, cached or not.
@@ -127,20 +131,7 @@ impl Engine<'_> {
                 reasons: why,
             });
             if missing.is_empty() {
-                let items = keyed
-                    .items
-                    .into_iter()
-                    .map(|item| item.expect("all hit"))
-                    .collect();
-                known.insert(
-                    name.clone(),
-                    Arc::new(StepOutput {
-                        step: name.clone(),
-                        kind: step.uses.clone(),
-                        role: step.role.clone(),
-                        items,
-                    }),
-                );
+                known.insert(name.clone(), Arc::new(self.output_of(&name, keyed)?));
             }
         }
         // Only a shortcut for the next run: failing to write it fails nothing.
@@ -205,19 +196,36 @@ impl Engine<'_> {
                 .insert(need.clone(), Arc::new(self.cached_output(need)?));
         }
         let keyed = self.key_items(name, &upstream)?;
-        let mut items = Vec::new();
-        for item in keyed.items {
-            items.push(item.map_err(|_| {
-                EngineError::Input(format!(
-                    "step `{name}` has items not in the cache yet; run the pipeline first"
-                ))
-            })?);
+        if keyed.items.iter().any(Result::is_err) {
+            return Err(EngineError::Input(format!(
+                "step `{name}` has items not in the cache yet; run the pipeline first"
+            )));
         }
+        self.output_of(name, keyed)
+    }
+
+    /// The output of step `name` whose items are all cached: its items, and its reduction as the
+    /// cache holds it (or made again here, unstored, when only the items are cached).
+    fn output_of(&self, name: &str, keyed: Keyed) -> Result<StepOutput, EngineError> {
+        let step = self.pipeline.step(name).expect("step exists");
+        let items: Vec<ItemResult> = keyed
+            .items
+            .into_iter()
+            .map(|item| item.expect("every item is cached"))
+            .collect();
+        let scope = self.looking(false);
+        let mut ctx = self.context(step, &scope);
+        ctx.planned = keyed.planned;
+        let reduced = self
+            .reduction(keyed.kind.as_ref(), &ctx, keyed.plan_digest, &items)
+            .map_err(|error| EngineError::Input(format!("step `{name}`: {}", error.chain())))?
+            .map(|(reduced, _)| reduced);
         Ok(StepOutput {
             step: name.to_string(),
             kind: step.uses.clone(),
             role: step.role.clone(),
             items,
+            reduced,
         })
     }
 
@@ -225,9 +233,14 @@ impl Engine<'_> {
         let step = self.pipeline.step(name).expect("step exists");
         let kind = self.kind(step)?;
         // Planning stops for nothing and fetches what it must to key the items.
-        let ctx = self.context(step, &tokio_util::sync::CancellationToken::new(), false);
-        let plans = kind
-            .items(&ctx, upstream)
+        let scope = self.looking(false);
+        let ctx = self.context(step, &scope);
+        let Planned {
+            items: plans,
+            plan: planned,
+            digest: plan_digest,
+        } = kind
+            .plan(&ctx, upstream)
             .map_err(|error| EngineError::Input(format!("step `{name}`: {error}")))?;
         let params = step.params.key().clone();
         let mut items = Vec::with_capacity(plans.len());
@@ -249,6 +262,8 @@ impl Engine<'_> {
             kind,
             params,
             items,
+            planned,
+            plan_digest,
         })
     }
 }

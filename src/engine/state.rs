@@ -136,6 +136,20 @@ impl RunState {
         }
         write_atomic_in(&self.tmp, &path, &bytes)
     }
+
+    /// Replaces the state of the reduction of `step` ([`crate::engine::StepKind::reduction`]):
+    /// its key and output digest, kept by `cache gc` beside the items'. It lives beside the
+    /// step's state under a name no step can have.
+    pub fn save_reduction(
+        &self,
+        step: &str,
+        kind: &str,
+        key: Digest,
+        output: Digest,
+    ) -> Result<(), StoreError> {
+        let name = format!("{step}@reduced");
+        self.save_items(&name, kind, std::iter::once(("@reduced", key, output)))
+    }
 }
 
 fn read_header(path: &Path) -> Option<Header> {

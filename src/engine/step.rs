@@ -1,5 +1,6 @@
 //! The contract between the engine and a step kind.
 
+use std::any::Any;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,8 +14,9 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 pub use super::blobs::Blobs;
-use super::events::{Event, Reporter};
+use super::events::{Event, Reporter, Spend};
 pub use super::output_records::Records;
+use super::session::Session;
 use crate::cache::{Digest, JsonText, Store, StoreError};
 use crate::pipeline::{Params, ParamsDecl, Pipeline, PipelineProblem, Role, StepSpec};
 
@@ -75,8 +77,15 @@ impl ItemPlan {
     /// Reads every item of each of `outputs`, under `<step>/<item>`: the single item that gathers
     /// whole upstream steps (a sample, a split, a pairing, the statistics, the report) reruns
     /// exactly when one of their outputs changed.
+    /// A step whose items are reduced ([`StepKind::reduction`]) is read as its reduction alone,
+    /// under `<step>`: what its kind derived from the items is all a reader reads of it, so an
+    /// item whose change leaves the reduction as it was reruns nothing downstream.
     pub fn read_outputs<'o>(mut self, outputs: impl IntoIterator<Item = &'o StepOutput>) -> Self {
         for output in outputs {
+            if let Some(reduced) = &output.reduced {
+                self.reads.insert(output.step.clone(), reduced.digest);
+                continue;
+            }
             for item in &output.items {
                 self.reads
                     .insert(format!("{}/{}", output.step, item.plan.id), item.digest);
@@ -102,6 +111,41 @@ impl ItemPlan {
 
     pub fn pool(mut self, pool: Pool) -> Self {
         self.pool = pool;
+        self
+    }
+}
+
+/// What a kind's [`StepKind::plan`] made of a step: its items, and what it planned beyond them
+/// (the claims each call answers, the prompt every call sends) for the engine to hand to the item
+/// runs, the reduction and `publish` ([`StepContext::plan`]), typed as the kind planned it.
+pub struct Planned {
+    pub items: Vec<ItemPlan>,
+    pub(crate) plan: Option<Arc<dyn Any + Send + Sync>>,
+    /// The digest of what the reduction reads of the plan: it enters the reduction's key.
+    pub(crate) digest: Digest,
+}
+
+impl Planned {
+    /// Items alone, with nothing planned beyond them.
+    pub fn items(items: Vec<ItemPlan>) -> Self {
+        Planned {
+            items,
+            plan: None,
+            digest: Digest::of(b""),
+        }
+    }
+
+    /// With the step's plan: what the item runs, the reduction and `publish` read beyond the
+    /// items ([`StepContext::plan`]).
+    pub fn with_plan<T: Any + Send + Sync>(mut self, plan: T) -> Self {
+        self.plan = Some(Arc::new(plan));
+        self
+    }
+
+    /// With the digest of what [`StepKind::reduce`] reads of the plan, which enters the
+    /// reduction's key (whatever else shapes the reduction is in the items' keys already).
+    pub fn reduction_reads(mut self, digest: Digest) -> Self {
+        self.digest = digest;
         self
     }
 }
@@ -158,6 +202,31 @@ pub struct StepOutput {
     /// What its records are, as its kind declares.
     pub role: Role,
     pub items: Vec<ItemResult>,
+    /// What its kind reduced the items into ([`StepKind::reduction`]), when it reduces them:
+    /// what downstream steps read of it instead of the items.
+    pub reduced: Option<Reduced>,
+}
+
+/// A step's items reduced into one output ([`StepKind::reduce`]), cached under a key of the
+/// items' output digests and the step's plan digest ([`Planned::reduction_reads`]).
+#[derive(Debug, Clone)]
+pub struct Reduced {
+    /// The digest of the output's canonical bytes: what downstream keys read.
+    pub digest: Digest,
+    pub output: Arc<ItemOutput>,
+}
+
+impl Reduced {
+    /// The reduction of step `step` as its single record of type `T`.
+    pub fn decode<T: DeserializeOwned>(&self, step: &str) -> Result<T, StepError> {
+        let mut records = self.output.decode::<T>()?.into_iter();
+        match (records.next(), records.next()) {
+            (Some(only), None) => Ok(only),
+            _ => Err(StepError::Invariant(format!(
+                "the reduction of step `{step}` is not one record"
+            ))),
+        }
+    }
 }
 
 impl StepOutput {
@@ -212,6 +281,14 @@ pub struct StepContext<'a> {
     pub offline: bool,
     /// Where notes and progress go.
     pub reporter: &'a dyn Reporter,
+    /// What the run holds while it lasts (model clients, the local model's server): see
+    /// [`Session`].
+    pub session: Arc<Session>,
+    /// What the kind planned for the step beyond its items ([`Planned`]), once it is planned:
+    /// read with [`StepContext::plan`].
+    pub planned: Option<Arc<dyn Any + Send + Sync>>,
+    /// The step's reduction ([`StepKind::reduce`]), once it is made: what `publish` writes from.
+    pub reduced: Option<Reduced>,
 }
 
 impl<'a> StepContext<'a> {
@@ -228,7 +305,36 @@ impl<'a> StepContext<'a> {
             cancel: CancellationToken::new(),
             offline: false,
             reporter: &super::events::Silent,
+            session: Session::new(),
+            planned: None,
+            reduced: None,
         }
+    }
+
+    /// What the kind's [`StepKind::plan`] planned for this step beyond its items, as the type it
+    /// planned.
+    pub fn plan<T: Any + Send + Sync>(&self) -> Result<&T, StepError> {
+        self.planned
+            .as_deref()
+            .and_then(|planned| planned.downcast_ref::<T>())
+            .ok_or_else(|| {
+                StepError::Invariant(format!(
+                    "step `{}` has no plan of type `{}`: it ran before it was planned",
+                    self.step.name,
+                    std::any::type_name::<T>()
+                ))
+            })
+    }
+
+    /// The step's reduction ([`StepKind::reduce`]), decoded as the kind reduced it.
+    pub fn reduced<T: DeserializeOwned>(&self) -> Result<T, StepError> {
+        let reduced = self.reduced.as_ref().ok_or_else(|| {
+            StepError::Invariant(format!(
+                "step `{}` is published before its items were reduced",
+                self.step.name
+            ))
+        })?;
+        reduced.decode(&self.step.name)
     }
 
     /// The step's parameters, parsed when the pipeline loaded, as the kind's struct.
@@ -240,6 +346,20 @@ impl<'a> StepContext<'a> {
                 std::any::type_name::<P>()
             ))
         })
+    }
+
+    /// The directory under which this run's items keep their private directories
+    /// ([`Session::private_root`]).
+    pub fn private_root(&self) -> PathBuf {
+        self.session.private_root(self.workdir)
+    }
+
+    /// Tells the user that an item paid for a model call.
+    pub fn spent(&self, spend: Spend) {
+        self.reporter.event(&Event::Spent {
+            step: self.step.name.clone(),
+            spend,
+        });
     }
 
     /// Tells the user `message` while an item runs (a fallback taken, a slow download).
@@ -292,7 +412,8 @@ impl<'a> StepContext<'a> {
     /// A scratch directory for this step under the workdir, created on demand.
     pub fn scratch(&self, name: &str) -> Result<PathBuf, StepError> {
         // In a Slurm worker, under the job's own directory.
-        let dir = crate::engine::private_root(self.workdir)
+        let dir = self
+            .private_root()
             .join("scratch")
             .join(&self.step.name)
             .join(name);
@@ -342,6 +463,28 @@ pub enum StepError {
         #[source]
         source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
+    /// A step scored as an arm has records that are not predictions (exit code 2: the pipeline
+    /// scores a step that is not an arm).
+    #[error(
+        "needed step `{step}` (uses: {kind}) is scored as an arm but its records are not predictions"
+    )]
+    NotPredictions {
+        step: String,
+        kind: String,
+        #[source]
+        source: Box<StepError>,
+    },
+    /// The step kind's code panicked (a bug): the run fails, naming the step and item, instead of
+    /// losing the thread that computed it.
+    #[error("panicked: {0}")]
+    Panicked(String),
+    /// A record of step `step` does not decode as what its role says it is.
+    #[error("a record of step `{step}` does not decode")]
+    Record {
+        step: String,
+        #[source]
+        source: serde_json::Error,
+    },
     /// The run was stopped (Ctrl-C, SIGTERM) while the item ran.
     #[error("stopped before it finished")]
     Cancelled,
@@ -376,6 +519,16 @@ impl StepError {
         }
     }
 
+    /// The failure of code that panicked with `payload`.
+    pub fn panicked(payload: &(dyn Any + Send)) -> Self {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|text| text.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".to_string());
+        StepError::Panicked(message)
+    }
+
     /// A transient failure, retried after `retry_after` if given, else with backoff.
     pub fn transient(message: impl Into<String>, retry_after: Option<Duration>) -> Self {
         StepError::Transient {
@@ -388,7 +541,7 @@ impl StepError {
     /// What the failure means for the run.
     pub fn class(&self) -> ErrorClass {
         match self {
-            StepError::Input(_) => ErrorClass::Input,
+            StepError::Input(_) | StepError::NotPredictions { .. } => ErrorClass::Input,
             StepError::Transient { .. } => ErrorClass::Transient,
             StepError::Cancelled => ErrorClass::Cancelled,
             _ => ErrorClass::Failure,
@@ -495,8 +648,42 @@ pub trait StepKind: Send + Sync {
         Execution::Blocking
     }
 
-    /// Splits the step into items, given the outputs of the steps it needs.
-    fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError>;
+    /// Splits the step into items, given the outputs of the steps it needs. A kind that plans
+    /// more than its items implements [`plan`](StepKind::plan) instead.
+    fn items(&self, ctx: &StepContext, _upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
+        Err(StepError::Invariant(format!(
+            "step `{}`: its kind `{}` plans neither items nor a plan",
+            ctx.step.name,
+            self.name()
+        )))
+    }
+
+    /// Splits the step into items and what the item runs, the reduction and `publish` read of
+    /// the planning beyond them ([`Planned::with_plan`], read back with [`StepContext::plan`]).
+    /// The items alone by default.
+    fn plan(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Planned, StepError> {
+        self.items(ctx, upstream).map(Planned::items)
+    }
+
+    /// For a kind whose items are not what downstream steps read (a model arm's items are its
+    /// calls; what it predicts, claim by claim, is derived from them and its plan): the version
+    /// of its [`reduce`](StepKind::reduce), which enters the reduction's key beside the items'
+    /// output digests and the plan's digest. Bump it when the reduction of the same items and plan
+    /// may change. None, the default: the items are the step's output.
+    fn reduction(&self, _step: &StepSpec) -> Option<u32> {
+        None
+    }
+
+    /// Reduces every item's output (cached or fresh, in item order) into the step's one output,
+    /// for a kind with a [`reduction`](StepKind::reduction). Called only when the reduction is
+    /// not cached; must not write result files.
+    fn reduce(&self, ctx: &StepContext, _items: &[ItemResult]) -> Result<ItemOutput, StepError> {
+        Err(StepError::Invariant(format!(
+            "step `{}`: its kind `{}` declares no reduction",
+            ctx.step.name,
+            self.name()
+        )))
+    }
 
     /// Computes one item. Called only on a cache miss; must not write result files.
     fn run(
@@ -522,7 +709,8 @@ pub trait StepKind: Send + Sync {
         Box::pin(std::future::ready(self.run(ctx, item, upstream)))
     }
 
-    /// Writes the step's result files from all its items' outputs (cached or fresh), in item order.
+    /// Writes the step's result files from all its items' outputs (cached or fresh), in item
+    /// order, and its reduction ([`StepContext::reduced`]) when it has one.
     fn publish(&self, ctx: &StepContext, items: &[ItemResult]) -> Result<(), StepError>;
 
     /// For a kind whose [`publish`](StepKind::publish) writes its blobs out as workspace files

@@ -1,9 +1,9 @@
 //! The local model a run starts itself: a `models:` entry `{provider: llama-server}` with no
 //! `base_url` is served by one `llama-server` per process, started on the first call that is not
 //! in the cache (provisioning the model first if this machine has not), shared by every step and
-//! every entry that uses it, and stopped when the last run that entered a [`RunScope`] ends (and on
-//! Ctrl-C or SIGTERM, with every process group claimflow started). A run whose calls are all cached
-//! starts no server at all.
+//! every entry that uses it, and stopped when the run that started it ends (a [`LocalModel`] is
+//! held by the run's session; and on Ctrl-C or SIGTERM, with every process group claimflow
+//! started). A run whose calls are all cached starts no server at all.
 //!
 //! The server's address never enters a key: a call's key names the pinned model
 //! ([`super::pinned_fingerprint`]), and the server is refused if what was provisioned is not it.
@@ -14,21 +14,11 @@ use std::sync::Mutex;
 use super::provision::{ProvisionError, Provisioned, models_dir, provision};
 use super::server::{LocalServer, ServerError, ServerOptions};
 
-/// The running server and the runs that may use it.
-struct Shared {
-    runs: usize,
-    server: Option<LocalServer>,
-}
-
-static SHARED: Mutex<Shared> = Mutex::new(Shared {
-    runs: 0,
-    server: None,
-});
-
-fn shared() -> std::sync::MutexGuard<'static, Shared> {
-    SHARED
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+/// The local model of one run: its server once a call has started it, stopped when the run
+/// ends (it is held by the run's session, and dropping the server kills its process group).
+#[derive(Default)]
+pub struct LocalModel {
+    server: Mutex<Option<LocalServer>>,
 }
 
 /// Why the local model could not be made ready.
@@ -46,97 +36,75 @@ pub enum EmbeddedError {
     NotPinned { models: String, found: String },
 }
 
-/// A run in progress: while one is alive the embedded server may run; when the last is dropped
-/// the server is stopped.
-#[derive(Debug)]
-pub struct RunScope(());
-
-impl RunScope {
-    /// Enters a run.
-    pub fn enter() -> RunScope {
-        shared().runs += 1;
-        RunScope(())
+impl LocalModel {
+    /// True while this run's server runs (tests ask).
+    pub fn is_running(&self) -> bool {
+        self.server()
+            .as_mut()
+            .is_some_and(|server| server.is_running())
     }
-}
 
-impl Drop for RunScope {
-    fn drop(&mut self) {
-        let stopped = {
-            let mut shared = shared();
-            shared.runs = shared.runs.saturating_sub(1);
-            if shared.runs == 0 {
-                shared.server.take()
-            } else {
-                None
+    fn server(&self) -> std::sync::MutexGuard<'_, Option<LocalServer>> {
+        self.server
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The base URL of the embedded server, started now if it is not running: provisioned first when
+    /// this machine has no local model (minutes, once), its output in `log`. `say` gets one line per
+    /// thing the user should know (provisioning, the server's address). Blocking; callers wait for the
+    /// one start in progress.
+    pub fn base_url(&self, log: &Path, say: &dyn Fn(&str)) -> Result<String, EmbeddedError> {
+        let mut shared = self.server();
+        if let Some(server) = shared.as_mut() {
+            if server.is_running() {
+                return Ok(server.base_url());
+            }
+            say(&format!(
+                "the local model's server stopped on its own (its log: {}); starting it again",
+                server.log().display()
+            ));
+            *shared = None;
+        }
+        let models = models_dir();
+        let provisioned = match Provisioned::load(&models)? {
+            Some(provisioned) => provisioned,
+            None => {
+                say(
+                    "the local model is not provisioned on this machine: provisioning it now, once \
+                 (building llama-server takes about 6 to 10 minutes on 2 cores)",
+                );
+                provision(&models, say)?
             }
         };
-        // Dropping the server kills its process group and waits for it.
-        drop(stopped);
-    }
-}
-
-/// True while this process runs an embedded server (tests ask).
-pub fn is_running() -> bool {
-    shared()
-        .server
-        .as_mut()
-        .is_some_and(|server| server.is_running())
-}
-
-/// The base URL of the embedded server, started now if it is not running: provisioned first when
-/// this machine has no local model (minutes, once), its output in `log`. `say` gets one line per
-/// thing the user should know (provisioning, the server's address). Blocking; callers wait for the
-/// one start in progress.
-pub fn base_url(log: &Path, say: &dyn Fn(&str)) -> Result<String, EmbeddedError> {
-    let mut shared = shared();
-    if let Some(server) = shared.server.as_mut() {
-        if server.is_running() {
-            return Ok(server.base_url());
+        if !provisioned.is_pinned() {
+            return Err(EmbeddedError::NotPinned {
+                models: models.display().to_string(),
+                found: provisioned.model_digest.to_string(),
+            });
+        }
+        if let Some(directory) = log.parent() {
+            std::fs::create_dir_all(directory).map_err(|source| ServerError::Io {
+                context: format!("create {}", directory.display()),
+                source,
+            })?;
         }
         say(&format!(
-            "the local model's server stopped on its own (its log: {}); starting it again",
-            server.log().display()
+            "starting the local model ({}, llama.cpp {})",
+            provisioned.model_id(),
+            provisioned.llama_cpp
         ));
-        shared.server = None;
+        let options = ServerOptions {
+            log: Some(log.to_path_buf()),
+            ..ServerOptions::default()
+        };
+        let server = LocalServer::start(&provisioned, &options)?;
+        let url = server.base_url();
+        say(&format!(
+            "the local model answers at {url} (log: {})",
+            log.display()
+        ));
+        *shared = Some(server);
+        Ok(url)
     }
-    let models = models_dir();
-    let provisioned = match Provisioned::load(&models)? {
-        Some(provisioned) => provisioned,
-        None => {
-            say(
-                "the local model is not provisioned on this machine: provisioning it now, once \
-                 (building llama-server takes about 6 to 10 minutes on 2 cores)",
-            );
-            provision(&models, say)?
-        }
-    };
-    if !provisioned.is_pinned() {
-        return Err(EmbeddedError::NotPinned {
-            models: models.display().to_string(),
-            found: provisioned.model_digest.to_string(),
-        });
-    }
-    if let Some(directory) = log.parent() {
-        std::fs::create_dir_all(directory).map_err(|source| ServerError::Io {
-            context: format!("create {}", directory.display()),
-            source,
-        })?;
-    }
-    say(&format!(
-        "starting the local model ({}, llama.cpp {})",
-        provisioned.model_id(),
-        provisioned.llama_cpp
-    ));
-    let options = ServerOptions {
-        log: Some(log.to_path_buf()),
-        ..ServerOptions::default()
-    };
-    let server = LocalServer::start(&provisioned, &options)?;
-    let url = server.base_url();
-    say(&format!(
-        "the local model answers at {url} (log: {})",
-        log.display()
-    ));
-    shared.server = Some(server);
-    Ok(url)
 }

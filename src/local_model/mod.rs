@@ -8,7 +8,7 @@ pub mod embedded;
 mod provision;
 mod server;
 
-pub use embedded::{EmbeddedError, RunScope};
+pub use embedded::{EmbeddedError, LocalModel};
 pub use provision::{
     LLAMA_CPP_PROJECT, LLAMA_CPP_SOURCE_BLAKE3, LLAMA_CPP_VERSION, MODEL_BLAKE3, MODEL_FILE,
     MODEL_ID, MODEL_PROJECT, MODEL_VERSION, ProvisionError, Provisioned, models_dir,

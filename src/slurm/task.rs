@@ -56,6 +56,9 @@ pub struct Manifest {
     pub step: String,
     pub kind: String,
     pub items: Vec<ManifestItem>,
+    /// The object of the step's reduction, when its kind reduces its items.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reduced: Option<Digest>,
 }
 
 /// One item of a [`Manifest`].
@@ -98,6 +101,11 @@ pub fn store_manifest(store: &Store, output: &StepOutput) -> Result<Digest, Stor
         step: output.step.clone(),
         kind: output.kind.clone(),
         items,
+        reduced: output
+            .reduced
+            .as_ref()
+            .map(|reduced| store.put_json(reduced.output.as_ref()))
+            .transpose()?,
     };
     store.put_json(&manifest)
 }

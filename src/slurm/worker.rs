@@ -15,8 +15,10 @@ use std::time::Instant;
 use super::task::{TaskError, load_manifest, load_task};
 use crate::cache::{Digest, Store, StoreError};
 use crate::engine::Registry;
-use crate::engine::jobs::{enter_job, job_dir};
-use crate::engine::{ItemResult, StepContext, StepError, StepOutput, Upstream, key_record};
+use crate::engine::jobs::job_dir;
+use crate::engine::{
+    ItemResult, Reduced, Session, StepContext, StepError, StepOutput, Upstream, key_record,
+};
 use crate::pipeline::{self, Diagnostics};
 
 /// Why a worker could not compute its item.
@@ -145,6 +147,15 @@ pub fn work(
                 in_place: false,
             });
         }
+        let reduced = manifest
+            .reduced
+            .map(|digest| -> Result<Reduced, StoreError> {
+                Ok(Reduced {
+                    output: Arc::new(store.get_json(&digest)?),
+                    digest,
+                })
+            })
+            .transpose()?;
         upstream.steps.insert(
             name.clone(),
             Arc::new(StepOutput {
@@ -154,15 +165,17 @@ pub fn work(
                 step: manifest.step,
                 kind: manifest.kind,
                 items,
+                reduced,
             }),
         );
     }
 
-    enter_job(job);
     let private = job_dir(&pipeline.workdir, job);
     // A job computes one blocking item (the pytest pool): nothing cancels it but the cluster, and
-    // the run that sent it was not offline (offline runs send no jobs).
-    let ctx = StepContext::new(&pipeline, step, &store);
+    // the run that sent it was not offline (offline runs send no jobs). Its private directories
+    // are its job's.
+    let mut ctx = StepContext::new(&pipeline, step, &store);
+    ctx.session = Session::for_job(job);
     let started = Instant::now();
     let prepare = started - began;
     let outcome = kind.run(&ctx, &task.plan, &upstream);

@@ -206,11 +206,11 @@ impl Arm {
             )));
         }
         // A sample or a cutoff split upstream: only its claims are judged.
-        let selected = super::selection::selected_claims(upstream);
+        let selected = super::selection::selected_claims(upstream)?;
         // A shuffle upstream: only the claims it paired are judged (each against its pair).
-        let shown = super::shuffle::shown_commits(upstream);
+        let shown = super::shuffle::shown_commits(upstream)?;
         // A paraphrase upstream: only the claims it kept are judged, as rewritten.
-        let paraphrased = super::paraphrase::paraphrased_claims(upstream);
+        let paraphrased = super::paraphrase::paraphrased_claims(upstream)?;
         let mut claims = Vec::new();
         let mut seen = BTreeSet::new();
         for output in steps {
@@ -435,7 +435,7 @@ impl StepKind for Arm {
                 )])
             }
             ArmName::Testmon => {
-                if super::shuffle::shown_commits(upstream).is_some() {
+                if super::shuffle::shown_commits(upstream)?.is_some() {
                     return Err(StepError::Input(format!(
                         "step `{}`: the testmon arm cannot judge shuffled pairs (its database is \
                          built at the claim's own parent); run a file- or symbol-anchoring arm \
@@ -482,7 +482,7 @@ impl StepKind for Arm {
             ArmName::FileAnchoring | ArmName::SymbolAnchoring => {
                 let mut settings = BTreeMap::new();
                 let mut plans = Vec::new();
-                let shown = super::shuffle::shown_commits(upstream);
+                let shown = super::shuffle::shown_commits(upstream)?;
                 for upstream_claim in Self::claims(ctx, upstream)? {
                     let claim = &upstream_claim.claim;
                     let paired = shown.as_ref().and_then(|shown| shown.get(&claim.id));
@@ -535,7 +535,7 @@ impl StepKind for Arm {
         let params: &ArmParams = ctx.params()?;
         let constant = |arm: ConstantArm| -> Result<ItemOutput, StepError> {
             let claims = Self::claims(ctx, upstream)?;
-            let shown = super::shuffle::shown_commits(upstream).unwrap_or_default();
+            let shown = super::shuffle::shown_commits(upstream)?.unwrap_or_default();
             Ok(ItemOutput::records(claims.iter().map(|claim| {
                 let mut prediction = arm.predict(&claim.claim.id);
                 if let Some(commit) = shown.get(&claim.claim.id) {

@@ -16,9 +16,9 @@ pub fn claims_by_commit(
     let mut groups: Vec<Vec<ClaimRecord>> = Vec::new();
     let mut index: BTreeMap<(String, String, String), usize> = BTreeMap::new();
     let mut found = false;
-    let selected = super::selection::selected_claims(upstream);
+    let selected = super::selection::selected_claims(upstream)?;
     // A paraphrase upstream: only the claims it kept, as rewritten.
-    let paraphrased = super::paraphrase::paraphrased_claims(upstream);
+    let paraphrased = super::paraphrase::paraphrased_claims(upstream)?;
     for output in upstream.all() {
         if output.role != Role::Claims {
             continue;

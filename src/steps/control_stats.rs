@@ -37,7 +37,7 @@ impl ControlInputs<'_> {
         if self.population.is_empty() {
             return Ok(None);
         }
-        let summary = super::cutoff::summary_of(split)?;
+        let summary = super::cutoff::summary_of(split).map_err(|error| error.chain())?;
         let evaluation = Evaluation::build(self.population, self.origins, self.arms, self.in_split)
             .map_err(|error| error.to_string())?;
         let arms: Vec<String> = evaluation

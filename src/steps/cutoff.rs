@@ -54,11 +54,10 @@ pub struct SideCount {
     pub flipped: u64,
 }
 
-/// The summary record of a cutoff split (`cutoff.json`).
+/// The summary record of a cutoff split (`cutoff.json`), tagged `record: cutoff`
+/// ([`selection::SelectionSummary`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CutoffSummary {
-    /// Always `cutoff`: tells the summary from the truth records beside it.
-    pub record: String,
     pub cutoff: Cutoff,
     pub split: Option<String>,
     pub labels_from: String,
@@ -160,7 +159,6 @@ impl StepKind for CutoffStep {
                 .collect()
         });
         let mut summary = CutoffSummary {
-            record: "cutoff".into(),
             cutoff: cutoff.clone(),
             split: params.split.clone(),
             labels_from: labels.step.clone(),
@@ -170,7 +168,7 @@ impl StepKind for CutoffStep {
             sides: BTreeMap::new(),
         };
         let mut after = Vec::new();
-        for record in selection::truth_records(labels) {
+        for record in selection::truth_records(labels)? {
             let origin = parse_claim_id(&record.claim).ok_or_else(|| {
                 StepError::Invariant(format!(
                     "step `{}`: claim id `{}` names no repository",
@@ -208,6 +206,7 @@ impl StepKind for CutoffStep {
         }
         summary.natural_rate =
             crate::stats::confusion::ratio(summary.after.flipped, summary.after.claims);
+        let summary = selection::SelectionSummary::Cutoff(summary);
         let mut records = vec![serde_json::to_value(&summary).expect("a summary serializes")];
         records.extend(
             after
@@ -221,19 +220,19 @@ impl StepKind for CutoffStep {
     }
 
     fn publish(&self, ctx: &StepContext, items: &[ItemResult]) -> Result<(), StepError> {
-        selection::publish_with_summary(ctx, items, "cutoff", "cutoff")
+        selection::publish_with_summary(ctx, items, selection::is_selection_summary, "cutoff")
     }
 }
 
 /// The summary record among a `cutoff` step's outputs.
-pub fn summary_of(split: &crate::engine::StepOutput) -> Result<CutoffSummary, String> {
-    split
-        .items
-        .iter()
-        .flat_map(|item| item.output.records.iter())
-        .find(|record| record.get("record").and_then(|value| value.as_str()) == Some("cutoff"))
-        .and_then(|record| serde_json::from_value(record.clone()).ok())
-        .ok_or_else(|| format!("step `{}` has no cutoff summary record", split.step))
+pub fn summary_of(split: &crate::engine::StepOutput) -> Result<CutoffSummary, StepError> {
+    match selection::labelled(split)?.summary {
+        Some(selection::SelectionSummary::Cutoff(summary)) => Ok(summary),
+        _ => Err(StepError::Invariant(format!(
+            "step `{}` has no cutoff summary record",
+            split.step
+        ))),
+    }
 }
 
 /// A problem with the date: the parameter it is about, what is wrong, what to do.

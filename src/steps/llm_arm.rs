@@ -15,7 +15,7 @@
 //! the calls that use it. The guard reads every message just before it is sent.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -24,17 +24,18 @@ use serde_json::json;
 use super::claim_groups::claims_by_commit;
 use super::model_calls::{self, CallRecord, call_params, model_spec, prompt_file};
 use super::prose_render::RenderRecord;
+use super::scored::Scored;
 use super::shuffle::group_by_shown;
 use crate::cache::{Digest, JsonText};
 use crate::controls::shuffle::CommitRef;
 use crate::engine::{
-    Execution, ItemFuture, ItemOutput, ItemPlan, ItemResult, ModelName, ParamsDecl, Pool,
+    Execution, ItemFuture, ItemOutput, ItemPlan, ItemResult, ModelName, ParamsDecl, Planned, Pool,
     ProjectFile, Role, StepContext, StepError, StepKind, StepName, Upstream,
 };
 use crate::mining::{DEFAULT_DIFF_LIMIT, SourceDiff, TestFileRules, source_diff};
 use crate::models::guard::Forbidden;
 use crate::models::{Question, Totals, question_request, read};
-use crate::pipeline::StepSpec;
+use crate::pipeline::{Price, StepSpec};
 use crate::records::{PredictionRecord, Verdict};
 
 /// The most replicates a step may ask for.
@@ -116,6 +117,7 @@ struct Prepared {
 }
 
 /// Where one claim's prediction comes from.
+#[derive(Serialize)]
 enum Slot {
     /// From call `item`; `first` is the claim the call's usage is charged to.
     Call {
@@ -127,6 +129,8 @@ enum Slot {
     Unjudged { claim: String, problem: String },
 }
 
+/// What a step's planning found beyond its items: what each call sends, and which call answers
+/// which claim. The engine hands it to the calls and the reduction.
 #[derive(Default)]
 struct StepPlan {
     calls: BTreeMap<String, Prepared>,
@@ -135,11 +139,28 @@ struct StepPlan {
     replicates: u32,
 }
 
+impl StepPlan {
+    /// The digest of what the reduction reads of the plan besides the calls' answers: the
+    /// claims' slots, the replicates, each call's marks and the model's price (a prediction's
+    /// cost), none of which is in a call's key.
+    fn digest(&self, price: Option<Price>) -> Digest {
+        let marks: BTreeMap<&str, (Option<&CommitRef>, bool)> = self
+            .calls
+            .iter()
+            .map(|(id, call)| (id.as_str(), (call.shuffled.as_ref(), call.paraphrased)))
+            .collect();
+        Digest::of_json(&(&self.slots, self.replicates, marks, price))
+            .expect("a plan's reduction inputs serialize")
+    }
+}
+
+/// The version of the reduction of calls into predictions: bump it when the predictions derived
+/// from the same calls and plan change, and no call is asked again.
+const REDUCTION_VERSION: u32 = 1;
+
 /// The `llm-arm` step kind.
 #[derive(Default)]
 pub struct LlmArm {
-    /// Each step's plan, from `items` to `run` and `publish` within a run.
-    plans: Mutex<BTreeMap<String, Arc<StepPlan>>>,
     /// Strategy versions that differ from the shipped ones ([`shipped_version`]).
     versions: BTreeMap<String, u32>,
 }
@@ -168,20 +189,6 @@ impl LlmArm {
     pub fn with_version(mut self, strategy: &str, version: u32) -> Self {
         self.versions.insert(strategy.to_string(), version);
         self
-    }
-
-    fn plan(&self, ctx: &StepContext) -> Result<Arc<StepPlan>, StepError> {
-        self.plans
-            .lock()
-            .expect("plans lock")
-            .get(&ctx.step.name)
-            .cloned()
-            .ok_or_else(|| {
-                StepError::Invariant(format!(
-                    "step `{}` ran before it was planned",
-                    ctx.step.name
-                ))
-            })
     }
 }
 
@@ -264,7 +271,7 @@ impl LlmArm {
     /// Sends one planned call and reads its verdict.
     async fn call(&self, ctx: &StepContext<'_>, item: &ItemPlan) -> Result<ItemOutput, StepError> {
         let params: &LlmArmParams = ctx.params()?;
-        let plan = self.plan(ctx)?;
+        let plan: &StepPlan = ctx.plan()?;
         let prepared = plan.calls.get(&item.id).ok_or_else(|| {
             StepError::Invariant(format!(
                 "step `{}`: item {} was not planned",
@@ -346,7 +353,11 @@ impl StepKind for LlmArm {
         Execution::Async
     }
 
-    fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
+    fn reduction(&self, _step: &StepSpec) -> Option<u32> {
+        Some(REDUCTION_VERSION)
+    }
+
+    fn plan(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Planned, StepError> {
         let params: &LlmArmParams = ctx.params()?;
         let spec = model_spec(ctx, params.model.as_str())?;
         let (prompt, prompt_digest) = prompt_file(ctx, params.prompt.as_str())?;
@@ -364,9 +375,9 @@ impl StepKind for LlmArm {
         let mut items = Vec::new();
         let mut opened = Opened::default();
         // With a `shuffle` step needed, each claim is shown its paired commit's diff.
-        let shuffle_upstream = super::shuffle::shown_commits(upstream).is_some();
-        let paraphrased = super::paraphrase::paraphrased_claims(upstream).is_some();
-        for (shown, group) in group_by_shown(claims_by_commit(ctx, upstream)?, upstream) {
+        let shuffle_upstream = super::shuffle::shown_commits(upstream)?.is_some();
+        let paraphrased = super::paraphrase::paraphrased_claims(upstream)?.is_some();
+        for (shown, group) in group_by_shown(claims_by_commit(ctx, upstream)?, upstream)? {
             let first = &shown;
             let shuffled = shuffle_upstream.then(|| shown.clone());
             let (diff, rules) = opened.diff_of(ctx, first, limit)?;
@@ -472,11 +483,10 @@ impl StepKind for LlmArm {
             }
         }
         plan.replicates = replicates;
-        self.plans
-            .lock()
-            .expect("plans lock")
-            .insert(ctx.step.name.clone(), Arc::new(plan));
-        Ok(items)
+        let digest = plan.digest(spec.price_per_mtok);
+        Ok(Planned::items(items)
+            .with_plan(plan)
+            .reduction_reads(digest))
     }
 
     fn run_async<'a>(
@@ -488,13 +498,12 @@ impl StepKind for LlmArm {
         Box::pin(self.call(ctx, item))
     }
 
-    fn publish(&self, ctx: &StepContext, items: &[ItemResult]) -> Result<(), StepError> {
+    fn reduce(&self, ctx: &StepContext, items: &[ItemResult]) -> Result<ItemOutput, StepError> {
         let params: &LlmArmParams = ctx.params()?;
         let price = model_spec(ctx, params.model.as_str())?.price_per_mtok;
-        let plan = self.plan(ctx)?;
+        let plan: &StepPlan = ctx.plan()?;
         let mut calls: BTreeMap<&str, CallRecord> = BTreeMap::new();
-        let mut totals = Totals::default();
-        let mut cached = 0;
+        let mut usage = Totals::default();
         for item in items {
             let record = item
                 .output
@@ -507,89 +516,46 @@ impl StepKind for LlmArm {
                         ctx.step.name, item.plan.id
                     ))
                 })?;
-            totals.add(&record.completion.usage, price);
-            cached += usize::from(item.cached);
+            usage.add(&record.completion.usage, price);
             calls.insert(item.plan.id.as_str(), record);
         }
-        let predictions_of = |replicate: u32| -> Result<Vec<PredictionRecord>, StepError> {
-            let mut predictions = Vec::new();
-            for slot in &plan.slots {
-                predictions.push(match slot {
-                    Slot::Unjudged { claim, problem } => PredictionRecord {
-                        claim: claim.clone(),
-                        verdict: Verdict::None,
-                        evidence: json!({"question": params.question, "problem": problem}),
-                        tokens_in: None,
-                        tokens_out: None,
-                        cost: None,
-                    },
-                    Slot::Call { claim, item, first } => {
-                        let item = &replicate_id(item, replicate);
-                        let record = calls.get(item.as_str()).ok_or_else(|| {
-                            StepError::Invariant(format!(
-                                "step `{}`: no answer for call {item}",
-                                ctx.step.name
-                            ))
-                        })?;
-                        let reading = record.reading.clone().ok_or_else(|| {
-                            StepError::Invariant(format!(
-                                "step `{}`: call {item} has no verdict reading",
-                                ctx.step.name
-                            ))
-                        })?;
-                        let usage = &record.completion.usage;
-                        // A shared call's usage is charged once, to the commit's first claim.
-                        let (tokens_in, tokens_out, cost) = if *first {
-                            (usage.tokens_in, usage.tokens_out, usage.cost(price))
-                        } else {
-                            (0, 0, 0.0)
-                        };
-                        let mut prediction = PredictionRecord {
-                            claim: claim.clone(),
-                            verdict: reading.verdict,
-                            evidence: json!({
-                                "question": params.question,
-                                "provider": record.provider,
-                                "model": record.model,
-                                "call": item,
-                                "shared_call": !*first || params.question.per_commit(),
-                                "answer": record.completion.text,
-                                "problem": reading.problem,
-                                "stop": record.completion.stop,
-                                "latency_ms": usage.latency_ms,
-                            }),
-                            tokens_in: Some(tokens_in),
-                            tokens_out: Some(tokens_out),
-                            cost: Some(cost),
-                        };
-                        let call = plan.calls.get(item.as_str());
-                        if let Some(commit) = call.and_then(|call| call.shuffled.as_ref()) {
-                            super::shuffle::mark_shown(&mut prediction.evidence, commit);
-                        }
-                        if call.is_some_and(|call| call.paraphrased) {
-                            super::paraphrase::mark_paraphrased(&mut prediction.evidence);
-                        }
-                        prediction
-                    }
-                });
-            }
-            Ok(predictions)
+        let answers = Answers {
+            ctx,
+            params,
+            price,
+            plan,
+            calls: &calls,
         };
-        let predictions = predictions_of(0)?;
+        let predictions = answers.predictions(0)?;
         let mut sets = vec![("0".to_string(), verdicts(&predictions))];
+        let mut replicates = Vec::new();
         for replicate in 1..plan.replicates {
-            let again = predictions_of(replicate)?;
+            let again = answers.predictions(replicate)?;
             sets.push((replicate.to_string(), verdicts(&again)));
-            ctx.write_jsonl(
-                &format!("replicates/{}/{replicate}.jsonl", ctx.step.name),
-                &again,
-            )?;
+            replicates.push(again);
         }
         let agreement = (plan.replicates > 1).then(|| crate::controls::agreement::pairwise(&sets));
-        ctx.write_jsonl(
-            &format!("predictions/{}.jsonl", ctx.step.name),
-            &predictions,
-        )?;
+        Ok(ItemOutput::records([Scored {
+            predictions,
+            replicates,
+            agreement,
+            usage: Some(usage),
+        }]))
+    }
+
+    fn publish(&self, ctx: &StepContext, items: &[ItemResult]) -> Result<(), StepError> {
+        let params: &LlmArmParams = ctx.params()?;
+        let scored: Scored = ctx.reduced()?;
+        let cached = items.iter().filter(|item| item.cached).count();
+        let totals = scored.usage.unwrap_or_default();
+        for (replicate, again) in (1..).zip(&scored.replicates) {
+            ctx.write_jsonl(
+                &format!("replicates/{}/{replicate}.jsonl", ctx.step.name),
+                again,
+            )?;
+        }
+        let predictions = &scored.predictions;
+        ctx.write_jsonl(&format!("predictions/{}.jsonl", ctx.step.name), predictions)?;
         ctx.note(&model_calls::describe(&totals, Some(cached)));
         let summary = json!({
             "step": ctx.step.name,
@@ -602,8 +568,8 @@ impl StepKind for LlmArm {
             "cost": totals.cost,
             "claims": predictions.len(),
             "no_verdict": predictions.iter().filter(|p| p.verdict == Verdict::None).count(),
-            "replicates": plan.replicates,
-            "replicate_agreement": agreement,
+            "replicates": scored.replicates.len() + 1,
+            "replicate_agreement": scored.agreement,
         });
         ctx.write_result(
             &format!("calls/{}.json", ctx.step.name),
@@ -611,5 +577,88 @@ impl StepKind for LlmArm {
                 .expect("a summary serializes")
                 .as_bytes(),
         )
+    }
+}
+
+/// The answers of a step's calls, read claim by claim as its plan says.
+struct Answers<'a> {
+    ctx: &'a StepContext<'a>,
+    params: &'a LlmArmParams,
+    price: Option<Price>,
+    plan: &'a StepPlan,
+    calls: &'a BTreeMap<&'a str, CallRecord>,
+}
+
+impl Answers<'_> {
+    /// The predictions of replicate `replicate`, one per claim in the plan's order.
+    fn predictions(&self, replicate: u32) -> Result<Vec<PredictionRecord>, StepError> {
+        self.plan
+            .slots
+            .iter()
+            .map(|slot| match slot {
+                Slot::Unjudged { claim, problem } => Ok(PredictionRecord {
+                    claim: claim.clone(),
+                    verdict: Verdict::None,
+                    evidence: json!({"question": self.params.question, "problem": problem}),
+                    tokens_in: None,
+                    tokens_out: None,
+                    cost: None,
+                }),
+                Slot::Call { claim, item, first } => {
+                    self.answered(claim, &replicate_id(item, replicate), *first)
+                }
+            })
+            .collect()
+    }
+
+    /// The prediction for `claim` read from call `item`; `first` when the call's usage is
+    /// charged to it.
+    fn answered(
+        &self,
+        claim: &str,
+        item: &str,
+        first: bool,
+    ) -> Result<PredictionRecord, StepError> {
+        let step = &self.ctx.step.name;
+        let record = self.calls.get(item).ok_or_else(|| {
+            StepError::Invariant(format!("step `{step}`: no answer for call {item}"))
+        })?;
+        let reading = record.reading.clone().ok_or_else(|| {
+            StepError::Invariant(format!("step `{step}`: call {item} has no verdict reading"))
+        })?;
+        let usage = &record.completion.usage;
+        // A shared call's usage is charged once, to the commit's first claim.
+        let (tokens_in, tokens_out, cost) = if first {
+            (usage.tokens_in, usage.tokens_out, usage.cost(self.price))
+        } else {
+            (0, 0, 0.0)
+        };
+        let question = self.params.question;
+        let mut prediction = PredictionRecord {
+            claim: claim.to_string(),
+            verdict: reading.verdict,
+            evidence: json!({
+                "question": question,
+                "provider": record.provider,
+                "model": record.model,
+                "call": item,
+                "shared_call": !first || question.per_commit(),
+                "answer": record.completion.text,
+                "problem": reading.problem,
+                "stop": record.completion.stop,
+                "latency_ms": usage.latency_ms,
+            }),
+            tokens_in: Some(tokens_in),
+            tokens_out: Some(tokens_out),
+            cost: Some(cost),
+        };
+        let call = self.plan.calls.get(item);
+        if let Some(commit) = call.and_then(|call| call.shuffled.as_ref()) {
+            super::shuffle::mark_shown(&mut prediction.evidence, commit);
+        }
+        if call.is_some_and(|call| call.paraphrased) {
+            super::paraphrase::mark_paraphrased(&mut prediction.evidence);
+        }
+        Ok(prediction)
     }
 }

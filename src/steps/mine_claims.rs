@@ -255,7 +255,8 @@ impl StepKind for MineClaims {
         let located = repository::locate(spec, ctx.workdir)?;
         let git = located.open()?;
         let slot = slot_name(&item.id);
-        let worktree = crate::engine::private_root(ctx.workdir)
+        let worktree = ctx
+            .private_root()
             .join("worktrees")
             .join(format!("claims-{slot}"));
         let scratch = ctx.scratch(&slot)?;

@@ -1,5 +1,6 @@
-//! What the model step kinds (`llm-arm`, `prose-render`) share: one client per model entry (so an
-//! entry's limits hold across steps; its requests run on the engine's runtime, as async items),
+//! What the model step kinds (`llm-arm`, `prose-render`) share: one client per model entry and
+//! run (so an entry's limits hold across steps; its requests run on the engine's runtime, as async
+//! items),
 //! the part of a model entry that enters a call's key, prompt files, and the record a call leaves
 //! in the cache.
 //!
@@ -9,21 +10,21 @@
 //! entry's name, its concurrency, rates, timeout or retries.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::cache::Digest;
-use crate::engine::{StepContext, StepError};
+use crate::engine::{Spend, StepContext, StepError};
 use crate::models::{
     ChatRequest, Completion, ErrorClass, ModelClient, ModelError, Reading, Totals,
 };
 use crate::pipeline::ModelSpec;
 
-/// Clients by entry name and settings, shared by every step of the process.
-static CLIENTS: LazyLock<Mutex<BTreeMap<String, Arc<ModelClient>>>> =
-    LazyLock::new(|| Mutex::new(BTreeMap::new()));
+/// Clients by entry name and settings, shared by every step of a run (held in its session).
+#[derive(Default)]
+struct Clients(Mutex<BTreeMap<String, Arc<ModelClient>>>);
 
 /// The model entry a step's `model:` names.
 pub fn model_spec<'a>(ctx: &'a StepContext, name: &str) -> Result<&'a ModelSpec, StepError> {
@@ -89,46 +90,14 @@ pub async fn complete(
         .await
         .map_err(|error| model_error(ctx, item, error))?;
     let price = model_spec(ctx, name)?.price_per_mtok;
-    spent(ctx, &completion.usage, price);
+    let usage = &completion.usage;
+    ctx.spent(Spend {
+        calls: 1,
+        tokens_in: usage.tokens_in,
+        tokens_out: usage.tokens_out,
+        cost: usage.cost(price),
+    });
     Ok(completion)
-}
-
-/// What this process's model calls have cost so far, and when that was last said.
-struct Spent {
-    totals: Totals,
-    said: Option<std::time::Instant>,
-}
-
-static SPENT: Mutex<Spent> = Mutex::new(Spent {
-    totals: Totals {
-        calls: 0,
-        tokens_in: 0,
-        tokens_out: 0,
-        cost: 0.0,
-    },
-    said: None,
-});
-
-/// How often the running model totals are printed.
-const SAY_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// Counts one call, and every few seconds tells the user the calls made so far, their tokens and
-/// their cost (a progress line).
-fn spent(ctx: &StepContext, usage: &crate::models::Usage, price: Option<crate::pipeline::Price>) {
-    let line = {
-        let mut spent = SPENT
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        spent.totals.add(usage, price);
-        let due = spent.said.is_none_or(|said| said.elapsed() >= SAY_EVERY);
-        due.then(|| {
-            spent.said = Some(std::time::Instant::now());
-            describe(&spent.totals, None)
-        })
-    };
-    if let Some(line) = line {
-        ctx.note(&format!("model calls so far: {line}"));
-    }
 }
 
 /// `12 calls (3 cached), 10,234 tokens in, 512 out, $0.0041`.
@@ -149,11 +118,14 @@ fn client(ctx: &StepContext, name: &str) -> Result<Arc<ModelClient>, StepError> 
         let log = ctx.workdir.join("logs").join("llama-server.log");
         // Starting (or provisioning) the server blocks the thread the step's items are polled on;
         // they all wait for it anyway.
-        let url = crate::local_model::embedded::base_url(&log, &|line| ctx.note(line)).map_err(
-            |error| {
+        let local = ctx
+            .session
+            .get::<crate::local_model::embedded::LocalModel>();
+        let url = local
+            .base_url(&log, &|line| ctx.note(line))
+            .map_err(|error| {
                 StepError::Message(format!("step `{}`: model `{name}`: {error}", ctx.step.name))
-            },
-        )?;
+            })?;
         Some(url)
     } else {
         None
@@ -163,7 +135,8 @@ fn client(ctx: &StepContext, name: &str) -> Result<Arc<ModelClient>, StepError> 
         serde_json::to_string(spec).expect("a spec serializes"),
         started.as_deref().unwrap_or("")
     );
-    let mut clients = CLIENTS.lock().expect("clients lock");
+    let clients = ctx.session.get::<Clients>();
+    let mut clients = clients.0.lock().expect("clients lock");
     if let Some(client) = clients.get(&identity) {
         return Ok(Arc::clone(client));
     }

@@ -605,7 +605,7 @@ impl StepKind for OracleStep {
         };
         // A worker's slots are its own (`<workdir>/jobs/<job>/…`): jobs on other nodes share
         // the workdir, not its checkouts.
-        let pool = self.pool(&crate::engine::private_root(ctx.workdir));
+        let pool = self.pool(&ctx.private_root());
         let mut slot = pool.acquire();
         let judged = (|| {
             let oid = |id: &str| {

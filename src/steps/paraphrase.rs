@@ -82,25 +82,67 @@ struct Line {
     line: serde_json::Value,
 }
 
+/// A record of a paraphrase, told apart by its `record` tag. A kept claim is its claim line as
+/// written, rewritten (what an arm judges, and what enters its items' keys): only its id is
+/// read here, and the line is kept whole.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "record", rename_all = "lowercase")]
+enum ParaphraseRecord {
+    /// Declares the manipulation (`control: paraphrase`).
+    Summary {
+        #[serde(rename = "control")]
+        _control: String,
+    },
+    /// A kept claim, rewritten.
+    Paraphrased { id: String },
+    /// A claim whose rewrite was refused, and why.
+    Refused {
+        #[serde(rename = "claim")]
+        _claim: String,
+        #[serde(rename = "why")]
+        _why: String,
+    },
+}
+
+/// The records of one output of a paraphrase step, decoded, each beside its line as written.
+fn paraphrase_records<'a>(
+    step: &str,
+    records: impl Iterator<Item = &'a serde_json::Value>,
+) -> Result<Vec<(ParaphraseRecord, &'a serde_json::Value)>, StepError> {
+    records
+        .map(|record| {
+            ParaphraseRecord::deserialize(record)
+                .map(|decoded| (decoded, record))
+                .map_err(|source| StepError::Record {
+                    step: step.to_string(),
+                    source,
+                })
+        })
+        .collect()
+}
+
 /// The claim records a needed `paraphrase` step kept, rewritten, by claim id; `None` when no
 /// needed step paraphrases.
-pub fn paraphrased_claims(upstream: &Upstream) -> Option<BTreeMap<String, serde_json::Value>> {
+pub fn paraphrased_claims(
+    upstream: &Upstream,
+) -> Result<Option<BTreeMap<String, serde_json::Value>>, StepError> {
     let mut found: Option<BTreeMap<String, serde_json::Value>> = None;
     for output in upstream.all() {
         if super::shuffle::declares_control(output).as_deref() != Some(PARAPHRASE) {
             continue;
         }
         let kept = found.get_or_insert_with(BTreeMap::new);
-        for record in output.items.iter().flat_map(|item| &item.output.records) {
-            if record.get("record").and_then(|value| value.as_str()) != Some("paraphrased") {
-                continue;
-            }
-            if let Some(id) = record.get("id").and_then(|value| value.as_str()) {
-                kept.insert(id.to_string(), record.clone());
+        let records = output
+            .items
+            .iter()
+            .flat_map(|item| item.output.records.iter());
+        for (decoded, line) in paraphrase_records(&output.step, records)? {
+            if let ParaphraseRecord::Paraphrased { id } = decoded {
+                kept.insert(id, line.clone());
             }
         }
     }
-    found
+    Ok(found)
 }
 
 /// Marks a prediction's evidence as judged on the paraphrased claim.
@@ -180,7 +222,7 @@ impl ParaphraseStep {
                     ctx.step.name
                 ))
             })?;
-        let selected = super::selection::selected_claims(upstream);
+        let selected = super::selection::selected_claims(upstream)?;
         let mut lines = Vec::new();
         for line in output.items.iter().flat_map(|item| &item.output.records) {
             let record: ClaimRecord = serde_json::from_value(line.clone()).map_err(|error| {
@@ -473,11 +515,12 @@ impl StepKind for ParaphraseStep {
     fn publish(&self, ctx: &StepContext, items: &[ItemResult]) -> Result<(), StepError> {
         let mut kept = Vec::new();
         let mut refusals = Vec::new();
-        for record in items.iter().flat_map(|item| &item.output.records) {
-            match record.get("record").and_then(|value| value.as_str()) {
-                Some("paraphrased") => kept.push(record.clone()),
-                Some("refused") => refusals.push(record.clone()),
-                _ => {}
+        let records = items.iter().flat_map(|item| item.output.records.iter());
+        for (decoded, line) in paraphrase_records(&ctx.step.name, records)? {
+            match decoded {
+                ParaphraseRecord::Paraphrased { .. } => kept.push(line.clone()),
+                ParaphraseRecord::Refused { .. } => refusals.push(line.clone()),
+                ParaphraseRecord::Summary { .. } => {}
             }
         }
         let summary = json!({

@@ -9,7 +9,6 @@
 //! `notes/<step>.jsonl`; the prose arm gives it no verdict and says why.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -19,7 +18,7 @@ use super::claim_groups::claims_by_commit;
 use super::model_calls::{self, CallRecord, call_params, model_spec, prompt_file};
 use crate::cache::Digest;
 use crate::engine::{
-    Execution, ItemFuture, ItemOutput, ItemPlan, ItemResult, ModelName, ParamsDecl, Pool,
+    Execution, ItemFuture, ItemOutput, ItemPlan, ItemResult, ModelName, ParamsDecl, Planned, Pool,
     ProjectFile, StepContext, StepError, StepKind, Upstream,
 };
 use crate::models::ask::note;
@@ -49,15 +48,16 @@ pub struct RenderRecord {
     pub call: CallRecord,
 }
 
-/// A step's prompt and its claims' sources, by claim id.
-type Plan = (String, BTreeMap<String, String>);
+/// What a step's planning read for its calls: the prompt, and each claim's source by claim id.
+/// The engine hands it to every call.
+struct Plan {
+    prompt: String,
+    sources: BTreeMap<String, String>,
+}
 
 /// The `prose-render` step kind.
 #[derive(Default)]
-pub struct ProseRender {
-    /// Each step's plan, from `items` to `run` within a run.
-    plans: Mutex<BTreeMap<String, Arc<Plan>>>,
-}
+pub struct ProseRender;
 
 impl ProseRender {
     /// Asks for one claim's note.
@@ -67,23 +67,14 @@ impl ProseRender {
         item: &ItemPlan,
     ) -> Result<ItemOutput, StepError> {
         let params: &ProseRenderParams = ctx.params()?;
-        let plan = self
-            .plans
-            .lock()
-            .expect("plans lock")
-            .get(&ctx.step.name)
-            .cloned();
-        let source = plan
-            .as_ref()
-            .and_then(|plan| plan.1.get(&item.id))
-            .ok_or_else(|| {
-                StepError::Invariant(format!(
-                    "step `{}`: item {} was not planned",
-                    ctx.step.name, item.id
-                ))
-            })?;
-        let prompt = &plan.as_ref().expect("checked above").0;
-        let request = render_request(prompt, source);
+        let plan: &Plan = ctx.plan()?;
+        let source = plan.sources.get(&item.id).ok_or_else(|| {
+            StepError::Invariant(format!(
+                "step `{}`: item {} was not planned",
+                ctx.step.name, item.id
+            ))
+        })?;
+        let request = render_request(&plan.prompt, source);
         let completion =
             model_calls::complete(ctx, params.model.as_str(), &item.id, &request).await?;
         let spec = model_spec(ctx, params.model.as_str())?;
@@ -126,7 +117,7 @@ impl StepKind for ProseRender {
         Execution::Async
     }
 
-    fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
+    fn plan(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Planned, StepError> {
         let params: &ProseRenderParams = ctx.params()?;
         let spec = model_spec(ctx, params.model.as_str())?;
         let (prompt, prompt_digest) = prompt_file(ctx, params.prompt.as_str())?;
@@ -142,11 +133,7 @@ impl StepKind for ProseRender {
             );
             sources.insert(claim.id, claim.source);
         }
-        self.plans
-            .lock()
-            .expect("plans lock")
-            .insert(ctx.step.name.clone(), Arc::new((prompt, sources)));
-        Ok(items)
+        Ok(Planned::items(items).with_plan(Plan { prompt, sources }))
     }
 
     fn run_async<'a>(

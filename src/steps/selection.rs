@@ -9,6 +9,8 @@
 
 use std::collections::BTreeSet;
 
+use serde::{Deserialize, Serialize};
+
 use crate::engine::{ItemResult, Role, StepContext, StepError, StepOutput, Upstream};
 use crate::records::TruthRecord;
 
@@ -38,22 +40,83 @@ pub fn label_step<'a>(
         })
 }
 
-/// The truth records of a labels step, its summary record left out.
-pub fn truth_records(output: &StepOutput) -> Vec<TruthRecord> {
-    output
+/// The summary record of a selection, told apart from the truth records beside it by its
+/// `record` tag.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "record", rename_all = "lowercase")]
+pub enum SelectionSummary {
+    /// A `stratify` sample's (`sample.json`).
+    Sample(super::stratify::SampleSummary),
+    /// A `cutoff` split's (`cutoff.json`).
+    Cutoff(super::cutoff::CutoffSummary),
+}
+
+impl SelectionSummary {
+    /// The flip rate of the population the selection stands for, when it records one.
+    pub fn natural_rate(&self) -> Option<f64> {
+        match self {
+            SelectionSummary::Sample(sample) => sample.natural_rate,
+            SelectionSummary::Cutoff(split) => split.natural_rate,
+        }
+    }
+}
+
+/// The records of a labels step (an oracle, a sample, a split), decoded once.
+#[derive(Debug, Clone, Default)]
+pub struct Labelled {
+    /// The selection's summary; none for an oracle.
+    pub summary: Option<SelectionSummary>,
+    pub truth: Vec<TruthRecord>,
+}
+
+/// One record of a labels step: a truth record, or (with a `record` tag) a selection's summary.
+pub enum LabelRecord {
+    Summary(SelectionSummary),
+    Truth(TruthRecord),
+}
+
+impl LabelRecord {
+    /// The record decoded by its tag: a tagged one must be a summary, any other a truth record.
+    pub fn decode(record: &serde_json::Value) -> Result<Self, serde_json::Error> {
+        if record.get("record").is_some() {
+            SelectionSummary::deserialize(record).map(LabelRecord::Summary)
+        } else {
+            TruthRecord::deserialize(record).map(LabelRecord::Truth)
+        }
+    }
+}
+
+/// The records of the labels step `output`, decoded once. A record that is neither a truth
+/// record nor a summary is an error naming the step, never skipped.
+pub fn labelled(output: &StepOutput) -> Result<Labelled, StepError> {
+    let mut labelled = Labelled::default();
+    for record in output
         .items
         .iter()
         .flat_map(|item| item.output.records.iter())
-        .filter(|record| record.get("record").is_none())
-        .filter_map(|record| serde_json::from_value(record.clone()).ok())
-        .collect()
+    {
+        let decoded = LabelRecord::decode(record).map_err(|source| StepError::Record {
+            step: output.step.clone(),
+            source,
+        })?;
+        match decoded {
+            LabelRecord::Summary(summary) => labelled.summary = Some(summary),
+            LabelRecord::Truth(truth) => labelled.truth.push(truth),
+        }
+    }
+    Ok(labelled)
+}
+
+/// The truth records of a labels step, its summary record left out.
+pub fn truth_records(output: &StepOutput) -> Result<Vec<TruthRecord>, StepError> {
+    labelled(output).map(|labelled| labelled.truth)
 }
 
 /// The claims selected by every selection step needed, or `None` when none is needed.
-pub fn selected_claims(upstream: &Upstream) -> Option<BTreeSet<String>> {
+pub fn selected_claims(upstream: &Upstream) -> Result<Option<BTreeSet<String>>, StepError> {
     let mut selected: Option<BTreeSet<String>> = None;
     for output in upstream.all().filter(|output| is_selection(output)) {
-        let claims: BTreeSet<String> = truth_records(output)
+        let claims: BTreeSet<String> = truth_records(output)?
             .into_iter()
             .map(|record| record.claim)
             .collect();
@@ -62,33 +125,43 @@ pub fn selected_claims(upstream: &Upstream) -> Option<BTreeSet<String>> {
             None => claims,
         });
     }
-    selected
+    Ok(selected)
 }
 
 /// Publishes a step whose items hold one summary record (`record: <summary>`) beside its other
 /// records: the summary to `<name>.json`, the rest to `<name>.jsonl` (under the step's own name
 /// when an earlier step of its kind took those files). A `stratify` sample, a `cutoff` split and
-/// a `shuffle` publish so.
+/// a `shuffle` publish so; `is_summary` decodes a record and says whether it is the summary. The
+/// records are written as they are.
 pub fn publish_with_summary(
     ctx: &StepContext,
     items: &[ItemResult],
-    summary: &str,
+    is_summary: impl Fn(&serde_json::Value) -> Result<bool, serde_json::Error>,
     name: &str,
 ) -> Result<(), StepError> {
     let mut found = None;
     let mut records = Vec::new();
-    for record in items.iter().flat_map(|item| &item.output.records) {
-        if record.get("record").and_then(|value| value.as_str()) == Some(summary) {
-            found = Some(record.clone());
+    for record in items.iter().flat_map(|item| item.output.records.iter()) {
+        let summary = is_summary(record).map_err(|source| StepError::Record {
+            step: ctx.step.name.clone(),
+            source,
+        })?;
+        if summary {
+            found = Some(record);
         } else {
-            records.push(record.clone());
+            records.push(record);
         }
     }
     let found = found.ok_or_else(|| {
         StepError::Invariant(format!("step `{}` produced no summary", ctx.step.name))
     })?;
-    let mut bytes = serde_json::to_vec_pretty(&found).expect("a summary serializes");
+    let mut bytes = serde_json::to_vec_pretty(found).expect("a summary serializes");
     bytes.push(b'\n');
     ctx.write_result(&ctx.own_result(&format!("{name}.json")), &bytes)?;
     ctx.write_jsonl(&ctx.own_result(&format!("{name}.jsonl")), records)
+}
+
+/// Whether a selection's record is its summary, decoded ([`publish_with_summary`]).
+pub fn is_selection_summary(record: &serde_json::Value) -> Result<bool, serde_json::Error> {
+    LabelRecord::decode(record).map(|decoded| matches!(decoded, LabelRecord::Summary(_)))
 }

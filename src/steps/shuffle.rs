@@ -41,11 +41,19 @@ pub struct ShuffleParams {
     pub seed: u64,
 }
 
+/// A record of a shuffle, told apart by its `record` tag.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "record", rename_all = "lowercase")]
+pub enum ShuffleRecord {
+    /// The summary (`shuffle.json`).
+    Shuffle(ShuffleSummary),
+    /// One pairing (`shuffle.jsonl`).
+    Pairing(Pairing),
+}
+
 /// The summary record of a shuffle (`shuffle.json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ShuffleSummary {
-    /// Always `shuffle`: tells the summary from the pairings beside it.
-    pub record: String,
     /// Always `shuffled-diff`: an arm needing this step is a control of its unshuffled twin.
     pub control: String,
     pub seed: u64,
@@ -57,37 +65,34 @@ pub struct ShuffleSummary {
     pub unpaired: Vec<crate::controls::shuffle::Unpaired>,
 }
 
-/// One pairing as a record (`shuffle.jsonl`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PairingRecord {
-    /// Always `pairing`.
-    pub record: String,
-    #[serde(flatten)]
-    pub pairing: Pairing,
-}
-
 /// The commit whose diff each claim is shown, when a `shuffle` step is needed: by claim id.
-/// `None` when no needed step pairs claims.
-pub fn shown_commits(upstream: &Upstream) -> Option<BTreeMap<String, CommitRef>> {
-    let mut found = None;
+/// `None` when no needed step pairs claims; a shuffle that paired nothing still shuffles (every
+/// claim goes unjudged). A record of a shuffle that does not decode is an error naming the step.
+pub fn shown_commits(
+    upstream: &Upstream,
+) -> Result<Option<BTreeMap<String, CommitRef>>, StepError> {
+    let mut found: Option<BTreeMap<String, CommitRef>> = None;
     for output in upstream.all() {
-        for record in output.items.iter().flat_map(|item| &item.output.records) {
-            if record.get("record").and_then(|value| value.as_str()) != Some("pairing") {
-                continue;
-            }
-            let Ok(pairing) = serde_json::from_value::<PairingRecord>(record.clone()) else {
-                continue;
-            };
-            found
-                .get_or_insert_with(BTreeMap::new)
-                .insert(pairing.pairing.claim, pairing.pairing.paired);
+        if declares_control(output).as_deref() != Some(SHUFFLED_DIFF) {
+            continue;
         }
-        if found.is_none() && declares_control(output).as_deref() == Some(SHUFFLED_DIFF) {
-            // A shuffle that paired nothing still shuffles: every claim goes unjudged.
-            found = Some(BTreeMap::new());
+        let shown = found.get_or_insert_with(BTreeMap::new);
+        for record in output
+            .items
+            .iter()
+            .flat_map(|item| item.output.records.iter())
+        {
+            let decoded =
+                ShuffleRecord::deserialize(record).map_err(|source| StepError::Record {
+                    step: output.step.clone(),
+                    source,
+                })?;
+            if let ShuffleRecord::Pairing(pairing) = decoded {
+                shown.insert(pairing.claim, pairing.paired);
+            }
         }
     }
-    found
+    Ok(found)
 }
 
 /// The manipulation a needed step declares by its role, if it manipulates what arms see.
@@ -98,15 +103,16 @@ pub fn declares_control(output: &StepOutput) -> Option<String> {
     }
 }
 
-/// Every needed step's records of role `role`, decoded as `T`, skipping summary records.
-fn records_of<T: serde::de::DeserializeOwned>(upstream: &Upstream, role: &Role) -> Vec<T> {
-    upstream
-        .all()
-        .filter(|output| output.role == *role)
-        .flat_map(|output| output.items.iter())
-        .flat_map(|item| item.output.records.iter())
-        .filter_map(|record| serde_json::from_value(record.clone()).ok())
-        .collect()
+/// Every needed step's records of role `role`, decoded as `T`.
+fn records_of<T: serde::de::DeserializeOwned>(
+    upstream: &Upstream,
+    role: &Role,
+) -> Result<Vec<T>, StepError> {
+    let mut records = Vec::new();
+    for output in upstream.all().filter(|output| output.role == *role) {
+        records.extend(output.decode_all::<T>()?);
+    }
+    Ok(records)
 }
 
 impl StepKind for ShuffleStep {
@@ -159,8 +165,8 @@ impl StepKind for ShuffleStep {
         upstream: &Upstream,
     ) -> Result<ItemOutput, StepError> {
         let params: &ShuffleParams = ctx.params()?;
-        let claims: Vec<ClaimRecord> = records_of(upstream, &Role::Claims);
-        let ranked: Vec<CommitRecord> = records_of(upstream, &Role::Commits);
+        let claims: Vec<ClaimRecord> = records_of(upstream, &Role::Claims)?;
+        let ranked: Vec<CommitRecord> = records_of(upstream, &Role::Commits)?;
         let as_ref = |repo: &str, parent: &str, commit: &str| CommitRef {
             repo: repo.to_string(),
             parent: parent.to_string(),
@@ -188,8 +194,7 @@ impl StepKind for ShuffleStep {
             })
             .collect();
         let result = shuffle(&to_pair, &commits, params.seed);
-        let summary = ShuffleSummary {
-            record: "shuffle".into(),
+        let summary = ShuffleRecord::Shuffle(ShuffleSummary {
             control: "shuffled-diff".into(),
             seed: params.seed,
             commits: commits.len(),
@@ -200,14 +205,10 @@ impl StepKind for ShuffleStep {
                 .filter(|pairing| pairing.other_repository)
                 .count(),
             unpaired: result.unpaired,
-        };
+        });
         let mut records = vec![serde_json::to_value(&summary).expect("a summary serializes")];
         records.extend(result.pairings.into_iter().map(|pairing| {
-            serde_json::to_value(PairingRecord {
-                record: "pairing".into(),
-                pairing,
-            })
-            .expect("a pairing serializes")
+            serde_json::to_value(ShuffleRecord::Pairing(pairing)).expect("a pairing serializes")
         }));
         Ok(ItemOutput {
             records: records.into(),
@@ -216,7 +217,11 @@ impl StepKind for ShuffleStep {
     }
 
     fn publish(&self, ctx: &StepContext, items: &[ItemResult]) -> Result<(), StepError> {
-        super::selection::publish_with_summary(ctx, items, "shuffle", "shuffle")
+        let is_summary = |record: &serde_json::Value| {
+            ShuffleRecord::deserialize(record)
+                .map(|decoded| matches!(decoded, ShuffleRecord::Shuffle(_)))
+        };
+        super::selection::publish_with_summary(ctx, items, is_summary, "shuffle")
     }
 }
 
@@ -240,8 +245,8 @@ pub fn mark_shown(evidence: &mut serde_json::Value, commit: &CommitRef) {
 pub fn group_by_shown(
     groups: Vec<Vec<ClaimRecord>>,
     upstream: &Upstream,
-) -> Vec<(CommitRef, Vec<ClaimRecord>)> {
-    let shown = shown_commits(upstream);
+) -> Result<Vec<(CommitRef, Vec<ClaimRecord>)>, StepError> {
+    let shown = shown_commits(upstream)?;
     let mut result: Vec<(CommitRef, Vec<ClaimRecord>)> = Vec::new();
     let mut index: BTreeMap<CommitRef, usize> = BTreeMap::new();
     for claim in groups.into_iter().flatten() {
@@ -262,5 +267,5 @@ pub fn group_by_shown(
         });
         result[slot].1.push(claim);
     }
-    result
+    Ok(result)
 }

@@ -19,7 +19,7 @@ use crate::engine::{
     StepKind, StepName, StepOutput, Upstream,
 };
 use crate::pipeline::{Pipeline, RepoSource, StepSpec};
-use crate::records::{ClaimRecord, CommitRecord, Label, PredictionRecord, TruthRecord};
+use crate::records::{ClaimRecord, CommitRecord, Label, TruthRecord};
 use crate::stats::corpus::{self, RepositoryInfo};
 use crate::stats::cutoff::Side;
 use crate::stats::document::PostCutoff;
@@ -358,32 +358,29 @@ fn arm_infos(pipeline: &Pipeline, upstream: &Upstream) -> BTreeMap<String, ArmIn
         .collect()
 }
 
-/// Records of `output` that decode as `T`, skipping others (a summary line).
-fn decodable<T: serde::de::DeserializeOwned>(output: &StepOutput) -> Vec<T> {
-    output
-        .items
-        .iter()
-        .flat_map(|item| item.output.records.iter())
-        .filter_map(|record| serde_json::from_value(record.clone()).ok())
-        .collect()
-}
-
-/// A `natural_rate` recorded by an upstream step that is not an arm.
-fn recorded_natural_rate(upstream: &Upstream) -> Option<NaturalRate> {
-    upstream
-        .all()
-        .filter(|output| !is_arm(output))
-        .find_map(|output| {
-            output
-                .items
-                .iter()
-                .flat_map(|item| item.output.records.iter())
-                .find_map(|record| record.get("natural_rate")?.as_f64())
-                .map(|value| NaturalRate {
-                    value,
-                    source: format!("step:{}", output.step),
-                })
-        })
+/// The natural rate of the labels `records` of step `step` whose claims are in the split scored:
+/// their share of flips among the labelled.
+fn computed_natural_rate(
+    step: &str,
+    records: &[TruthRecord],
+    origins: &Origins,
+    in_split: Option<&BTreeSet<String>>,
+) -> Option<NaturalRate> {
+    let (mut flipped, mut labelled) = (0u64, 0u64);
+    for record in records {
+        let keep = origins
+            .of(&record.claim)
+            .ok()
+            .is_some_and(|origin| in_split.is_none_or(|keep| keep.contains(&origin.repository)));
+        if keep && record.label != Label::Discarded {
+            labelled += 1;
+            flipped += u64::from(record.label == Label::Flipped);
+        }
+    }
+    crate::stats::confusion::ratio(flipped, labelled).map(|value| NaturalRate {
+        value,
+        source: format!("computed:{step}"),
+    })
 }
 
 /// Runs the whole analysis.
@@ -418,9 +415,25 @@ fn compute(
         Some(oracle) => oracle.decode_all()?,
         None => Vec::new(),
     };
-    let (labels, labels_from): (Vec<TruthRecord>, String) = match stratify {
-        Some(sample) => (decodable(sample), sample.step.clone()),
-        None => (population.clone(), oracle.expect("checked").step.clone()),
+    // A sample supplies the labels, and records the natural rate of the population it drew from.
+    let (labels, labels_from, recorded_rate) = match stratify {
+        Some(sample) => {
+            let labelled = super::selection::labelled(sample)?;
+            let rate = labelled
+                .summary
+                .as_ref()
+                .and_then(super::selection::SelectionSummary::natural_rate)
+                .map(|value| NaturalRate {
+                    value,
+                    source: format!("step:{}", sample.step),
+                });
+            (labelled.truth, sample.step.clone(), rate)
+        }
+        None => (
+            population.clone(),
+            oracle.expect("checked").step.clone(),
+            None,
+        ),
     };
 
     let repositories = repositories(ctx.pipeline);
@@ -435,24 +448,12 @@ fn compute(
     let infos = arm_infos(ctx.pipeline, upstream);
     let mut arms = BTreeMap::new();
     for output in upstream.all().filter(|output| is_arm(output)) {
-        // A model arm's items are its calls (one per commit for A5); the predictions it derived
-        // from them, claim by claim, are what it published this run.
-        let decoded = match output.decode_all::<PredictionRecord>() {
-            Err(_) => super::published::predictions(ctx, &output.step),
-            decoded => decoded,
-        };
-        let predictions: Vec<PredictionRecord> = decoded.map_err(|error| {
-            input_error(
-                ctx,
-                format!(
-                    "needed step `{}` (uses: {}) is scored as an arm but its records are not \
-                     predictions: {error}",
-                    output.step, output.kind
-                ),
-            )
-        })?;
+        // Whatever kind it is: a model arm's items are its calls (one per commit for A5), and
+        // the predictions it derived from them, claim by claim, are its reduction.
+        let scored = super::scored::scored(output)?;
+        let predictions = scored.predictions;
         let mut info = infos[&output.step].clone();
-        info.replicates = super::published::agreement(ctx, &output.step);
+        info.replicates = scored.agreement;
         if let Some(selection) = info.judged_selection.as_mut() {
             selection.claims = predictions.len();
         }
@@ -468,37 +469,12 @@ fn compute(
             value,
             source: "param".into(),
         }),
-        None => stratify
-            .and_then(|labels| {
-                // The step supplying the labels records the rate of the population it drew from.
-                let mut only = Upstream::default();
-                only.steps
-                    .insert(labels.step.clone(), upstream.steps[&labels.step].clone());
-                recorded_natural_rate(&only)
-            })
-            .or_else(|| recorded_natural_rate(&not_a_split_of_others(upstream, stratify)))
-            .or_else(|| {
-                let (step, records) = match oracle {
-                    Some(oracle) => (oracle.step.clone(), &population),
-                    None => (labels_from.clone(), &labels),
-                };
-                let (mut flipped, mut labelled) = (0u64, 0u64);
-                for record in records {
-                    let keep = origins.of(&record.claim).ok().is_some_and(|origin| {
-                        in_split
-                            .as_ref()
-                            .is_none_or(|keep| keep.contains(&origin.repository))
-                    });
-                    if keep && record.label != Label::Discarded {
-                        labelled += 1;
-                        flipped += u64::from(record.label == Label::Flipped);
-                    }
-                }
-                crate::stats::confusion::ratio(flipped, labelled).map(|value| NaturalRate {
-                    value,
-                    source: format!("computed:{step}"),
-                })
-            }),
+        None => recorded_rate.or_else(|| match oracle {
+            Some(oracle) => {
+                computed_natural_rate(&oracle.step, &population, &origins, in_split.as_ref())
+            }
+            None => computed_natural_rate(&labels_from, &labels, &origins, in_split.as_ref()),
+        }),
     };
 
     let corpus_rows = corpus::corpus(
@@ -598,19 +574,6 @@ fn compute(
     Ok(document)
 }
 
-/// The upstream steps whose recorded natural rate may stand for the claims scored: every one but
-/// a date split (`Role::LabelSplit`) that does not supply the labels (its rate is that of the split alone).
-fn not_a_split_of_others(upstream: &Upstream, labels: Option<&StepOutput>) -> Upstream {
-    let mut kept = Upstream::default();
-    for (name, output) in &upstream.steps {
-        let supplies = labels.is_some_and(|labels| labels.step == output.step);
-        if output.role != Role::LabelSplit || supplies {
-            kept.steps.insert(name.clone(), output.clone());
-        }
-    }
-    kept
-}
-
 /// What the analysis of the whole set read, for the post-cutoff split to read again.
 struct Scored<'a> {
     labels: &'a [TruthRecord],
@@ -634,8 +597,17 @@ fn post_cutoff(
     controls: &super::control_stats::ControlInputs,
     renames: Option<&StepOutput>,
 ) -> Result<PostCutoff, String> {
-    let summary = super::cutoff::summary_of(split)?;
-    let population = super::selection::truth_records(split);
+    let labelled = super::selection::labelled(split).map_err(|error| error.chain())?;
+    let summary = match labelled.summary {
+        Some(super::selection::SelectionSummary::Cutoff(summary)) => summary,
+        _ => {
+            return Err(format!(
+                "step `{}` has no cutoff summary record",
+                split.step
+            ));
+        }
+    };
+    let population = labelled.truth;
     let after: BTreeSet<&str> = population
         .iter()
         .map(|record| record.claim.as_str())

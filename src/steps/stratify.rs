@@ -52,11 +52,10 @@ fn default_rate() -> f64 {
     0.25
 }
 
-/// The summary record of a sample (`sample.json`).
+/// The summary record of a sample (`sample.json`), tagged `record: sample`
+/// ([`selection::SelectionSummary`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SampleSummary {
-    /// Always `sample`: tells the summary from the truth records beside it.
-    pub record: String,
     pub split: Option<String>,
     pub seed: u64,
     pub size: Option<u64>,
@@ -107,7 +106,7 @@ impl StepKind for Stratify {
     ) -> Result<ItemOutput, StepError> {
         let params: &StratifyParams = ctx.params()?;
         let labels = selection::label_step(ctx, upstream)?;
-        let truth: Vec<TruthRecord> = selection::truth_records(labels);
+        let truth: Vec<TruthRecord> = selection::truth_records(labels)?;
         let keep = in_split(ctx, params);
         let mut population = Vec::new();
         for record in &truth {
@@ -144,15 +143,14 @@ impl StepKind for Stratify {
         let sample = stratify(&population, &settings)
             .map_err(|error| StepError::Input(format!("step `{}`: {error}", ctx.step.name)))?;
         let drawn: BTreeSet<&str> = sample.claims.iter().map(String::as_str).collect();
-        let summary = SampleSummary {
-            record: "sample".into(),
+        let summary = selection::SelectionSummary::Sample(SampleSummary {
             split: params.split.clone(),
             seed: params.seed,
             size: params.size,
             labels_from: labels.step.clone(),
             natural_rate: sample.natural_rate,
             sample: sample.clone(),
-        };
+        });
         let mut records = vec![serde_json::to_value(&summary).expect("a summary serializes")];
         records.extend(
             truth
@@ -167,7 +165,7 @@ impl StepKind for Stratify {
     }
 
     fn publish(&self, ctx: &StepContext, items: &[ItemResult]) -> Result<(), StepError> {
-        selection::publish_with_summary(ctx, items, "sample", "sample")
+        selection::publish_with_summary(ctx, items, selection::is_selection_summary, "sample")
     }
 }
 

@@ -271,6 +271,7 @@ fn mine(pipeline: &Pipeline, records: Vec<CommitRecord>) -> Published {
             cached: false,
             in_place: false,
         }],
+        reduced: None,
     };
     let upstream = Upstream {
         steps: BTreeMap::from([("rank".to_string(), Arc::new(ranked))]),

@@ -187,6 +187,7 @@ fn mine_noting(
                     cached: false,
                     in_place: false,
                 }],
+                reduced: None,
             }),
         )]),
     };

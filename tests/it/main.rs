@@ -21,6 +21,7 @@ mod local_model;
 mod mining;
 mod models;
 mod oracle;
+mod panics;
 mod shipped;
 mod signals;
 mod slurm;

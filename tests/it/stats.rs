@@ -419,6 +419,7 @@ fn output(step: &str, kind: &str, records: Vec<serde_json::Value>) -> Arc<StepOu
             cached: false,
             in_place: false,
         }],
+        reduced: None,
     })
 }
 
@@ -457,6 +458,7 @@ fn run_kind(
         kind: kind.name().into(),
         role: spec.role.clone(),
         items,
+        reduced: None,
     }))
 }
 
@@ -1013,7 +1015,11 @@ fn a_sampling_step_supplies_the_labels_and_the_natural_rate() {
         .step_by(2)
         .map(|record| serde_json::to_value(record).unwrap())
         .collect();
-    sample.push(json!({"natural_rate": 0.0178, "flip_rate": 0.25}));
+    sample.push(json!({
+        "record": "sample", "split": null, "seed": 0, "size": null, "labels_from": "truth",
+        "natural_rate": 0.0178, "claims": [], "population_flipped": 0, "population_held": 0,
+        "flipped": 0, "held": 0, "target_rate": 0.25, "achieved_rate": null,
+    }));
     let mut upstream = Upstream::default();
     upstream.steps.insert(
         "truth".into(),

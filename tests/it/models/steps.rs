@@ -9,11 +9,12 @@ use std::sync::{Arc, Mutex};
 use claimflow::cache::Digest;
 use claimflow::engine::{
     Engine, ItemOutput, ItemPlan, ItemResult, NoParams, ParamsDecl, Recording, Role, RunOptions,
-    StepContext, StepError, StepKind, Upstream,
+    RunSummary, StepContext, StepError, StepKind, StepStatus, Upstream,
 };
 use claimflow::pipeline::{Pipeline, StepSpec, load_str};
 use claimflow::records::{ClaimRecord, Label, PredictionRecord, TruthRecord, Verdict};
-use claimflow::steps::{LlmArm, ProseRender, Registry, Stratify};
+use claimflow::steps::scored::Scored;
+use claimflow::steps::{LlmArm, ProseRender, Registry, StatsStep, Stratify};
 use serde_json::json;
 
 use super::fake_server::{FakeServer, Recorded, Reply};
@@ -100,7 +101,7 @@ fn registry() -> Registry {
         Arc::new(LabelsFromFile),
         Arc::new(Stratify),
         Arc::new(LlmArm::default()),
-        Arc::new(ProseRender::default()),
+        Arc::new(ProseRender),
     ])
 }
 
@@ -241,8 +242,12 @@ steps:
     }
 
     fn pipeline(&self) -> Pipeline {
+        self.pipeline_in(&registry())
+    }
+
+    fn pipeline_in(&self, registry: &Registry) -> Pipeline {
         let text = std::fs::read_to_string(self.root().join("pipeline.yaml")).unwrap();
-        load_str(&text, Path::new("pipeline.yaml"), self.root(), &registry())
+        load_str(&text, Path::new("pipeline.yaml"), self.root(), registry)
             .unwrap_or_else(|problems| panic!("{problems}"))
     }
 
@@ -279,6 +284,18 @@ steps:
             .run(&options)
             .map(|_| ())
             .map_err(|error| format!("{error}: {:?}", recording.events()))
+    }
+
+    /// Keeps only the steps `claims` and `keep` of the pipeline.
+    fn only(&self, keep: &str) {
+        let path = self.root().join("pipeline.yaml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let (head, steps) = text.split_once("steps:\n").unwrap();
+        let kept: Vec<&str> = steps
+            .lines()
+            .filter(|line| line.starts_with("  claims:") || line.starts_with(&format!("  {keep}:")))
+            .collect();
+        std::fs::write(&path, format!("{head}steps:\n{}\n", kept.join("\n"))).unwrap();
     }
 
     fn predictions(&self, step: &str) -> Vec<PredictionRecord> {
@@ -726,4 +743,231 @@ fn enlarging_a_sample_asks_only_the_claims_it_adds() {
         4,
         "the larger sample asked only the two claims it added"
     );
+}
+
+/// How the stand-in `llm-arm` below reduces its calls into predictions.
+#[derive(Clone, Copy)]
+enum Rule {
+    /// As shipped.
+    Shipped,
+    /// As shipped, under a bumped reduction version.
+    Bumped,
+    /// Every verdict the other way, under another reduction version: a changed publish rule.
+    Inverted,
+}
+
+/// `llm-arm` with its reduction (what it publishes as predictions) replaced by `rule`; every
+/// call is `llm-arm`'s own, under the same keys.
+struct Reworked {
+    arm: LlmArm,
+    rule: Rule,
+}
+
+impl StepKind for Reworked {
+    fn name(&self) -> &'static str {
+        self.arm.name()
+    }
+    fn version(&self) -> u32 {
+        self.arm.version()
+    }
+    fn about(&self) -> &'static str {
+        self.arm.about()
+    }
+    fn params(&self) -> ParamsDecl {
+        self.arm.params()
+    }
+    fn role(&self, step: &StepSpec) -> Role {
+        self.arm.role(step)
+    }
+    fn strategy_version(&self, step: &StepSpec) -> Option<u32> {
+        self.arm.strategy_version(step)
+    }
+    fn execution(&self) -> claimflow::engine::Execution {
+        self.arm.execution()
+    }
+    fn plan(
+        &self,
+        ctx: &StepContext,
+        upstream: &Upstream,
+    ) -> Result<claimflow::engine::Planned, StepError> {
+        self.arm.plan(ctx, upstream)
+    }
+    fn run_async<'a>(
+        &'a self,
+        ctx: &'a StepContext<'a>,
+        item: &'a ItemPlan,
+        upstream: &'a Upstream,
+    ) -> claimflow::engine::ItemFuture<'a> {
+        self.arm.run_async(ctx, item, upstream)
+    }
+    fn reduction(&self, step: &StepSpec) -> Option<u32> {
+        let shipped = self.arm.reduction(step)?;
+        Some(match self.rule {
+            Rule::Shipped => shipped,
+            Rule::Bumped => shipped + 1,
+            Rule::Inverted => shipped + 2,
+        })
+    }
+    fn reduce(&self, ctx: &StepContext, items: &[ItemResult]) -> Result<ItemOutput, StepError> {
+        let reduced = self.arm.reduce(ctx, items)?;
+        let Rule::Inverted = self.rule else {
+            return Ok(reduced);
+        };
+        let mut scored: Vec<Scored> = reduced.decode()?;
+        for prediction in &mut scored[0].predictions {
+            prediction.verdict = match prediction.verdict {
+                Verdict::Flipped => Verdict::Held,
+                Verdict::Held => Verdict::Flipped,
+                Verdict::None => Verdict::None,
+            };
+        }
+        Ok(ItemOutput::records(scored))
+    }
+    fn publish(&self, ctx: &StepContext, items: &[ItemResult]) -> Result<(), StepError> {
+        self.arm.publish(ctx, items)
+    }
+}
+
+/// `stats` reads what an arm reduced its calls into, keyed: before, it read the arm's
+/// predictions file back from the results directory, outside its key, so a changed publish rule
+/// (or an edited results file) left it served from the cache with verdicts it never saw.
+#[test]
+fn stats_recomputes_when_an_arms_publish_rule_changes_and_only_then() {
+    let setup = Setup::new();
+    let claims: Vec<ClaimRecord> =
+        serde_json::from_str(&std::fs::read_to_string(setup.root().join("claims.json")).unwrap())
+            .unwrap();
+    let labels: Vec<TruthRecord> = claims
+        .iter()
+        .map(|claim| TruthRecord {
+            claim: claim.id.clone(),
+            label: if claim.node.ends_with("::test_f") {
+                Label::Flipped
+            } else {
+                Label::Held
+            },
+            reason: None,
+            parent_runs: Vec::new(),
+            child_runs: Vec::new(),
+        })
+        .collect();
+    std::fs::write(
+        setup.root().join("labels.json"),
+        serde_json::to_string(&labels).unwrap(),
+    )
+    .unwrap();
+    let path = setup.root().join("pipeline.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let (head, _) = text.split_once("steps:\n").unwrap();
+    std::fs::write(
+        &path,
+        format!(
+            "{head}steps:
+  claims: {{uses: mine-claims}}
+  truth: {{uses: oracle, needs: [claims]}}
+  a6_risk: {{uses: llm-arm, needs: [claims], with: {{question: a6_risk, prompt: prompts/a6_risk.txt, model: judge}}}}
+  stats: {{uses: stats, needs: [claims, truth, a6_risk], with: {{bootstrap: 100}}}}
+"
+        ),
+    )
+    .unwrap();
+    let run = |rule: Rule| -> BTreeMap<String, (usize, usize)> {
+        let registry = Registry::with(vec![
+            Arc::new(ClaimsFromFile) as Arc<dyn StepKind>,
+            Arc::new(LabelsFromFile),
+            Arc::new(StatsStep),
+            Arc::new(Reworked {
+                arm: LlmArm::default(),
+                rule,
+            }),
+        ]);
+        let pipeline = setup.pipeline_in(&registry);
+        let recording = Recording::default();
+        let engine = Engine::new(&pipeline, &registry, &recording).unwrap();
+        let summary = engine
+            .run(&RunOptions::default())
+            .unwrap_or_else(|error| panic!("{error}: {:?}", recording.events()));
+        summary
+            .steps
+            .into_iter()
+            .map(|(step, status)| match status {
+                StepStatus::Done { computed, cached } => (step, (computed, cached)),
+                other => panic!("step `{step}`: {other:?}"),
+            })
+            .collect()
+    };
+    let stats = || std::fs::read_to_string(setup.root().join("results/arms/stats.json")).unwrap();
+    let flipped = || {
+        setup
+            .predictions("a6_risk")
+            .iter()
+            .filter(|prediction| prediction.verdict == Verdict::Flipped)
+            .count()
+    };
+
+    let first = run(Rule::Shipped);
+    assert_eq!(first["a6_risk"], (5, 0));
+    assert_eq!(first["stats"], (1, 0));
+    assert_eq!(flipped(), 5, "the model says every claim flipped");
+    let (calls, shipped) = (setup.server.count(), stats());
+
+    // Unchanged: served from the cache, even with the predictions file gone (it is written again).
+    std::fs::remove_file(setup.root().join("results/arms/predictions/a6_risk.jsonl")).unwrap();
+    let again = run(Rule::Shipped);
+    assert_eq!(again["stats"], (0, 1));
+    assert_eq!(flipped(), 5);
+
+    // A new reduction version that derives the same predictions: reduced again, but `stats` reads
+    // the same output and is served from the cache.
+    let bumped = run(Rule::Bumped);
+    assert_eq!(bumped["a6_risk"], (0, 5));
+    assert_eq!(bumped["stats"], (0, 1));
+
+    // A changed publish rule: no call is asked again, and `stats` scores what it now derives.
+    let inverted = run(Rule::Inverted);
+    assert_eq!(inverted["a6_risk"], (0, 5));
+    assert_eq!(inverted["stats"], (1, 0));
+    assert_eq!(setup.server.count(), calls, "no call was asked again");
+    assert_eq!(flipped(), 0, "every verdict is now `held`");
+    assert_ne!(stats(), shipped, "stats scored the inverted verdicts");
+}
+
+/// What a run's model calls cost is the run's own: two runs in one process at once each report
+/// their own calls and cost (the running total used to live in a static, summed over every run
+/// of the process), and a run served from the cache spent nothing.
+#[test]
+fn two_runs_in_one_process_each_report_their_own_spend() {
+    let (first, second) = (Setup::new(), Setup::new());
+    first.only("a6_risk");
+    second.only("a5");
+    let (pipelines, registry) = ([first.pipeline(), second.pipeline()], registry());
+    let summary = |pipeline: &Pipeline| -> RunSummary {
+        let recording = Recording::default();
+        let engine = Engine::new(pipeline, &registry, &recording).unwrap();
+        engine
+            .run(&RunOptions::default())
+            .unwrap_or_else(|error| panic!("{error}: {:?}", recording.events()))
+    };
+    let (one, two) = std::thread::scope(|scope| {
+        let one = scope.spawn(|| summary(&pipelines[0]));
+        let two = scope.spawn(|| summary(&pipelines[1]));
+        (one.join().unwrap(), two.join().unwrap())
+    });
+    assert_eq!(one.spent.calls, 5, "one call per claim");
+    assert_eq!(two.spent.calls, 2, "one call per commit");
+    for (setup, step, summary) in [(&first, "a6_risk", &one), (&second, "a5", &two)] {
+        assert_eq!(summary.spent.calls, setup.server.count() as u64);
+        let cost: f64 = setup
+            .predictions(step)
+            .iter()
+            .filter_map(|prediction| prediction.cost)
+            .sum();
+        assert!(cost > 0.0);
+        assert!(
+            (summary.spent.cost - cost).abs() < 1e-12,
+            "{step}: {summary:?}"
+        );
+    }
+    let again = summary(&first.pipeline());
+    assert_eq!((again.spent.calls, again.spent.cost), (0, 0.0));
 }
