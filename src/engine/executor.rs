@@ -168,6 +168,57 @@ enum Finished {
     Skipped,
 }
 
+/// Where a run's step threads wait for the steps they need and record how each ended.
+struct Board {
+    finished: Mutex<BTreeMap<String, Finished>>,
+    changed: Condvar,
+    statuses: Mutex<BTreeMap<String, StepStatus>>,
+}
+
+impl Board {
+    /// Waits until every step `step` needs has ended; its upstream, or why it is not run.
+    fn upstream_of(
+        &self,
+        step: &StepSpec,
+        selected: &BTreeSet<String>,
+    ) -> Result<Upstream, String> {
+        let mut done = self.finished.lock().expect("run lock");
+        while !step.needs.iter().all(|need| done.contains_key(need)) {
+            done = self.changed.wait(done).expect("run lock");
+        }
+        let mut upstream = Upstream::default();
+        let mut blocked = None;
+        for need in &step.needs {
+            match &done[need] {
+                Finished::Done(output) => {
+                    upstream.steps.insert(need.clone(), Arc::clone(output));
+                }
+                _ => blocked = Some(need.clone()),
+            }
+        }
+        if !selected.contains(&step.name) {
+            Err("left out by --until".to_string())
+        } else if let Some(need) = blocked {
+            Err(format!("step `{need}` did not finish"))
+        } else {
+            Ok(upstream)
+        }
+    }
+
+    /// Records how step `name` ended, and wakes the steps waiting for it.
+    fn finish(&self, name: &str, result: Finished, status: StepStatus) {
+        self.statuses
+            .lock()
+            .expect("run lock")
+            .insert(name.to_string(), status);
+        self.finished
+            .lock()
+            .expect("run lock")
+            .insert(name.to_string(), result);
+        self.changed.notify_all();
+    }
+}
+
 impl<'a> Engine<'a> {
     /// Opens the pipeline's cache (creating the workdir).
     pub fn new(
@@ -295,39 +346,16 @@ impl<'a> Engine<'a> {
                 .map(|(name, model)| (name.clone(), model.concurrency))
                 .collect(),
         });
-        let finished: Mutex<BTreeMap<String, Finished>> = Mutex::new(BTreeMap::new());
-        let changed = Condvar::new();
-        let statuses: Mutex<BTreeMap<String, StepStatus>> = Mutex::new(BTreeMap::new());
-
+        let board = Board {
+            finished: Mutex::new(BTreeMap::new()),
+            changed: Condvar::new(),
+            statuses: Mutex::new(BTreeMap::new()),
+        };
         std::thread::scope(|scope| {
             for step in &self.pipeline.steps {
-                let (finished, changed, statuses, pools, selected, run) =
-                    (&finished, &changed, &statuses, &pools, &selected, &run);
+                let (board, pools, selected, run) = (&board, &pools, &selected, &run);
                 scope.spawn(move || {
-                    let upstream = {
-                        let mut done = finished.lock().expect("run lock");
-                        while !step.needs.iter().all(|need| done.contains_key(need)) {
-                            done = changed.wait(done).expect("run lock");
-                        }
-                        let mut upstream = Upstream::default();
-                        let mut blocked = None;
-                        for need in &step.needs {
-                            match &done[need] {
-                                Finished::Done(output) => {
-                                    upstream.steps.insert(need.clone(), Arc::clone(output));
-                                }
-                                _ => blocked = Some(need.clone()),
-                            }
-                        }
-                        if !selected.contains(&step.name) {
-                            Err("left out by --until".to_string())
-                        } else if let Some(need) = blocked {
-                            Err(format!("step `{need}` did not finish"))
-                        } else {
-                            Ok(upstream)
-                        }
-                    };
-                    let (result, status) = match upstream {
+                    let (result, status) = match board.upstream_of(step, selected) {
                         Err(because) => {
                             self.reporter.event(&Event::StepSkipped {
                                 step: step.name.clone(),
@@ -354,19 +382,11 @@ impl<'a> Engine<'a> {
                             }
                         }
                     };
-                    statuses
-                        .lock()
-                        .expect("run lock")
-                        .insert(step.name.clone(), status);
-                    finished
-                        .lock()
-                        .expect("run lock")
-                        .insert(step.name.clone(), result);
-                    changed.notify_all();
+                    board.finish(&step.name, result, status);
                 });
             }
         });
-
+        let statuses = board.statuses;
         // Only a shortcut for the next run: failing to write it fails nothing.
         let _ = self.store.save_file_digests();
         let mut statuses = statuses.into_inner().expect("run lock");

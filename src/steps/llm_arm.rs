@@ -139,7 +139,46 @@ struct StepPlan {
     replicates: u32,
 }
 
+/// The text a claim's call is asked about: its source, or with `notes`, its prose note (or why
+/// it has none, and is left unjudged).
+fn text_of(
+    claim: &crate::records::ClaimRecord,
+    notes: Option<&BTreeMap<String, Result<String, String>>>,
+) -> Result<String, String> {
+    let Some(notes) = notes else {
+        return Ok(claim.source.clone());
+    };
+    match notes.get(&claim.id) {
+        Some(Ok(note)) => Ok(note.clone()),
+        Some(Err(problem)) => Err(format!("no prose note: {problem}")),
+        None => Err("no prose note: the claim was not rendered".to_string()),
+    }
+}
+
 impl StepPlan {
+    /// Plans `replicates` of every call in `items`: the same calls asked again under another
+    /// sample index (another key).
+    fn replicate(&mut self, items: &mut Vec<ItemPlan>, replicates: u32) {
+        // Copied only when there are replicates to make: at tens of thousands of calls the copy
+        // costs as much as planning them.
+        let firsts = if replicates > 1 {
+            items.clone()
+        } else {
+            Vec::new()
+        };
+        for replicate in 1..replicates {
+            for first in &firsts {
+                let mut again = first.clone();
+                again.id = replicate_id(&first.id, replicate);
+                again.params["sample"] = json!(replicate);
+                let prepared = self.calls[&first.id].clone();
+                self.calls.insert(again.id.clone(), prepared);
+                items.push(again);
+            }
+        }
+        self.replicates = replicates;
+    }
+
     /// The digest of what the reduction reads of the plan besides the calls' answers: the
     /// claims' slots, the replicates, each call's marks and the model's price (a prediction's
     /// cost), none of which is in a call's key.
@@ -433,25 +472,15 @@ impl StepKind for LlmArm {
                 continue;
             }
             for claim in &group {
-                let text = match &notes {
-                    None => claim.source.clone(),
-                    Some(notes) => match notes.get(&claim.id) {
-                        Some(Ok(note)) => note.clone(),
-                        Some(Err(problem)) => {
-                            plan.slots.push(Slot::Unjudged {
-                                claim: claim.id.clone(),
-                                problem: format!("no prose note: {problem}"),
-                            });
-                            continue;
-                        }
-                        None => {
-                            plan.slots.push(Slot::Unjudged {
-                                claim: claim.id.clone(),
-                                problem: "no prose note: the claim was not rendered".to_string(),
-                            });
-                            continue;
-                        }
-                    },
+                let text = match text_of(claim, notes.as_ref()) {
+                    Ok(text) => text,
+                    Err(problem) => {
+                        plan.slots.push(Slot::Unjudged {
+                            claim: claim.id.clone(),
+                            problem,
+                        });
+                        continue;
+                    }
                 };
                 let (planned, prepared) = item(&claim.id, text);
                 plan.slots.push(Slot::Call {
@@ -463,26 +492,7 @@ impl StepKind for LlmArm {
                 items.push(planned);
             }
         }
-        // Replicates ask the same calls again under another sample index (another key).
-        let replicates = params.replicates(ctx)?;
-        // Copied only when there are replicates to make: at tens of thousands of calls the copy
-        // costs as much as planning them.
-        let firsts = if replicates > 1 {
-            items.clone()
-        } else {
-            Vec::new()
-        };
-        for replicate in 1..replicates {
-            for first in &firsts {
-                let mut again = first.clone();
-                again.id = replicate_id(&first.id, replicate);
-                again.params["sample"] = json!(replicate);
-                let prepared = plan.calls[&first.id].clone();
-                plan.calls.insert(again.id.clone(), prepared);
-                items.push(again);
-            }
-        }
-        plan.replicates = replicates;
+        plan.replicate(&mut items, params.replicates(ctx)?);
         let digest = plan.digest(spec.price_per_mtok);
         Ok(Planned::items(items)
             .with_plan(plan)

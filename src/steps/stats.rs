@@ -383,22 +383,37 @@ fn computed_natural_rate(
     })
 }
 
-/// Runs the whole analysis.
-fn compute(
+/// What the analysis reads of the steps it needs besides the arms, decoded once.
+struct Inputs {
+    /// The oracle step scoring the arms, if one is needed.
+    oracle: Option<String>,
+    claims: Option<Vec<ClaimRecord>>,
+    commits: Option<Vec<CommitRecord>>,
+    origins: Origins,
+    /// The oracle's labels: the population.
+    population: Vec<TruthRecord>,
+    /// The labels scored (a sample's, else the population) and the step they come from.
+    labels: Vec<TruthRecord>,
+    labels_from: String,
+    /// The natural rate the sample records of the population it drew from.
+    recorded_rate: Option<NaturalRate>,
+    repositories: BTreeMap<String, RepositoryInfo>,
+    /// The repositories of the split scored, or `None` for every one.
+    in_split: Option<BTreeSet<String>>,
+}
+
+/// Reads the claims, commits and labels the analysis scores against.
+fn read_inputs(
     ctx: &StepContext,
     params: &StatsParams,
     upstream: &Upstream,
-) -> Result<StatsDocument, StepError> {
-    check(ctx, params, upstream)?;
-    let sources = sources(ctx, params)?;
+    sources: &LabelSources,
+) -> Result<Inputs, StepError> {
     let oracle = sources
         .arms
         .as_deref()
         .and_then(|name| upstream.steps.get(name))
         .map(AsRef::as_ref);
-    // A sample supplies the labels scored, else the oracle; a cutoff split never replaces the
-    // oracle's labels: it gets a whole analysis of its own (`post_cutoff`).
-    let stratify = upstream.first_with_role(|role| *role == Role::LabelSample);
     let claims: Option<Vec<ClaimRecord>> =
         feeding(ctx, upstream, &Role::Claims, sources.arms.as_deref())
             .map(StepOutput::decode_all)
@@ -415,27 +430,29 @@ fn compute(
         Some(oracle) => oracle.decode_all()?,
         None => Vec::new(),
     };
-    // A sample supplies the labels, and records the natural rate of the population it drew from.
-    let (labels, labels_from, recorded_rate) = match stratify {
-        Some(sample) => {
-            let labelled = super::selection::labelled(sample)?;
-            let rate = labelled
-                .summary
-                .as_ref()
-                .and_then(super::selection::SelectionSummary::natural_rate)
-                .map(|value| NaturalRate {
-                    value,
-                    source: format!("step:{}", sample.step),
-                });
-            (labelled.truth, sample.step.clone(), rate)
-        }
-        None => (
-            population.clone(),
-            oracle.expect("checked").step.clone(),
-            None,
-        ),
-    };
-
+    // A sample supplies the labels scored, else the oracle, and records the natural rate of the
+    // population it drew from; a cutoff split never replaces the oracle's labels: it gets a whole
+    // analysis of its own (`post_cutoff`).
+    let (labels, labels_from, recorded_rate) =
+        match upstream.first_with_role(|role| *role == Role::LabelSample) {
+            Some(sample) => {
+                let labelled = super::selection::labelled(sample)?;
+                let rate = labelled
+                    .summary
+                    .as_ref()
+                    .and_then(super::selection::SelectionSummary::natural_rate)
+                    .map(|value| NaturalRate {
+                        value,
+                        source: format!("step:{}", sample.step),
+                    });
+                (labelled.truth, sample.step.clone(), rate)
+            }
+            None => (
+                population.clone(),
+                oracle.expect("checked").step.clone(),
+                None,
+            ),
+        };
     let repositories = repositories(ctx.pipeline);
     let in_split: Option<BTreeSet<String>> = params.split.as_ref().map(|split| {
         repositories
@@ -444,7 +461,25 @@ fn compute(
             .map(|(name, _)| name.clone())
             .collect()
     });
+    Ok(Inputs {
+        oracle: oracle.map(|oracle| oracle.step.clone()),
+        claims,
+        commits,
+        origins,
+        population,
+        labels,
+        labels_from,
+        recorded_rate,
+        repositories,
+        in_split,
+    })
+}
 
+/// Every needed arm's verdicts, with what the pipeline says about it.
+fn scored_arms(
+    ctx: &StepContext,
+    upstream: &Upstream,
+) -> Result<BTreeMap<String, ArmInput>, StepError> {
     let infos = arm_infos(ctx.pipeline, upstream);
     let mut arms = BTreeMap::new();
     for output in upstream.all().filter(|output| is_arm(output)) {
@@ -457,35 +492,55 @@ fn compute(
         if let Some(selection) = info.judged_selection.as_mut() {
             selection.claims = predictions.len();
         }
-        let input = ArmInput { info, predictions };
-        arms.insert(output.step.clone(), input);
+        arms.insert(output.step.clone(), ArmInput { info, predictions });
     }
+    Ok(arms)
+}
 
-    let evaluation = Evaluation::build(&labels, &origins, &arms, in_split.as_ref())
-        .map_err(|error| StepError::Message(format!("step `{}`: {error}", ctx.step.name)))?;
-
+/// Runs the whole analysis.
+fn compute(
+    ctx: &StepContext,
+    params: &StatsParams,
+    upstream: &Upstream,
+) -> Result<StatsDocument, StepError> {
+    check(ctx, params, upstream)?;
+    let sources = sources(ctx, params)?;
+    let inputs = read_inputs(ctx, params, upstream, &sources)?;
+    let arms = scored_arms(ctx, upstream)?;
+    let failed = |error: &dyn std::fmt::Display| {
+        StepError::Message(format!("step `{}`: {error}", ctx.step.name))
+    };
+    let in_split = inputs.in_split.as_ref();
+    let evaluation = Evaluation::build(&inputs.labels, &inputs.origins, &arms, in_split)
+        .map_err(|error| failed(&error))?;
     let natural_rate = match params.natural_rate {
         Some(value) => Some(NaturalRate {
             value,
             source: "param".into(),
         }),
-        None => recorded_rate.or_else(|| match oracle {
-            Some(oracle) => {
-                computed_natural_rate(&oracle.step, &population, &origins, in_split.as_ref())
-            }
-            None => computed_natural_rate(&labels_from, &labels, &origins, in_split.as_ref()),
-        }),
+        None => inputs
+            .recorded_rate
+            .clone()
+            .or_else(|| match &inputs.oracle {
+                Some(oracle) => {
+                    computed_natural_rate(oracle, &inputs.population, &inputs.origins, in_split)
+                }
+                None => computed_natural_rate(
+                    &inputs.labels_from,
+                    &inputs.labels,
+                    &inputs.origins,
+                    in_split,
+                ),
+            }),
     };
-
     let corpus_rows = corpus::corpus(
-        &repositories,
-        &population,
-        &origins,
-        claims.as_deref(),
-        commits.as_deref(),
+        &inputs.repositories,
+        &inputs.population,
+        &inputs.origins,
+        inputs.claims.as_deref(),
+        inputs.commits.as_deref(),
     )
-    .map_err(|error| StepError::Message(format!("step `{}`: {error}", ctx.step.name)))?;
-
+    .map_err(|error| failed(&error))?;
     let options = AnalysisOptions {
         resamples: params.bootstrap,
         seed: params.seed,
@@ -494,14 +549,52 @@ fn compute(
         loro: loro_pairs(ctx, params)?,
         natural_rate,
         split: params.split.clone(),
-        labels_from: labels_from.clone(),
+        labels_from: inputs.labels_from.clone(),
     };
-    let mut document = analyze(&evaluation, corpus_rows, repositories.clone(), &options);
+    let mut document = analyze(
+        &evaluation,
+        corpus_rows,
+        inputs.repositories.clone(),
+        &options,
+    );
+    add_controls(
+        ctx,
+        params,
+        upstream,
+        &inputs,
+        &arms,
+        &options,
+        &mut document,
+    )?;
+    if !sources.rankings.is_empty() {
+        let settings = DensitySettings {
+            resamples: options.resamples,
+            seed: options.seed,
+            confidence: options.confidence,
+        };
+        document.rankings = Some(compare_rankings(
+            ctx, &sources, upstream, in_split, &settings,
+        )?);
+    }
+    Ok(document)
+}
+
+/// Adds to `document` what the needed controls say: the cutoff comparison, the rename class,
+/// and the whole analysis again after the cutoff.
+fn add_controls(
+    ctx: &StepContext,
+    params: &StatsParams,
+    upstream: &Upstream,
+    inputs: &Inputs,
+    arms: &BTreeMap<String, ArmInput>,
+    options: &AnalysisOptions,
+    document: &mut StatsDocument,
+) -> Result<(), StepError> {
     let controls = super::control_stats::ControlInputs {
-        population: &population,
-        origins: &origins,
-        arms: &arms,
-        in_split: in_split.as_ref(),
+        population: &inputs.population,
+        origins: &inputs.origins,
+        arms,
+        in_split: inputs.in_split.as_ref(),
         repositories: &document.repositories,
         resamples: params.bootstrap,
         seed: params.seed,
@@ -521,57 +614,49 @@ fn compute(
             .cloned()
             .collect(),
     };
-    if let Some(split) = upstream.first_with_role(|role| *role == Role::LabelSplit) {
-        document.cutoff = controls
-            .cutoff(split)
-            .map_err(|message| input_error(ctx, message))?;
+    let split = upstream.first_with_role(|role| *role == Role::LabelSplit);
+    let renames = upstream.first_with_role(|role| *role == Role::RenameClass);
+    let cutoff = split
+        .map(|split| controls.cutoff(split))
+        .transpose()
+        .map_err(|message| input_error(ctx, message))?
+        .flatten();
+    let rename_class = renames
+        .map(|renames| controls.rename_class(renames))
+        .transpose()
+        .map_err(|message| input_error(ctx, message))?;
+    let labels_from = &inputs.labels_from;
+    let post = match split {
+        Some(split)
+            if split.step != *labels_from
+                && !label_sources::ancestors(ctx.pipeline, labels_from).contains(&split.step) =>
+        {
+            let scored = Scored {
+                labels: &inputs.labels,
+                origins: &inputs.origins,
+                arms,
+                in_split: inputs.in_split.as_ref(),
+                claims: inputs.claims.as_deref(),
+                commits: inputs.commits.as_deref(),
+                repositories: &inputs.repositories,
+                options,
+            };
+            let post = post_cutoff(split, &scored, &controls, renames)
+                .map_err(|message| input_error(ctx, message))?;
+            Some(Box::new(post))
+        }
+        _ => None,
+    };
+    if split.is_some() {
+        document.cutoff = cutoff;
     }
-    if let Some(renames) = upstream.first_with_role(|role| *role == Role::RenameClass) {
-        document.rename_class = Some(
-            controls
-                .rename_class(renames)
-                .map_err(|message| input_error(ctx, message))?,
-        );
+    if rename_class.is_some() {
+        document.rename_class = rename_class;
     }
-    if let Some(split) = upstream.first_with_role(|role| *role == Role::LabelSplit)
-        && split.step != labels_from
-        && !label_sources::ancestors(ctx.pipeline, &labels_from).contains(&split.step)
-    {
-        let scored = Scored {
-            labels: &labels,
-            origins: &origins,
-            arms: &arms,
-            in_split: in_split.as_ref(),
-            claims: claims.as_deref(),
-            commits: commits.as_deref(),
-            repositories: &repositories,
-            options: &options,
-        };
-        document.post_cutoff = Some(Box::new(
-            post_cutoff(
-                split,
-                &scored,
-                &controls,
-                upstream.first_with_role(|role| *role == Role::RenameClass),
-            )
-            .map_err(|message| input_error(ctx, message))?,
-        ));
+    if post.is_some() {
+        document.post_cutoff = post;
     }
-    if !sources.rankings.is_empty() {
-        let settings = DensitySettings {
-            resamples: options.resamples,
-            seed: options.seed,
-            confidence: options.confidence,
-        };
-        document.rankings = Some(compare_rankings(
-            ctx,
-            &sources,
-            upstream,
-            in_split.as_ref(),
-            &settings,
-        )?);
-    }
-    Ok(document)
+    Ok(())
 }
 
 /// What the analysis of the whole set read, for the post-cutoff split to read again.

@@ -583,6 +583,53 @@ fn top_level_modules_import_each_other_in_one_direction() {
     );
 }
 
+/// The layers everything else builds on: the cache, the pipeline's model and the engine.
+const LOWER_LAYERS: [&str; 3] = ["cache", "pipeline", "engine"];
+
+/// What builds on the lower layers: the step kinds and the domain they compute (arms, the oracle,
+/// Python, models, statistics, mining, controls, the corpus, `check`, the results browser), the
+/// executors and the CLI.
+const UPPER_LAYERS: [&str; 17] = [
+    "steps",
+    "arms",
+    "oracle",
+    "python",
+    "models",
+    "local_model",
+    "stats",
+    "mining",
+    "controls",
+    "corpus",
+    "check",
+    "view",
+    "syntax",
+    "slurm",
+    "cli",
+    "progress",
+    "sandbox",
+];
+
+#[test]
+fn the_cache_the_pipeline_and_the_engine_import_no_domain_module() {
+    // Not only no cycle: no edge up at all (the engine used to enter the local model's scope).
+    let edges = source_crate().edges();
+    let graph = top_level(&edges);
+    let mut upward = Vec::new();
+    for lower in LOWER_LAYERS {
+        for (to, example) in graph.get(lower).into_iter().flatten() {
+            if UPPER_LAYERS.contains(&to.as_str()) {
+                upward.push(format!("{lower} -> {to} ({example})"));
+            }
+        }
+    }
+    assert!(
+        upward.is_empty(),
+        "a lower layer imports a module built on it; pass what it needs in through a trait or a \
+         session value instead:\n{}",
+        upward.join("\n")
+    );
+}
+
 #[test]
 fn files_import_each_other_in_one_direction() {
     let edges = source_crate().edges();
