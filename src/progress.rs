@@ -88,10 +88,10 @@ impl Progress {
 impl Reporter for Progress {
     fn event(&self, event: &Event) {
         match event {
-            Event::ItemFailed { step, item, error } => {
-                self.line(&format!("error: step `{step}` item `{item}`: {error}"))
-            }
-            Event::StepFailed { step, error } => {
+            Event::ItemFailed {
+                step, item, error, ..
+            } => self.line(&format!("error: step `{step}` item `{item}`: {error}")),
+            Event::StepFailed { step, error, .. } => {
                 if let Some(bars) = &self.bars
                     && let Some(bar) = bars.by_step.lock().expect("bars lock").get(step)
                 {

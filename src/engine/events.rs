@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use super::step::ErrorClass;
+
 /// One thing that happened during a run.
 #[derive(Debug, Clone)]
 pub enum Event {
@@ -21,11 +23,13 @@ pub enum Event {
         cached: bool,
         elapsed: Duration,
     },
-    /// One item failed; it is not cached.
+    /// One item failed; it is not cached. `error` is the error's whole chain, outermost cause
+    /// first ([`super::StepError::chain`]); `class` what it means for the run.
     ItemFailed {
         step: String,
         item: String,
         error: String,
+        class: ErrorClass,
     },
     /// One item failed transiently and is tried again after `delay` (attempt `attempt`, from 1).
     ItemRetry {
@@ -42,8 +46,12 @@ pub enum Event {
         cached: usize,
         elapsed: Duration,
     },
-    /// A step failed (planning, an item, or publishing).
-    StepFailed { step: String, error: String },
+    /// A step failed (planning, an item, or publishing): its error's chain and class.
+    StepFailed {
+        step: String,
+        error: String,
+        class: ErrorClass,
+    },
     /// A step was not run because a step it needs failed or was left out by `--until`.
     StepSkipped { step: String, because: String },
     /// A note for the user that is not an error.

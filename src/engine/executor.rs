@@ -373,6 +373,7 @@ impl<'a> Engine<'a> {
                                     self.reporter.event(&Event::StepFailed {
                                         step: step.name.clone(),
                                         error: failure.message.clone(),
+                                        class: failure.class,
                                     });
                                     (
                                         Finished::Failed,
@@ -386,10 +387,21 @@ impl<'a> Engine<'a> {
                 });
             }
         });
-        let statuses = board.statuses;
         // Only a shortcut for the next run: failing to write it fails nothing.
         let _ = self.store.save_file_digests();
-        let mut statuses = statuses.into_inner().expect("run lock");
+        self.summarize(
+            board.statuses.into_inner().expect("run lock"),
+            tally.spent(),
+        )
+    }
+
+    /// The run's outcome from how each step ended: the steps that rejected the input (exit 2)
+    /// or failed (exit 1), else the summary.
+    fn summarize(
+        &self,
+        mut statuses: BTreeMap<String, StepStatus>,
+        spent: Spend,
+    ) -> Result<RunSummary, EngineError> {
         let steps: Vec<(String, StepStatus)> = self
             .pipeline
             .steps
@@ -417,10 +429,7 @@ impl<'a> Engine<'a> {
         } else if !failed.is_empty() {
             Err(EngineError::StepsFailed(failed))
         } else {
-            Ok(RunSummary {
-                steps,
-                spent: tally.spent(),
-            })
+            Ok(RunSummary { steps, spent })
         }
     }
 
@@ -573,6 +582,7 @@ impl<'a> Engine<'a> {
                         step: job.step.name.clone(),
                         item: plan.id.clone(),
                         error: error.chain(),
+                        class: error.class(),
                     });
                 }
             }
@@ -1036,7 +1046,7 @@ impl Engine<'_> {
     ) -> Result<ItemResult, StepError> {
         let job = slurm
             .compute(step, kind.name(), plan, (record, key), upstream, force)
-            .map_err(|error| StepError::Message(error.to_string()))?;
+            .map_err(StepError::Remote)?;
         // The job appended its action record from another process: read the log again.
         // The job stored the item's blobs as objects: they are what is looked for.
         let (digest, output, _) = decode_output(

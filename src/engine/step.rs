@@ -478,6 +478,9 @@ pub enum StepError {
     /// losing the thread that computed it.
     #[error("panicked: {0}")]
     Panicked(String),
+    /// The executor that computes an item elsewhere (a Slurm job) failed.
+    #[error(transparent)]
+    Remote(Box<dyn std::error::Error + Send + Sync>),
     /// A record of step `step` does not decode as what its role says it is.
     #[error("a record of step `{step}` does not decode")]
     Record {

@@ -155,10 +155,13 @@ impl RepositorySettings {
     /// The settings an item carries in its params.
     fn from_item(ctx: &StepContext, item: &ItemPlan) -> Result<Self, StepError> {
         serde_json::from_value(item.params["repository"].clone()).map_err(|error| {
-            StepError::Message(format!(
-                "step `{}` item {}: read the repository settings: {error}",
-                ctx.step.name, item.id
-            ))
+            StepError::failed(
+                format!(
+                    "step `{}` item {}: read the repository settings",
+                    ctx.step.name, item.id
+                ),
+                error,
+            )
         })
     }
 
@@ -186,10 +189,13 @@ impl Shown {
             Some(value) => serde_json::from_value(value.clone())
                 .map(Some)
                 .map_err(|error| {
-                    StepError::Message(format!(
-                        "step `{}` item {}: read the shown commit: {error}",
-                        ctx.step.name, item.id
-                    ))
+                    StepError::failed(
+                        format!(
+                            "step `{}` item {}: read the shown commit",
+                            ctx.step.name, item.id
+                        ),
+                        error,
+                    )
                 }),
         }
     }
@@ -224,10 +230,13 @@ impl Arm {
                         },
                     };
                     let claim = Claim::from_record(record).map_err(|error| {
-                        StepError::Message(format!(
-                            "step `{}`: read a claim of step `{}` item {}: {error}",
-                            ctx.step.name, output.step, item.plan.id
-                        ))
+                        StepError::failed(
+                            format!(
+                                "step `{}`: read a claim of step `{}` item {}",
+                                ctx.step.name, output.step, item.plan.id
+                            ),
+                            error,
+                        )
                     })?;
                     if selected
                         .as_ref()
@@ -265,11 +274,11 @@ impl Arm {
         predict: impl Fn(&Claim, &Change) -> Result<PredictionRecord, crate::arms::ArmError>,
     ) -> Result<PredictionRecord, StepError> {
         let rules = RepositorySettings::from_item(ctx, item)?.rules();
-        let failed = |error: &dyn std::fmt::Display| {
-            StepError::Message(format!(
-                "step `{}`: claim {}: {error}",
-                ctx.step.name, claim.id
-            ))
+        let failed = |error: Box<dyn std::error::Error + Send + Sync>| {
+            StepError::failed(
+                format!("step `{}`: claim {}", ctx.step.name, claim.id),
+                error,
+            )
         };
         let spec = ctx.pipeline.repo(&claim.repo).ok_or_else(|| {
             StepError::Invariant(format!(
@@ -279,11 +288,11 @@ impl Arm {
         })?;
         let repository = crate::mining::repository::locate(spec, ctx.workdir)
             .and_then(|prepared| prepared.open())
-            .map_err(|error| failed(&error))?;
+            .map_err(|error| failed(error.into()))?;
         let change = Change::load_with(&repository, &claim.parent, &claim.commit, &rules)
-            .map_err(|error| failed(&error))?;
+            .map_err(|error| failed(error.into()))?;
         let Some(shown) = Shown::from_item(ctx, item)? else {
-            return predict(claim, &change).map_err(|error| failed(&error));
+            return predict(claim, &change).map_err(|error| failed(error.into()));
         };
         // The shuffled-diff null: the claim read in its own trees, another commit's diff shown.
         let spec = ctx.pipeline.repo(&shown.commit.repo).ok_or_else(|| {
@@ -295,7 +304,7 @@ impl Arm {
         })?;
         let other = crate::mining::repository::locate(spec, ctx.workdir)
             .and_then(|prepared| prepared.open())
-            .map_err(|error| failed(&error))?;
+            .map_err(|error| failed(error.into()))?;
         let other_rules = shown.settings.rules();
         let other_change = Change::load_with(
             &other,
@@ -303,9 +312,9 @@ impl Arm {
             &shown.commit.commit,
             &other_rules,
         )
-        .map_err(|error| failed(&error))?;
+        .map_err(|error| failed(error.into()))?;
         let mut prediction =
-            predict(claim, &change.showing(other_change)).map_err(|error| failed(&error))?;
+            predict(claim, &change.showing(other_change)).map_err(|error| failed(error.into()))?;
         super::shuffle::mark_shown(&mut prediction.evidence, &shown.commit);
         Ok(prediction)
     }
@@ -314,11 +323,8 @@ impl Arm {
 impl Arm {
     /// Asks testmon about one commit's claims.
     fn testmon(ctx: &StepContext, item: &ItemPlan) -> Result<ItemOutput, StepError> {
-        let failed = |error: &dyn std::fmt::Display| {
-            StepError::Message(format!(
-                "step `{}` item {}: {error}",
-                ctx.step.name, item.id
-            ))
+        let failed = |error: Box<dyn std::error::Error + Send + Sync>| {
+            StepError::failed(format!("step `{}` item {}", ctx.step.name, item.id), error)
         };
         let claims = item.params["claims"]
             .as_array()
@@ -329,7 +335,7 @@ impl Arm {
                     .collect::<Result<Vec<_>, _>>()
             })
             .unwrap_or_else(|| Ok(Vec::new()))
-            .map_err(|error| failed(&error))?;
+            .map_err(|error| failed(error.into()))?;
         let Some(first) = claims.first() else {
             return Ok(ItemOutput::default());
         };
@@ -341,7 +347,7 @@ impl Arm {
         })?;
         let repository = crate::mining::repository::locate(spec, ctx.workdir)
             .and_then(|prepared| prepared.open())
-            .map_err(|error| failed(&error))?;
+            .map_err(|error| failed(error.into()))?;
         let test_files: BTreeSet<String> = claims.iter().map(Claim::test_file).collect();
         let scratch = ctx.scratch(&Digest::of(item.id.as_bytes()).short())?;
         let settings = RepositorySettings::from_item(ctx, item)?;
@@ -381,7 +387,7 @@ impl Arm {
                         .map(|claim| testmon::unjudged(&claim.id, &error)),
                 ));
             }
-            Err(error) => return Err(failed(&error)),
+            Err(error) => return Err(failed(error.into())),
         };
         Ok(ItemOutput::records(claims.iter().map(|claim| {
             testmon::predict(&claim.id, &claim.node, &selection)
@@ -549,10 +555,7 @@ impl StepKind for Arm {
         };
         let claim = || {
             Claim::from_record(&item.params["claim"]).map_err(|error| {
-                StepError::Message(format!(
-                    "step `{}` item {}: {error}",
-                    ctx.step.name, item.id
-                ))
+                StepError::failed(format!("step `{}` item {}", ctx.step.name, item.id), error)
             })
         };
         let prediction = match params.arm {

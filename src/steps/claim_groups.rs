@@ -35,10 +35,13 @@ pub fn claims_by_commit(
                 None => claim,
                 Some(kept) => match kept.get(&claim.id) {
                     Some(record) => serde_json::from_value(record.clone()).map_err(|error| {
-                        StepError::Message(format!(
-                            "step `{}`: read the paraphrase of {}: {error}",
-                            ctx.step.name, claim.id
-                        ))
+                        StepError::failed(
+                            format!(
+                                "step `{}`: read the paraphrase of {}",
+                                ctx.step.name, claim.id
+                            ),
+                            error,
+                        )
                     })?,
                     None => continue,
                 },

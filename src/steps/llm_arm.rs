@@ -246,11 +246,14 @@ impl Opened {
         claim: &CommitRef,
         limit: usize,
     ) -> Result<(SourceDiff, Arc<TestFileRules>), StepError> {
-        let failed = |error: &dyn std::fmt::Display| {
-            StepError::Message(format!(
-                "step `{}`: diff of {}@{}: {error}",
-                ctx.step.name, claim.repo, claim.commit
-            ))
+        let failed = |error: Box<dyn std::error::Error + Send + Sync>| {
+            StepError::failed(
+                format!(
+                    "step `{}`: diff of {}@{}",
+                    ctx.step.name, claim.repo, claim.commit
+                ),
+                error,
+            )
         };
         if !self.repositories.contains_key(&claim.repo) {
             let spec = ctx.pipeline.repo(&claim.repo).ok_or_else(|| {
@@ -261,15 +264,16 @@ impl Opened {
                     claim.repo
                 ))
             })?;
-            let rules = TestFileRules::for_repository(spec, &[]).map_err(|error| failed(&error))?;
+            let rules =
+                TestFileRules::for_repository(spec, &[]).map_err(|error| failed(error.into()))?;
             let repository = crate::mining::repository::locate(spec, ctx.workdir)
                 .and_then(|prepared| prepared.open())
-                .map_err(|error| failed(&error))?;
+                .map_err(|error| failed(error.into()))?;
             self.repositories
                 .insert(claim.repo.clone(), (repository, Arc::new(rules)));
         }
         let (repository, rules) = &self.repositories[&claim.repo];
-        let oid = |text: &str| git2::Oid::from_str(text).map_err(|error| failed(&error));
+        let oid = |text: &str| git2::Oid::from_str(text).map_err(|error| failed(error.into()));
         let diff = source_diff(
             repository,
             oid(&claim.parent)?,
@@ -277,7 +281,7 @@ impl Opened {
             rules,
             limit,
         )
-        .map_err(|error| failed(&error))?;
+        .map_err(|error| failed(error.into()))?;
         Ok((diff, Arc::clone(rules)))
     }
 }

@@ -124,7 +124,7 @@ fn client(ctx: &StepContext, name: &str) -> Result<Arc<ModelClient>, StepError> 
         let url = local
             .base_url(&log, &|line| ctx.note(line))
             .map_err(|error| {
-                StepError::Message(format!("step `{}`: model `{name}`: {error}", ctx.step.name))
+                StepError::failed(format!("step `{}`: model `{name}`", ctx.step.name), error)
             })?;
         Some(url)
     } else {

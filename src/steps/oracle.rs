@@ -374,7 +374,7 @@ fn claims_of(upstream: &Upstream, step: &str) -> Result<Vec<Claim>, StepError> {
     for item in &output.items {
         for line in &item.output.records {
             let record = serde_json::from_value(line.clone()).map_err(|error| {
-                StepError::Message(format!("step `{step}`: decode a claim: {error}"))
+                StepError::failed(format!("step `{step}`: decode a claim"), error)
             })?;
             claims.push(Claim {
                 record,
@@ -439,9 +439,9 @@ fn truth_line(judgement: &Judgement) -> serde_json::Value {
 
 fn judgement_of(value: &serde_json::Value) -> Result<Judgement, StepError> {
     let truth: TruthRecord = serde_json::from_value(value.clone())
-        .map_err(|error| StepError::Message(format!("decode a truth record: {error}")))?;
+        .map_err(|error| StepError::failed("decode a truth record", error))?;
     let cause: Option<Cause> = serde_json::from_value(value["cause"].clone())
-        .map_err(|error| StepError::Message(format!("decode a truth record's cause: {error}")))?;
+        .map_err(|error| StepError::failed("decode a truth record's cause", error))?;
     Ok(Judgement { truth, cause })
 }
 
@@ -563,7 +563,7 @@ impl StepKind for OracleStep {
         let target: CommitItem = item
             .params
             .decode()
-            .map_err(|error| StepError::Message(format!("item {}: {error}", item.id)))?;
+            .map_err(|error| StepError::failed(format!("item {}", item.id), error))?;
         let mut upstream_claims: Vec<Claim> = claims_of(upstream, step)?
             .into_iter()
             .filter(|claim| {
@@ -593,10 +593,10 @@ impl StepKind for OracleStep {
             .collect();
         let spec = repo_spec(ctx, &target.repo)?;
         let located = crate::mining::locate(spec, ctx.workdir)
-            .map_err(|error| StepError::Message(format!("item {}: {error}", item.id)))?;
+            .map_err(|error| StepError::failed(format!("item {}", item.id), error))?;
         let repository = located
             .open()
-            .map_err(|error| StepError::Message(format!("item {}: {error}", item.id)))?;
+            .map_err(|error| StepError::failed(format!("item {}", item.id), error))?;
         let settings = Settings {
             runs: params.runs,
             timeout: Duration::from_secs_f64(params.timeout.max(1.0)),
@@ -610,19 +610,19 @@ impl StepKind for OracleStep {
         let judged = (|| {
             let oid = |id: &str| {
                 git2::Oid::from_str(id)
-                    .map_err(|error| StepError::Message(format!("item {}: {error}", item.id)))
+                    .map_err(|error| StepError::failed(format!("item {}", item.id), error))
             };
             let parent = oid(&target.parent)?;
             // What the child declares, read from its checkout before the parent's.
             slot.1
                 .worktree
                 .checkout(&repository, oid(&target.commit)?)
-                .map_err(|error| StepError::Message(format!("item {}: {error}", item.id)))?;
+                .map_err(|error| StepError::failed(format!("item {}", item.id), error))?;
             let child = python::declared_requirements(slot.1.worktree.dir());
             slot.1
                 .worktree
                 .checkout(&repository, parent)
-                .map_err(|error| StepError::Message(format!("item {}: {error}", item.id)))?;
+                .map_err(|error| StepError::failed(format!("item {}", item.id), error))?;
             let date = repository
                 .find_commit(parent)
                 .map(|commit| commit.time().seconds())
@@ -657,7 +657,7 @@ impl StepKind for OracleStep {
                     claims: &claims,
                 },
             )
-            .map_err(|error| StepError::Message(format!("item {}: {error}", item.id)))
+            .map_err(|error| StepError::failed(format!("item {}", item.id), error))
         })();
         pool.release(slot);
         let judgements = judged?;
@@ -686,10 +686,11 @@ impl StepKind for OracleStep {
         let mut problems = Vec::new();
         let mut commits = Vec::new();
         for item in items {
-            let target: CommitItem =
-                item.plan.params.decode().map_err(|error| {
-                    StepError::Message(format!("item {}: {error}", item.plan.id))
-                })?;
+            let target: CommitItem = item
+                .plan
+                .params
+                .decode()
+                .map_err(|error| StepError::failed(format!("item {}", item.plan.id), error))?;
             let judgements = item
                 .output
                 .records

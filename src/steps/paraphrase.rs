@@ -226,10 +226,13 @@ impl ParaphraseStep {
         let mut lines = Vec::new();
         for line in output.items.iter().flat_map(|item| &item.output.records) {
             let record: ClaimRecord = serde_json::from_value(line.clone()).map_err(|error| {
-                StepError::Message(format!(
-                    "step `{}`: read a claim of step `{}`: {error}",
-                    ctx.step.name, output.step
-                ))
+                StepError::failed(
+                    format!(
+                        "step `{}`: read a claim of step `{}`",
+                        ctx.step.name, output.step
+                    ),
+                    error,
+                )
             })?;
             if selected
                 .as_ref()
@@ -253,11 +256,8 @@ impl ParaphraseStep {
         params: &ParaphraseParams,
         claims: &[serde_json::Value],
     ) -> Result<Vec<serde_json::Value>, StepError> {
-        let failed = |error: &dyn std::fmt::Display| {
-            StepError::Message(format!(
-                "step `{}` item {}: {error}",
-                ctx.step.name, item.id
-            ))
+        let failed = |error: Box<dyn std::error::Error + Send + Sync>| {
+            StepError::failed(format!("step `{}` item {}", ctx.step.name, item.id), error)
         };
         let claims: Vec<Line> = claims
             .iter()
@@ -267,7 +267,7 @@ impl ParaphraseStep {
                         record,
                         line: line.clone(),
                     })
-                    .map_err(|error| failed(&error))
+                    .map_err(|error| failed(error.into()))
             })
             .collect::<Result<_, _>>()?;
         let Some(first) = claims.first() else {
@@ -281,20 +281,20 @@ impl ParaphraseStep {
         })?;
         let repository = crate::mining::repository::locate(spec, ctx.workdir)
             .and_then(|prepared| prepared.open())
-            .map_err(|error| failed(&error))?;
-        let oid = |text: &str| git2::Oid::from_str(text).map_err(|error| failed(&error));
+            .map_err(|error| failed(error.into()))?;
+        let oid = |text: &str| git2::Oid::from_str(text).map_err(|error| failed(error.into()));
         let scratch = ctx.scratch(&Digest::of(item.id.as_bytes()).short())?;
         let mut worktree = Worktree::new(scratch.join("worktree"));
         // What the child declares, read from its checkout, so the environment is the oracle's.
         worktree
             .checkout(&repository, oid(&first.record.commit)?)
-            .map_err(|error| failed(&error))?;
+            .map_err(|error| failed(error.into()))?;
         let child = crate::python::declared_requirements(worktree.dir());
         let parent = oid(&first.record.parent)?;
         worktree
             .checkout(&repository, parent)
-            .map_err(|error| failed(&error))?;
-        crate::python::register_project(worktree.dir()).map_err(|error| failed(&error))?;
+            .map_err(|error| failed(error.into()))?;
+        crate::python::register_project(worktree.dir()).map_err(|error| failed(error.into()))?;
 
         // 1. Rewrite, and put every rewrite in its file.
         let mut records = Vec::new();
@@ -309,12 +309,13 @@ impl ParaphraseStep {
                 }
             };
             let path = crate::arms::Claim::from_record(&claim.line)
-                .map_err(|error| failed(&error))?
+                .map_err(|error| failed(error.into()))?
                 .test_file();
             let text = match files.get(&path) {
                 Some(text) => text.clone(),
-                None => std::fs::read_to_string(worktree.dir().join(&path))
-                    .map_err(|error| failed(&format!("read {path} at the parent: {error}")))?,
+                None => std::fs::read_to_string(worktree.dir().join(&path)).map_err(|error| {
+                    failed(format!("read {path} at the parent: {error}").into())
+                })?,
             };
             match replace_test(&text, &claim.record.source, &rewrite.source) {
                 Ok(text) => {
@@ -329,7 +330,7 @@ impl ParaphraseStep {
         }
         for (path, text) in &files {
             std::fs::write(worktree.dir().join(path), text)
-                .map_err(|error| failed(&format!("write {path}: {error}")))?;
+                .map_err(|error| failed(format!("write {path}: {error}").into()))?;
         }
 
         // 2. Run them at the parent, as the oracle runs claims.
@@ -347,7 +348,7 @@ impl ParaphraseStep {
                 .environment(spec, worktree.dir(), interpreter, date, &child)
             {
                 Ok(environment) => environment,
-                Err(EnvironmentFailure::Retry(reason)) => return Err(failed(&reason)),
+                Err(EnvironmentFailure::Retry(reason)) => return Err(failed(reason.into())),
                 Err(EnvironmentFailure::Unbuildable(reason)) => {
                     for (claim, _) in &kept {
                         records.push(refused(
@@ -377,7 +378,7 @@ impl ParaphraseStep {
                 run,
                 timeout: Duration::from_secs_f64(params.timeout.max(1.0)),
             })
-            .map_err(|error| failed(&error))?;
+            .map_err(|error| failed(error.into()))?;
             let batch = classify(&nodes, &report.outcome, &report.records);
             for node in &nodes {
                 if failures.contains_key(node) {

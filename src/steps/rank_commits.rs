@@ -259,10 +259,10 @@ impl StepKind for RankCommits {
             ))
         })?;
         let params: ItemParams = item.params.decode().map_err(|error| {
-            StepError::Message(format!(
-                "step `{}`: item `{}`: {error}",
-                ctx.step.name, item.id
-            ))
+            StepError::failed(
+                format!("step `{}`: item `{}`", ctx.step.name, item.id),
+                error,
+            )
         })?;
         let tip = item
             .tools
@@ -282,7 +282,7 @@ impl StepKind for RankCommits {
                 .iter()
                 .map(|id| git2::Oid::from_str(id))
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|error| StepError::Message(format!("item `{}`: {error}", item.id)))?;
+                .map_err(|error| StepError::failed(format!("item `{}`", item.id), error))?;
             let records = crate::mining::rank::chosen(&spec.name, &history, &oids, params.by)
                 .map_err(|missing| {
                     StepError::Message(format!(

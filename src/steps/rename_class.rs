@@ -81,7 +81,7 @@ impl StepKind for RenameClass {
         for item in &claims.items {
             for record in &item.output.records {
                 let claim = Claim::from_record(record).map_err(|error| {
-                    StepError::Message(format!("step `{}`: {error}", ctx.step.name))
+                    StepError::failed(format!("step `{}`", ctx.step.name), error)
                 })?;
                 commits
                     .entry((claim.repo, claim.parent, claim.commit))
@@ -113,11 +113,8 @@ impl StepKind for RenameClass {
         item: &ItemPlan,
         _upstream: &Upstream,
     ) -> Result<ItemOutput, StepError> {
-        let failed = |error: &dyn std::fmt::Display| {
-            StepError::Message(format!(
-                "step `{}` item {}: {error}",
-                ctx.step.name, item.id
-            ))
+        let failed = |error: Box<dyn std::error::Error + Send + Sync>| {
+            StepError::failed(format!("step `{}` item {}", ctx.step.name, item.id), error)
         };
         let claims: Vec<Claim> = item.params["claims"]
             .as_array()
@@ -125,13 +122,13 @@ impl StepKind for RenameClass {
             .flatten()
             .map(Claim::from_record)
             .collect::<Result<_, _>>()
-            .map_err(|error| failed(&error))?;
+            .map_err(|error| failed(error.into()))?;
         let Some(first) = claims.first() else {
             return Ok(ItemOutput::default());
         };
         let patterns: Vec<String> = serde_json::from_value(item.params["test_patterns"].clone())
-            .map_err(|error| failed(&error))?;
-        let rules = TestFileRules::new(&patterns).map_err(|error| failed(&error))?;
+            .map_err(|error| failed(error.into()))?;
+        let rules = TestFileRules::new(&patterns).map_err(|error| failed(error.into()))?;
         let spec = ctx.pipeline.repo(&first.repo).ok_or_else(|| {
             StepError::Invariant(format!(
                 "step `{}`: claim {} names an undeclared repository",
@@ -140,10 +137,10 @@ impl StepKind for RenameClass {
         })?;
         let repository = crate::mining::repository::locate(spec, ctx.workdir)
             .and_then(|prepared| prepared.open())
-            .map_err(|error| failed(&error))?;
+            .map_err(|error| failed(error.into()))?;
         let change = Change::load_with(&repository, &first.parent, &first.commit, &rules)
-            .map_err(|error| failed(&error))?;
-        let renames = renames_in(&change).map_err(|error| failed(&error))?;
+            .map_err(|error| failed(error.into()))?;
+        let renames = renames_in(&change).map_err(|error| failed(error.into()))?;
         let mut records = Vec::new();
         for claim in &claims {
             // A test the parser cannot read references nothing it can show.

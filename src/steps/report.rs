@@ -104,7 +104,7 @@ impl StepKind for ReportStep {
             .clone()
             .unwrap_or_else(|| ReportConfig::declared(&document));
         let files = report::render(&title, &document, &config)
-            .map_err(|error| StepError::Message(format!("step `{}`: {error}", ctx.step.name)))?;
+            .map_err(|error| StepError::failed(format!("step `{}`", ctx.step.name), error))?;
         let mut output = ItemOutput::default();
         for (path, bytes) in files {
             let digest = ctx.store.put(&bytes)?;

@@ -507,12 +507,12 @@ fn compute(
     let sources = sources(ctx, params)?;
     let inputs = read_inputs(ctx, params, upstream, &sources)?;
     let arms = scored_arms(ctx, upstream)?;
-    let failed = |error: &dyn std::fmt::Display| {
-        StepError::Message(format!("step `{}`: {error}", ctx.step.name))
+    let failed = |error: Box<dyn std::error::Error + Send + Sync>| {
+        StepError::failed(format!("step `{}`", ctx.step.name), error)
     };
     let in_split = inputs.in_split.as_ref();
     let evaluation = Evaluation::build(&inputs.labels, &inputs.origins, &arms, in_split)
-        .map_err(|error| failed(&error))?;
+        .map_err(|error| failed(error.into()))?;
     let natural_rate = match params.natural_rate {
         Some(value) => Some(NaturalRate {
             value,
@@ -540,7 +540,7 @@ fn compute(
         inputs.claims.as_deref(),
         inputs.commits.as_deref(),
     )
-    .map_err(|error| failed(&error))?;
+    .map_err(|error| failed(error.into()))?;
     let options = AnalysisOptions {
         resamples: params.bootstrap,
         seed: params.seed,
@@ -795,5 +795,5 @@ fn compare_rankings(
         })
         .collect();
     rankings::compare(&inputs, in_split, settings)
-        .map_err(|error| StepError::Message(format!("step `{}`: {error}", ctx.step.name)))
+        .map_err(|error| StepError::failed(format!("step `{}`", ctx.step.name), error))
 }

@@ -9,8 +9,9 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use claimflow::engine::{
-    Engine, EngineError, Event, Execution, ItemFuture, ItemOutput, ItemPlan, ItemResult, NoParams,
-    ParamsDecl, Recording, RunOptions, StepContext, StepError, StepKind, Upstream,
+    Engine, EngineError, ErrorClass, Event, Execution, ItemFuture, ItemOutput, ItemPlan,
+    ItemResult, NoParams, ParamsDecl, Recording, RunOptions, StepContext, StepError, StepKind,
+    Upstream,
 };
 use claimflow::pipeline::load_str;
 use claimflow::steps::Registry;
@@ -142,6 +143,7 @@ fn a_panicking_item_fails_its_step_naming_the_item_and_the_run_ends() {
                     step: failed,
                     item,
                     error,
+                    class: ErrorClass::Failure,
                 } if failed == step && item == "boom" => Some(error),
                 _ => None,
             })

@@ -120,7 +120,9 @@ fn a_commit_without_an_environment_has_its_claims_discarded_with_the_reason() {
         .events()
         .into_iter()
         .find_map(|event| match event {
-            claimflow::engine::Event::StepFailed { step, error } if step == "truth" => Some(error),
+            claimflow::engine::Event::StepFailed { step, error, .. } if step == "truth" => {
+                Some(error)
+            }
             _ => None,
         })
         .expect("the oracle step failed");
