@@ -107,91 +107,20 @@ pub fn resolve(
         .iter()
         .filter(|need| has_role(pipeline, need, &Role::Labels))
         .collect();
-    let problem = |index: Option<usize>, message: String, hint: String| PipelineProblem {
-        param: index.map(|_| "rankings".to_string()),
-        index,
-        message,
-        hint,
-    };
-
     let mut sources = Vec::new();
-    let mut seen: Vec<&String> = Vec::new();
     for (index, rank) in rankings.iter().enumerate() {
-        let kind = kind_of(pipeline, rank);
-        if !has_role(pipeline, rank, &Role::Commits) {
-            problems.push(problem(
-                Some(index),
-                format!(
-                    "`rankings` of {owner} names `{rank}` (uses: {kind}), which is not a \
-                     `rank-commits` step"
-                ),
-                "list the `rank-commits` steps whose rankings to compare, e.g. \
-                 `rankings: [rank, rank_kw]`"
-                    .to_string(),
-            ));
-            continue;
-        }
-        if seen.contains(&rank) {
-            problems.push(problem(
-                Some(index),
-                format!("`rankings` of {owner} names `{rank}` twice"),
-                "remove one of them".to_string(),
-            ));
-            continue;
-        }
-        seen.push(rank);
-        let labelling: Vec<&String> = oracles
-            .iter()
-            .copied()
-            .filter(|oracle| rankings_labelled_by(pipeline, oracle).contains(rank))
-            .collect();
-        match labelling.as_slice() {
-            [oracle] => sources.push(RankingSource {
-                rank: rank.clone(),
-                by: pipeline.step(rank).map(ranked_by).unwrap_or_default(),
-                oracle: (*oracle).clone(),
-            }),
-            [] => {
-                let elsewhere: Vec<&String> = pipeline
-                    .steps
-                    .iter()
-                    .filter(|step| {
-                        step.role == Role::Labels
-                            && rankings_labelled_by(pipeline, &step.name).contains(rank)
-                    })
-                    .map(|step| &step.name)
-                    .collect();
-                let hint = match elsewhere.first() {
-                    Some(oracle) => format!(
-                        "add `{oracle}` to `needs` of {owner}: it labels the claims mined from \
-                         `{rank}`"
-                    ),
-                    None => format!(
-                        "add a `mine-claims` step that needs `{rank}` and an `oracle` step that \
-                         needs it, and list the oracle step in `needs` of {owner}"
-                    ),
-                };
-                problems.push(problem(
-                    Some(index),
-                    format!(
-                        "ranking `{rank}` has no labels: no `oracle` step in `needs` of {owner} \
-                         labels claims mined from it"
-                    ),
-                    hint,
-                ));
-            }
-            several => problems.push(problem(
-                Some(index),
-                format!(
-                    "ranking `{rank}` is labelled by {} in `needs` of {owner}; one ranking has \
-                     one oracle step",
-                    quoted(several)
-                ),
-                "keep only the oracle step that labels this ranking's claims in `needs`"
-                    .to_string(),
-            )),
+        match ranking_source(
+            pipeline,
+            &owner,
+            &oracles,
+            (index, rank),
+            &rankings[..index],
+        ) {
+            Ok(source) => sources.push(source),
+            Err(problem) => problems.push(problem),
         }
     }
+    let problem = ranking_problem;
     for (index, first) in sources.iter().enumerate() {
         if let Some(second) = sources[index + 1..]
             .iter()
@@ -318,6 +247,88 @@ fn arms_oracle(
             "keep in `needs` the one oracle step whose claims the arms read, and name the other \
              oracle steps' rankings in `rankings:`"
                 .to_string(),
+        )),
+    }
+}
+
+/// A problem with the `rankings` entry at `index` (or with the parameter as a whole).
+fn ranking_problem(index: Option<usize>, message: String, hint: String) -> PipelineProblem {
+    PipelineProblem {
+        param: index.map(|_| "rankings".to_string()),
+        index,
+        message,
+        hint,
+    }
+}
+
+/// Where the ranking `rank` (entry `index` of `rankings`, after `before`) gets its labels: the
+/// one oracle step among `oracles` labelling claims mined from it.
+fn ranking_source(
+    pipeline: &Pipeline,
+    owner: &str,
+    oracles: &[&String],
+    (index, rank): (usize, &String),
+    before: &[String],
+) -> Result<RankingSource, PipelineProblem> {
+    let problem = |message: String, hint: &str| ranking_problem(Some(index), message, hint.into());
+    let kind = kind_of(pipeline, rank);
+    if !has_role(pipeline, rank, &Role::Commits) {
+        return Err(problem(
+            format!(
+                "`rankings` of {owner} names `{rank}` (uses: {kind}), which is not a \
+                 `rank-commits` step"
+            ),
+            "list the `rank-commits` steps whose rankings to compare, e.g. \
+             `rankings: [rank, rank_kw]`",
+        ));
+    }
+    if before.contains(rank) {
+        return Err(problem(
+            format!("`rankings` of {owner} names `{rank}` twice"),
+            "remove one of them",
+        ));
+    }
+    let labelling: Vec<&String> = oracles
+        .iter()
+        .copied()
+        .filter(|oracle| rankings_labelled_by(pipeline, oracle).contains(rank))
+        .collect();
+    match labelling.as_slice() {
+        [oracle] => Ok(RankingSource {
+            rank: rank.clone(),
+            by: pipeline.step(rank).map(ranked_by).unwrap_or_default(),
+            oracle: (*oracle).clone(),
+        }),
+        [] => {
+            let elsewhere = pipeline.steps.iter().find(|step| {
+                step.role == Role::Labels
+                    && rankings_labelled_by(pipeline, &step.name).contains(rank)
+            });
+            let hint = match elsewhere {
+                Some(oracle) => format!(
+                    "add `{}` to `needs` of {owner}: it labels the claims mined from `{rank}`",
+                    oracle.name
+                ),
+                None => format!(
+                    "add a `mine-claims` step that needs `{rank}` and an `oracle` step that \
+                     needs it, and list the oracle step in `needs` of {owner}"
+                ),
+            };
+            Err(problem(
+                format!(
+                    "ranking `{rank}` has no labels: no `oracle` step in `needs` of {owner} \
+                     labels claims mined from it"
+                ),
+                &hint,
+            ))
+        }
+        several => Err(problem(
+            format!(
+                "ranking `{rank}` is labelled by {} in `needs` of {owner}; one ranking has \
+                 one oracle step",
+                quoted(several)
+            ),
+            "keep only the oracle step that labels this ranking's claims in `needs`",
         )),
     }
 }

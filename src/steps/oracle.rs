@@ -445,6 +445,44 @@ fn judgement_of(value: &serde_json::Value) -> Result<Judgement, StepError> {
     Ok(Judgement { truth, cause })
 }
 
+/// What an oracle item judges of its commit: the claims (each once, by id), the test files it
+/// touches, and the interpreter its claims were mined with.
+type CommitClaims = (Vec<ClaimRecord>, Vec<String>, Option<String>);
+
+/// The claims of the commit `target` (each once, by id), the test files it touches (carried by
+/// the claims, and by the ranking when the step needs it too; the procedure adds the diff's own,
+/// so the wiring changes nothing), and the interpreter its claims were mined with.
+fn commit_claims(
+    upstream: &Upstream,
+    step: &str,
+    target: &CommitItem,
+) -> Result<CommitClaims, StepError> {
+    let mut upstream_claims: Vec<Claim> = claims_of(upstream, step)?
+        .into_iter()
+        .filter(|claim| claim.record.repo == target.repo && claim.record.commit == target.commit)
+        .collect();
+    upstream_claims.sort_by(|left, right| left.record.id.cmp(&right.record.id));
+    upstream_claims.dedup_by(|left, right| left.record.id == right.record.id);
+    let interpreter = upstream_claims
+        .iter()
+        .find_map(Claim::interpreter)
+        .map(str::to_string);
+    let mut test_files: std::collections::BTreeSet<String> =
+        upstream_claims.iter().flat_map(Claim::test_files).collect();
+    test_files.extend(
+        commits_of(upstream)?
+            .remove(&(target.repo.clone(), target.commit.clone()))
+            .map(|record| record.test_files)
+            .unwrap_or_default(),
+    );
+    let test_files: Vec<String> = test_files.into_iter().collect();
+    let claims: Vec<ClaimRecord> = upstream_claims
+        .into_iter()
+        .map(|claim| claim.record)
+        .collect();
+    Ok((claims, test_files, interpreter))
+}
+
 impl StepKind for OracleStep {
     fn name(&self) -> &'static str {
         "oracle"
@@ -564,33 +602,7 @@ impl StepKind for OracleStep {
             .params
             .decode()
             .map_err(|error| StepError::failed(format!("item {}", item.id), error))?;
-        let mut upstream_claims: Vec<Claim> = claims_of(upstream, step)?
-            .into_iter()
-            .filter(|claim| {
-                claim.record.repo == target.repo && claim.record.commit == target.commit
-            })
-            .collect();
-        upstream_claims.sort_by(|left, right| left.record.id.cmp(&right.record.id));
-        upstream_claims.dedup_by(|left, right| left.record.id == right.record.id);
-        let interpreter = upstream_claims
-            .iter()
-            .find_map(Claim::interpreter)
-            .map(str::to_string);
-        // The touched test files: carried by the claims, and by the ranking when the step needs
-        // it too; the procedure adds the diff's own, so the wiring changes nothing.
-        let mut test_files: std::collections::BTreeSet<String> =
-            upstream_claims.iter().flat_map(Claim::test_files).collect();
-        test_files.extend(
-            commits_of(upstream)?
-                .remove(&(target.repo.clone(), target.commit.clone()))
-                .map(|record| record.test_files)
-                .unwrap_or_default(),
-        );
-        let test_files: Vec<String> = test_files.into_iter().collect();
-        let claims: Vec<ClaimRecord> = upstream_claims
-            .into_iter()
-            .map(|claim| claim.record)
-            .collect();
+        let (claims, test_files, interpreter) = commit_claims(upstream, step, &target)?;
         let spec = repo_spec(ctx, &target.repo)?;
         let located = crate::mining::locate(spec, ctx.workdir)
             .map_err(|error| StepError::failed(format!("item {}", item.id), error))?;

@@ -301,27 +301,8 @@ impl ParaphraseStep {
         let mut files: BTreeMap<String, String> = BTreeMap::new();
         let mut kept: Vec<(&Line, crate::controls::paraphrase::Paraphrase)> = Vec::new();
         for claim in &claims {
-            let rewrite = match paraphrase(&claim.record.source) {
-                Ok(rewrite) => rewrite,
-                Err(refusal) => {
-                    records.push(refused(&claim.record.id, refusal));
-                    continue;
-                }
-            };
-            let path = crate::arms::Claim::from_record(&claim.line)
-                .map_err(|error| failed(error.into()))?
-                .test_file();
-            let text = match files.get(&path) {
-                Some(text) => text.clone(),
-                None => std::fs::read_to_string(worktree.dir().join(&path)).map_err(|error| {
-                    failed(format!("read {path} at the parent: {error}").into())
-                })?,
-            };
-            match replace_test(&text, &claim.record.source, &rewrite.source) {
-                Ok(text) => {
-                    files.insert(path, text);
-                    kept.push((claim, rewrite));
-                }
+            match rewrite_in(claim, worktree.dir(), &mut files).map_err(failed)? {
+                Ok(rewrite) => kept.push((claim, rewrite)),
                 Err(why) => records.push(refused(&claim.record.id, why)),
             }
         }
@@ -366,40 +347,15 @@ impl ParaphraseStep {
             .into_iter()
             .collect();
         let test_files: Vec<String> = files.keys().cloned().collect();
-        let mut failures: BTreeMap<String, String> = BTreeMap::new();
-        for run in 0..params.runs {
-            let files = RunFiles::new(scratch.join(format!("run-{run}")));
-            let report = run_pytest(&RunRequest {
-                environment: &environment,
-                worktree: worktree.dir(),
-                files: &files,
-                test_files: &test_files,
-                nodes: &nodes,
-                run,
-                timeout: Duration::from_secs_f64(params.timeout.max(1.0)),
-            })
+        let run = RunAt {
+            environment: &environment,
+            worktree: worktree.dir(),
+            scratch: &scratch,
+            test_files: &test_files,
+        };
+        let failures = run
+            .failures(&nodes, params)
             .map_err(|error| failed(error.into()))?;
-            let batch = classify(&nodes, &report.outcome, &report.records);
-            for node in &nodes {
-                if failures.contains_key(node) {
-                    continue;
-                }
-                let why = match batch.verdicts.get(node) {
-                    Some(Verdict::Passed) => continue,
-                    Some(Verdict::Failed(kind)) => format!("failed ({kind})"),
-                    Some(Verdict::Unknown(reason)) => format!("no verdict ({reason})"),
-                    None => "no verdict (no record)".to_string(),
-                };
-                failures.insert(
-                    node.clone(),
-                    format!(
-                        "the rewrite did not pass at the parent: run {} of {}: {why}",
-                        run + 1,
-                        params.runs
-                    ),
-                );
-            }
-        }
         for (claim, rewrite) in kept {
             if let Some(why) = failures.get(&claim.record.node) {
                 records.push(refused(&claim.record.id, why));
@@ -534,6 +490,91 @@ impl StepKind for ParaphraseStep {
         bytes.push(b'\n');
         ctx.write_result(&ctx.own_result("paraphrase.json"), &bytes)?;
         ctx.write_jsonl(&ctx.own_result("paraphrase.jsonl"), kept)
+    }
+}
+
+/// Rewrites `claim` into its test file's text in `files` (read from `worktree` the first time):
+/// the rewrite, or why it was refused; an error when the file cannot be read.
+fn rewrite_in(
+    claim: &Line,
+    worktree: &std::path::Path,
+    files: &mut BTreeMap<String, String>,
+) -> Result<
+    Result<crate::controls::paraphrase::Paraphrase, String>,
+    Box<dyn std::error::Error + Send + Sync>,
+> {
+    let rewrite = match paraphrase(&claim.record.source) {
+        Ok(rewrite) => rewrite,
+        Err(refusal) => return Ok(Err(refusal.to_string())),
+    };
+    let path = crate::arms::Claim::from_record(&claim.line)?.test_file();
+    let text = match files.get(&path) {
+        Some(text) => text.clone(),
+        None => std::fs::read_to_string(worktree.join(&path))
+            .map_err(|error| format!("read {path} at the parent: {error}"))?,
+    };
+    Ok(
+        match replace_test(&text, &claim.record.source, &rewrite.source) {
+            Ok(text) => {
+                files.insert(path, text);
+                Ok(rewrite)
+            }
+            Err(why) => Err(why),
+        },
+    )
+}
+
+/// Where a commit's rewrites run: its environment, its checkout at the parent with the rewrites
+/// in place, its scratch directory, the test files rewritten.
+struct RunAt<'a> {
+    environment: &'a crate::python::Environment,
+    worktree: &'a std::path::Path,
+    scratch: &'a std::path::Path,
+    test_files: &'a [String],
+}
+
+impl RunAt<'_> {
+    /// Runs `nodes` `params.runs` times, as the oracle runs claims: why each node that did not
+    /// pass every run failed, by node.
+    fn failures(
+        &self,
+        nodes: &[String],
+        params: &ParaphraseParams,
+    ) -> Result<BTreeMap<String, String>, crate::oracle::runner::RunnerError> {
+        let mut failures: BTreeMap<String, String> = BTreeMap::new();
+        for run in 0..params.runs {
+            let files = RunFiles::new(self.scratch.join(format!("run-{run}")));
+            let report = run_pytest(&RunRequest {
+                environment: self.environment,
+                worktree: self.worktree,
+                files: &files,
+                test_files: self.test_files,
+                nodes,
+                run,
+                timeout: Duration::from_secs_f64(params.timeout.max(1.0)),
+            })?;
+            let batch = classify(nodes, &report.outcome, &report.records);
+            for node in nodes {
+                if failures.contains_key(node) {
+                    continue;
+                }
+                let why = match batch.verdicts.get(node) {
+                    Some(Verdict::Passed) => continue,
+                    Some(Verdict::Failed(kind)) => format!("failed ({kind})"),
+                    Some(Verdict::Unknown(reason)) => format!("no verdict ({reason})"),
+                    None => "no verdict (no record)".to_string(),
+                };
+                failures.insert(
+                    node.clone(),
+                    format!(
+                        "the rewrite did not pass at the parent: run {} of {}: {why}",
+                        run + 1,
+                        params.runs
+                    ),
+                );
+            }
+        }
+        Ok(failures)
     }
 }
 
