@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::step::ErrorClass;
+use serde::Serialize;
 
 /// One thing that happened during a run.
 #[derive(Debug, Clone)]
@@ -158,4 +158,18 @@ impl Reporter for Recording {
             .expect("recording lock")
             .push(event.clone());
     }
+}
+
+/// What a failure means for the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ErrorClass {
+    /// The user's input is wrong: exit 2.
+    Input,
+    /// Worth retrying.
+    Transient,
+    /// The run was stopped.
+    Cancelled,
+    /// The step failed: exit 1.
+    Failure,
 }

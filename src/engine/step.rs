@@ -496,19 +496,7 @@ pub enum StepError {
     Store(#[from] StoreError),
 }
 
-/// What a failure means for the run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ErrorClass {
-    /// The user's input is wrong: exit 2.
-    Input,
-    /// Worth retrying.
-    Transient,
-    /// The run was stopped.
-    Cancelled,
-    /// The step failed: exit 1.
-    Failure,
-}
+pub use super::events::ErrorClass;
 
 impl StepError {
     /// A failure with its cause kept.

@@ -12,6 +12,7 @@
 //! Its summary record also gives every labelled claim's side, from which `stats` builds the
 //! fixed-repository comparison across the cutoff (Table IX).
 
+use super::selection::{CutoffSummary, SideCount};
 use std::collections::{BTreeMap, BTreeSet};
 
 use schemars::JsonSchema;
@@ -45,28 +46,6 @@ pub struct CutoffParams {
     /// Keep only repositories with this `split:` (default: every repository).
     #[serde(default)]
     pub split: Option<String>,
-}
-
-/// Claims and flips on one side.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct SideCount {
-    pub claims: u64,
-    pub flipped: u64,
-}
-
-/// The summary record of a cutoff split (`cutoff.json`), tagged `record: cutoff`
-/// ([`selection::SelectionSummary`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CutoffSummary {
-    pub cutoff: Cutoff,
-    pub split: Option<String>,
-    pub labels_from: String,
-    pub before: SideCount,
-    pub after: SideCount,
-    /// The flip rate after the cutoff: the natural rate of the post-cutoff split.
-    pub natural_rate: Option<f64>,
-    /// Every labelled claim's side.
-    pub sides: BTreeMap<String, Side>,
 }
 
 impl StepKind for CutoffStep {

@@ -7,7 +7,10 @@
 //! selected claims, so no verdict (and no model call) is spent on a claim the evaluation leaves
 //! out, and a larger sample computes only the claims it adds.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::controls::sample::Sample;
+use crate::stats::cutoff::{Cutoff, Side};
 
 use serde::{Deserialize, Serialize};
 
@@ -46,9 +49,9 @@ pub fn label_step<'a>(
 #[serde(tag = "record", rename_all = "lowercase")]
 pub enum SelectionSummary {
     /// A `stratify` sample's (`sample.json`).
-    Sample(super::stratify::SampleSummary),
+    Sample(SampleSummary),
     /// A `cutoff` split's (`cutoff.json`).
-    Cutoff(super::cutoff::CutoffSummary),
+    Cutoff(CutoffSummary),
 }
 
 impl SelectionSummary {
@@ -59,6 +62,43 @@ impl SelectionSummary {
             SelectionSummary::Cutoff(split) => split.natural_rate,
         }
     }
+}
+
+/// The summary record of a sample (`sample.json`), tagged `record: sample`
+/// ([`SelectionSummary`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SampleSummary {
+    pub split: Option<String>,
+    pub seed: u64,
+    pub size: Option<u64>,
+    /// The step whose labels were drawn from.
+    pub labels_from: String,
+    /// The population's flip rate, which precision is reweighted to.
+    pub natural_rate: Option<f64>,
+    #[serde(flatten)]
+    pub sample: Sample,
+}
+
+/// Claims and flips on one side.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SideCount {
+    pub claims: u64,
+    pub flipped: u64,
+}
+
+/// The summary record of a cutoff split (`cutoff.json`), tagged `record: cutoff`
+/// ([`SelectionSummary`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CutoffSummary {
+    pub cutoff: Cutoff,
+    pub split: Option<String>,
+    pub labels_from: String,
+    pub before: SideCount,
+    pub after: SideCount,
+    /// The flip rate after the cutoff: the natural rate of the post-cutoff split.
+    pub natural_rate: Option<f64>,
+    /// Every labelled claim's side.
+    pub sides: BTreeMap<String, Side>,
 }
 
 /// The records of a labels step (an oracle, a sample, a split), decoded once.

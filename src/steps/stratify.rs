@@ -10,13 +10,14 @@
 //! `natural_rate` of the population it drew from, which `stats` reweights precision to. An arm
 //! that needs the sample judges only the sampled claims. One item, keyed by every upstream label.
 
+use super::selection::SampleSummary;
 use std::collections::BTreeSet;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::selection;
-use crate::controls::sample::{Candidate, Sample, SampleSettings, stratify};
+use crate::controls::sample::{Candidate, SampleSettings, stratify};
 use crate::engine::{
     ItemOutput, ItemPlan, ItemResult, ParamsDecl, Role, StepContext, StepError, StepKind, Upstream,
 };
@@ -50,21 +51,6 @@ pub struct StratifyParams {
 
 fn default_rate() -> f64 {
     0.25
-}
-
-/// The summary record of a sample (`sample.json`), tagged `record: sample`
-/// ([`selection::SelectionSummary`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SampleSummary {
-    pub split: Option<String>,
-    pub seed: u64,
-    pub size: Option<u64>,
-    /// The step whose labels were drawn from.
-    pub labels_from: String,
-    /// The population's flip rate, which precision is reweighted to.
-    pub natural_rate: Option<f64>,
-    #[serde(flatten)]
-    pub sample: Sample,
 }
 
 impl StepKind for Stratify {
