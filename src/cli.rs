@@ -177,6 +177,21 @@ pub enum GraphFormat {
     Mermaid,
 }
 
+/// The command line names something that is not there: exit code 2, like a malformed pipeline.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    /// `-C DIR` names no directory claimflow can enter.
+    #[error("cannot enter -C {}", path.display())]
+    Directory {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// `cache import DIR` names no directory to take a cache from.
+    #[error("no exported cache at {}: the directory does not exist", path.display())]
+    NoExport { path: PathBuf },
+}
+
 /// A step failed or the cache is corrupt: exit code 1, the message already printed.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -187,7 +202,20 @@ pub fn run(cli: Cli) -> Result<()> {
     let root = match &cli.directory {
         Some(dir) => dir
             .canonicalize()
-            .with_context(|| format!("cannot enter -C {}", dir.display()))?,
+            .and_then(|path| {
+                if path.is_dir() {
+                    Ok(path)
+                } else {
+                    Err(std::io::Error::new(
+                        std::io::ErrorKind::NotADirectory,
+                        "not a directory",
+                    ))
+                }
+            })
+            .map_err(|source| InputError::Directory {
+                path: dir.clone(),
+                source,
+            })?,
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
     let verbosity = if cli.quiet {
@@ -514,7 +542,11 @@ fn cache(action: CacheAction, root: &Path, registry: &Registry) -> Result<()> {
         }
         CacheAction::Import { dir, .. } => {
             let _lock = store.lock_shared()?;
-            let source = Store::open(root.join(&dir))?;
+            let exported = root.join(&dir);
+            if !exported.is_dir() {
+                return Err(InputError::NoExport { path: dir }.into());
+            }
+            let source = Store::open(exported)?;
             let (actions, objects, refused) = store.import_from(&source)?;
             writeln!(
                 out,

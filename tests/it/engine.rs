@@ -551,6 +551,38 @@ fn unknown_names_on_the_command_line_are_the_users_error() {
     assert_eq!(project.run(&["run", "missing.yaml"]).code, 2);
 }
 
+/// Regression: `-C` naming a missing directory exited 1, as if a step had failed.
+#[test]
+fn a_missing_directory_or_export_on_the_command_line_exits_2() {
+    let project = chain();
+    let missing = project.path("no-such-dir");
+    let ran = project.run(&[
+        "-C",
+        &missing.display().to_string(),
+        "plan",
+        "pipeline.yaml",
+    ]);
+    assert_eq!(ran.code, 2, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("cannot enter -C") && ran.stderr.contains("No such file"),
+        "the message keeps its cause: {}",
+        ran.stderr
+    );
+    let ran = project.run(&["-C", "pipeline.yaml", "plan", "pipeline.yaml"]);
+    assert_eq!(ran.code, 2, "a file is no directory: {}", ran.stderr);
+    let ran = project.run(&["cache", "import", "no-such-export", "pipeline.yaml"]);
+    assert_eq!(ran.code, 2, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("no exported cache at no-such-export"),
+        "{}",
+        ran.stderr
+    );
+    assert!(
+        !project.path("no-such-export").exists(),
+        "nothing made for it"
+    );
+}
+
 #[test]
 fn force_runs_the_step_again_instead_of_restoring_its_outputs() {
     let project = Project::new();
