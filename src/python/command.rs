@@ -1,6 +1,6 @@
-//! The one place a pytest process is built: an explicit environment from an allow-list (never the
-//! caller's secrets), a private HOME and TMPDIR, no bytecode, a fixed hash seed, the worktree first
-//! on `PYTHONPATH` so the package under test is the checked-out one, and the repository's pytest
+//! The one place a pytest process is built: an explicit environment on the scrubbed default of
+//! [`crate::process::environment`] (never the caller's secrets), a private HOME and TMPDIR, no
+//! bytecode, a fixed hash seed, the worktree first on `PYTHONPATH` so the package under test is the checked-out one, and the repository's pytest
 //! configuration neutralized where it gets in the way of collecting or running single tests, and
 //! no network where the kernel allows a user + network namespace ([`crate::sandbox`]).
 
@@ -10,6 +10,7 @@ use std::process::Command;
 
 use super::config_files::{parse_ini, parse_toml};
 use super::environment_request::Environment;
+use crate::process::ChildEnvironment;
 
 /// Where a pytest process runs and what it may see.
 #[derive(Debug, Clone)]
@@ -56,21 +57,20 @@ impl<'a> PytestLaunch<'a> {
         std::fs::create_dir_all(&home)?;
         std::fs::create_dir_all(&tmp)?;
         let mut command = Command::new(&self.environment.python);
-        command
-            .current_dir(self.worktree)
-            .env_clear()
-            .env("PATH", self.path_variable()?)
-            .env("HOME", &home)
-            .env("TMPDIR", &tmp)
-            .env("LANG", "C.UTF-8")
-            .env("LC_ALL", "C.UTF-8")
-            .env("PYTHONDONTWRITEBYTECODE", "1")
-            .env("PYTHONHASHSEED", self.hash_seed.to_string())
-            .env("PYTHONNOUSERSITE", "1")
-            .env(
+        // Mined code runs here: nothing of claimflow's environment passes, not even its PATH.
+        ChildEnvironment::scrubbed()
+            .set("PATH", self.path_variable()?)
+            .set("HOME", &home)
+            .set("TMPDIR", &tmp)
+            .python_quiet()
+            .set("PYTHONHASHSEED", self.hash_seed.to_string())
+            .set(
                 "PYTHONPATH",
                 python_path_variable(&self.python_path(), self.worktree)?,
             )
+            .apply(&mut command);
+        command
+            .current_dir(self.worktree)
             .arg("-m")
             .arg("pytest")
             .args(self.neutralizing_options())
