@@ -92,7 +92,8 @@ pub enum Verb {
         #[arg(long, value_enum, default_value = "dot")]
         format: GraphFormat,
     },
-    /// Print the JSON Schema of pipeline steps (each kind's `with:`), for editors' YAML servers.
+    /// Print the JSON Schema of a pipeline file (its sections, and each step kind's `with:`), for
+    /// editors' YAML servers.
     Schema,
     /// Inspect or clean the cache.
     Cache {
@@ -347,7 +348,8 @@ pub fn run(cli: Cli) -> Result<()> {
         }
         Verb::Schema => {
             let mut out = std::io::stdout().lock();
-            serde_json::to_writer_pretty(&mut out, &registry.schema())?;
+            let file = crate::pipeline::sections::file_schema(registry.schema());
+            serde_json::to_writer_pretty(&mut out, &file)?;
             writeln!(out)?;
             Ok(())
         }

@@ -306,8 +306,10 @@ impl ParamType {
 /// variants carry docs).
 fn enum_values(property: &serde_json::Value) -> Option<Vec<String>> {
     if let Some(values) = property["enum"].as_array() {
+        // An optional enum lists `null` among its values: leaving the key out says that.
         return values
             .iter()
+            .filter(|value| !value.is_null())
             .map(|value| value.as_str().map(str::to_string))
             .collect();
     }

@@ -103,7 +103,7 @@ pub struct RepoEntry {
     /// A scripted history shipped as text (the demo corpus), relative to the project root.
     #[serde(default)]
     pub corpus: Option<String>,
-    /// Name the branch to walk, e.g. `branch: main`; HEAD is never walked.
+    /// The branch to walk, e.g. `main`; HEAD is never walked.
     pub branch: String,
     /// `dev` or `heldout`, or a split of your own.
     #[serde(default)]
@@ -155,16 +155,35 @@ pub struct ExecutorEntry {
     pub sbatch: Option<Vec<String>>,
 }
 
-/// The JSON Schema of the sections, by key (`models` maps names to [`ModelEntry`], `repos` lists
-/// [`RepoEntry`], `executor` is an [`ExecutorEntry`] or its kind alone).
-pub fn schemas() -> serde_json::Value {
-    let model = super::params::schema_for::<ModelEntry>();
-    let repository = super::params::schema_for::<RepoEntry>();
-    let executor = super::params::schema_for::<ExecutorEntry>();
+/// A JSON Schema of a whole pipeline file: its top-level keys, the sections as their structs
+/// describe them, and `steps:` mapping names to `step` (one entry of `steps:`, as the registry of
+/// step kinds describes it).
+pub fn file_schema(step: serde_json::Value) -> serde_json::Value {
+    let schema = |mut schema: serde_json::Value| {
+        if let Some(map) = schema.as_object_mut() {
+            map.remove("$schema");
+        }
+        schema
+    };
+    let model = schema(super::params::schema_for::<ModelEntry>());
+    let repository = schema(super::params::schema_for::<RepoEntry>());
+    let executor = schema(super::params::schema_for::<ExecutorEntry>());
     let kind = executor["properties"]["kind"].clone();
     serde_json::json!({
-        "models": {"type": "object", "additionalProperties": model},
-        "repos": {"type": "array", "items": repository},
-        "executor": {"anyOf": [executor, kind]},
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "a claimflow pipeline",
+        "type": "object",
+        "properties": {
+            "version": {"const": 1, "description": "The DSL version; 1."},
+            "name": {"type": "string", "description": "The pipeline's name; results go to `results/<name>` unless `results:` says otherwise."},
+            "workdir": {"type": "string", "description": "Cache, worktrees and logs (default `.claimflow`)."},
+            "results": {"type": "string", "description": "Where result files are written."},
+            "repos": {"type": "array", "items": repository},
+            "models": {"type": "object", "additionalProperties": model},
+            "executor": {"anyOf": [executor, kind]},
+            "steps": {"type": "object", "additionalProperties": schema(step)},
+        },
+        "required": ["version", "name", "steps"],
+        "additionalProperties": false,
     })
 }
