@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::cache::Store;
-use crate::engine::{Dag, Engine, EngineError, RunOptions, Silent, live_set};
+use crate::engine::{Dag, Engine, RunOptions, Silent, live_set};
 use crate::pipeline::ExecutorKind;
 use crate::pipeline::{self, Pipeline};
 use crate::progress::{Progress, Verbosity};
@@ -191,6 +191,25 @@ pub enum InputError {
     /// `cache import DIR` names no directory to take a cache from.
     #[error("no exported cache at {}: the directory does not exist", path.display())]
     NoExport { path: PathBuf },
+    /// `--executor slurm` (or the pipeline's `executor:`) on a machine that cannot submit jobs.
+    #[error("cannot run on Slurm")]
+    Slurm {
+        #[source]
+        source: crate::slurm::executor::SlurmError,
+    },
+    /// The steps' `needs` do not form a graph (`graph` draws before any run would refuse it).
+    #[error("cannot draw the step graph")]
+    Graph {
+        #[source]
+        source: crate::engine::DagError,
+    },
+    /// `worker` was given something that is no content key.
+    #[error("worker: `{key}` is not a content key")]
+    WorkerKey {
+        key: String,
+        #[source]
+        source: crate::cache::DigestParseError,
+    },
 }
 
 /// A step failed or the cache is corrupt: exit code 1, the message already printed.
@@ -245,7 +264,7 @@ pub fn run(cli: Cli) -> Result<()> {
             let mut engine = Engine::new(&pipeline, &registry, progress.as_ref())?;
             if executor.unwrap_or(pipeline.executor.kind) == ExecutorKind::Slurm {
                 let slurm = SlurmExecutor::new(&pipeline, &engine.store)
-                    .map_err(|error| EngineError::Input(error.to_string()))?;
+                    .map_err(|source| InputError::Slurm { source })?;
                 engine.slurm = Some(std::sync::Arc::new(slurm));
             }
             let defaults = RunOptions::default();
@@ -338,7 +357,7 @@ pub fn run(cli: Cli) -> Result<()> {
         }
         Verb::Graph { pipeline, format } => {
             let pipeline = load(&pipeline, &root, &registry)?;
-            let dag = Dag::new(&pipeline).map_err(|error| EngineError::Input(error.to_string()))?;
+            let dag = Dag::new(&pipeline).map_err(|source| InputError::Graph { source })?;
             let text = match format {
                 GraphFormat::Dot => dag.dot(),
                 GraphFormat::Mermaid => dag.mermaid(),
@@ -423,9 +442,10 @@ fn provision_local_model(verbosity: Verbosity) -> Result<crate::local_model::Pro
 
 /// `claimflow worker`: its messages go to the job's log.
 fn worker(workdir: &Path, key: &str, registry: &Registry) -> Result<()> {
-    let key: crate::cache::Digest = key
-        .parse()
-        .map_err(|error| EngineError::Input(format!("worker: {error}")))?;
+    let key: crate::cache::Digest = key.parse().map_err(|source| InputError::WorkerKey {
+        key: key.to_string(),
+        source,
+    })?;
     let job =
         std::env::var("SLURM_JOB_ID").unwrap_or_else(|_| format!("pid-{}", std::process::id()));
     match crate::slurm::worker::work(workdir, &key, &job, registry)? {
