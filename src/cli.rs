@@ -219,25 +219,7 @@ pub struct Failed(pub String);
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
-    let root = match &cli.directory {
-        Some(dir) => dir
-            .canonicalize()
-            .and_then(|path| {
-                if path.is_dir() {
-                    Ok(path)
-                } else {
-                    Err(std::io::Error::new(
-                        std::io::ErrorKind::NotADirectory,
-                        "not a directory",
-                    ))
-                }
-            })
-            .map_err(|source| InputError::Directory {
-                path: dir.clone(),
-                source,
-            })?,
-        None => std::env::current_dir().context("cannot read the current directory")?,
-    };
+    let root = project_root(cli.directory.as_deref())?;
     let verbosity = if cli.quiet {
         Verbosity::Quiet
     } else {
@@ -254,107 +236,28 @@ pub fn run(cli: Cli) -> Result<()> {
             offline,
             executor,
         } => {
-            let pipeline = load(&pipeline, &root, &registry)?;
-            if verbosity == Verbosity::Normal {
-                for notice in pipeline.notices() {
-                    eprintln!("{notice}");
-                }
-            }
-            let progress = std::sync::Arc::new(Progress::new(verbosity));
-            let mut engine = Engine::new(&pipeline, &registry, progress.as_ref())?;
-            if executor.unwrap_or(pipeline.executor.kind) == ExecutorKind::Slurm {
-                let slurm = SlurmExecutor::new(&pipeline, &engine.store)
-                    .map_err(|source| InputError::Slurm { source })?;
-                engine.slurm = Some(std::sync::Arc::new(slurm));
-            }
-            let defaults = RunOptions::default();
-            let options = RunOptions {
-                jobs: jobs.unwrap_or(defaults.jobs),
-                pytest_slots: pytest_slots.unwrap_or(defaults.pytest_slots),
-                force: force.into_iter().collect(),
+            let request = RunRequest {
+                jobs,
+                pytest_slots,
+                force,
                 until,
                 offline,
-                ..defaults
+                executor,
             };
-            crate::process_groups::cancel_on_stop(options.cancel.clone());
-            let summary = engine.run(&options)?;
-            if verbosity == Verbosity::Normal {
-                // Said once the run is through, not before it: a pipeline refused at planning
-                // prints its errors alone. Said only when the run started test processes, which
-                // probed the machine: a run that started none (a no-op, a pipeline without pytest
-                // steps) does not start a confined process just to say what others would get.
-                if let Some(protections) = crate::sandbox::probed() {
-                    eprintln!("{protections}");
-                }
-                eprintln!(
-                    "run finished: {} computed, {} cached; results in {}",
-                    summary.computed(),
-                    summary.cached(),
-                    display_relative(&pipeline.results, &root)
-                );
-            }
-            Ok(())
+            run_pipeline(&pipeline, request, &root, &registry, verbosity)
         }
         Verb::Plan {
             pipeline,
             json,
             until,
             force,
-        } => {
-            let pipeline = load(&pipeline, &root, &registry)?;
-            let engine = Engine::new(&pipeline, &registry, &Silent)?;
-            let plan = engine.plan(&force, until.as_deref())?;
-            let mut out = std::io::stdout().lock();
-            if json {
-                serde_json::to_writer_pretty(&mut out, &plan)?;
-                writeln!(out)?;
-            } else {
-                write!(out, "{}", render_plan(&plan))?;
-            }
-            Ok(())
-        }
+        } => plan(&pipeline, json, until, &force, &root, &registry),
         Verb::Explain {
             pipeline,
             step,
             item,
             json,
-        } => {
-            let pipeline = load(&pipeline, &root, &registry)?;
-            let engine = Engine::new(&pipeline, &registry, &Silent)?;
-            let explanations = engine.explain(&step, item.as_deref())?;
-            let mut out = std::io::stdout().lock();
-            if json {
-                serde_json::to_writer_pretty(&mut out, &explanations)?;
-                writeln!(out)?;
-                return Ok(());
-            }
-            for explanation in explanations {
-                writeln!(out, "item `{}`", explanation.item)?;
-                writeln!(out, "  key:    {}", explanation.key)?;
-                writeln!(
-                    out,
-                    "  cached: {}",
-                    if explanation.cached { "yes" } else { "no" }
-                )?;
-                if !explanation.ran_before {
-                    writeln!(out, "  since the last run: new item")?;
-                } else if explanation.changed.is_empty() {
-                    writeln!(out, "  since the last run: unchanged")?;
-                } else {
-                    writeln!(
-                        out,
-                        "  since the last run: {}",
-                        explanation.changed.join("; ")
-                    )?;
-                }
-                let record = serde_json::to_string_pretty(&explanation.record)?;
-                writeln!(out, "  key record:")?;
-                for line in record.lines() {
-                    writeln!(out, "    {line}")?;
-                }
-            }
-            Ok(())
-        }
+        } => explain(&pipeline, &step, item, json, &root, &registry),
         Verb::Graph { pipeline, format } => {
             let pipeline = load(&pipeline, &root, &registry)?;
             let dag = Dag::new(&pipeline).map_err(|source| InputError::Graph { source })?;
@@ -396,38 +299,200 @@ pub fn run(cli: Cli) -> Result<()> {
                     parallel,
                     context_per_slot,
                 },
-        } => {
-            let provisioned = provision_local_model(verbosity)?;
-            let options = crate::local_model::ServerOptions {
-                parallel,
-                context_per_slot,
-                ..Default::default()
-            };
-            let mut server = crate::local_model::LocalServer::start(&provisioned, &options)?;
-            {
-                let mut out = std::io::stdout().lock();
-                writeln!(out, "{}", server.base_url())?;
-                out.flush()?;
-            }
-            if verbosity == Verbosity::Normal {
-                eprintln!(
-                    "serving {} with {parallel} slots of {context_per_slot} tokens; Ctrl-C stops it (log: {})",
-                    server.model_id(),
-                    server.log().display()
-                );
-            }
-            // Ctrl-C and SIGTERM end the process and the server's group (see `process_groups`).
-            while server.is_running() {
-                std::thread::sleep(std::time::Duration::from_millis(200));
-            }
-            Err(Failed(format!(
-                "llama-server stopped on its own; its log is {}",
-                server.log().display()
-            ))
-            .into())
-        }
+        } => serve(parallel, context_per_slot, verbosity),
         Verb::Worker { workdir, key } => worker(&root.join(workdir), &key, &registry),
     }
+}
+
+/// The project root: `-C DIR` (which must be a directory), else the current directory.
+fn project_root(directory: Option<&Path>) -> Result<PathBuf> {
+    Ok(match directory {
+        Some(dir) => dir
+            .canonicalize()
+            .and_then(|path| {
+                if path.is_dir() {
+                    Ok(path)
+                } else {
+                    Err(std::io::Error::new(
+                        std::io::ErrorKind::NotADirectory,
+                        "not a directory",
+                    ))
+                }
+            })
+            .map_err(|source| InputError::Directory {
+                path: dir.to_path_buf(),
+                source,
+            })?,
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    })
+}
+
+/// The options of `claimflow run` beyond the pipeline.
+struct RunRequest {
+    jobs: Option<usize>,
+    pytest_slots: Option<usize>,
+    force: Vec<String>,
+    until: Option<String>,
+    offline: bool,
+    executor: Option<ExecutorKind>,
+}
+
+/// `claimflow run`: computes what the cache lacks, then says what it did.
+fn run_pipeline(
+    pipeline: &Path,
+    request: RunRequest,
+    root: &Path,
+    registry: &Registry,
+    verbosity: Verbosity,
+) -> Result<()> {
+    let RunRequest {
+        jobs,
+        pytest_slots,
+        force,
+        until,
+        offline,
+        executor,
+    } = request;
+    let pipeline = load(pipeline, root, registry)?;
+    if verbosity == Verbosity::Normal {
+        for notice in pipeline.notices() {
+            eprintln!("{notice}");
+        }
+    }
+    let progress = std::sync::Arc::new(Progress::new(verbosity));
+    let mut engine = Engine::new(&pipeline, registry, progress.as_ref())?;
+    if executor.unwrap_or(pipeline.executor.kind) == ExecutorKind::Slurm {
+        let slurm = SlurmExecutor::new(&pipeline, &engine.store)
+            .map_err(|source| InputError::Slurm { source })?;
+        engine.slurm = Some(std::sync::Arc::new(slurm));
+    }
+    let defaults = RunOptions::default();
+    let options = RunOptions {
+        jobs: jobs.unwrap_or(defaults.jobs),
+        pytest_slots: pytest_slots.unwrap_or(defaults.pytest_slots),
+        force: force.into_iter().collect(),
+        until,
+        offline,
+        ..defaults
+    };
+    crate::process_groups::cancel_on_stop(options.cancel.clone());
+    let summary = engine.run(&options)?;
+    if verbosity == Verbosity::Normal {
+        // Said once the run is through, not before it: a pipeline refused at planning
+        // prints its errors alone. Said only when the run started test processes, which
+        // probed the machine: a run that started none (a no-op, a pipeline without pytest
+        // steps) does not start a confined process just to say what others would get.
+        if let Some(protections) = crate::sandbox::probed() {
+            eprintln!("{protections}");
+        }
+        eprintln!(
+            "run finished: {} computed, {} cached; results in {}",
+            summary.computed(),
+            summary.cached(),
+            display_relative(&pipeline.results, root)
+        );
+    }
+    Ok(())
+}
+
+/// `claimflow plan`: what a run would compute, as a table or JSON.
+fn plan(
+    pipeline: &Path,
+    json: bool,
+    until: Option<String>,
+    force: &[String],
+    root: &Path,
+    registry: &Registry,
+) -> Result<()> {
+    let pipeline = load(pipeline, root, registry)?;
+    let engine = Engine::new(&pipeline, registry, &Silent)?;
+    let plan = engine.plan(force, until.as_deref())?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, &plan)?;
+        writeln!(out)?;
+    } else {
+        write!(out, "{}", render_plan(&plan))?;
+    }
+    Ok(())
+}
+
+/// `claimflow explain`: each item's key record and what changed since the last run.
+fn explain(
+    pipeline: &Path,
+    step: &str,
+    item: Option<String>,
+    json: bool,
+    root: &Path,
+    registry: &Registry,
+) -> Result<()> {
+    let pipeline = load(pipeline, root, registry)?;
+    let engine = Engine::new(&pipeline, registry, &Silent)?;
+    let explanations = engine.explain(step, item.as_deref())?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, &explanations)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    for explanation in explanations {
+        writeln!(out, "item `{}`", explanation.item)?;
+        writeln!(out, "  key:    {}", explanation.key)?;
+        writeln!(
+            out,
+            "  cached: {}",
+            if explanation.cached { "yes" } else { "no" }
+        )?;
+        if !explanation.ran_before {
+            writeln!(out, "  since the last run: new item")?;
+        } else if explanation.changed.is_empty() {
+            writeln!(out, "  since the last run: unchanged")?;
+        } else {
+            writeln!(
+                out,
+                "  since the last run: {}",
+                explanation.changed.join("; ")
+            )?;
+        }
+        let record = serde_json::to_string_pretty(&explanation.record)?;
+        writeln!(out, "  key record:")?;
+        for line in record.lines() {
+            writeln!(out, "    {line}")?;
+        }
+    }
+    Ok(())
+}
+
+/// `claimflow models serve`: the local model's server until Ctrl-C.
+fn serve(parallel: usize, context_per_slot: usize, verbosity: Verbosity) -> Result<()> {
+    let provisioned = provision_local_model(verbosity)?;
+    let options = crate::local_model::ServerOptions {
+        parallel,
+        context_per_slot,
+        ..Default::default()
+    };
+    let mut server = crate::local_model::LocalServer::start(&provisioned, &options)?;
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{}", server.base_url())?;
+        out.flush()?;
+    }
+    if verbosity == Verbosity::Normal {
+        eprintln!(
+            "serving {} with {parallel} slots of {context_per_slot} tokens; Ctrl-C stops it (log: {})",
+            server.model_id(),
+            server.log().display()
+        );
+    }
+    // Ctrl-C and SIGTERM end the process and the server's group (see `process_groups`).
+    while server.is_running() {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    Err(Failed(format!(
+        "llama-server stopped on its own; its log is {}",
+        server.log().display()
+    ))
+    .into())
 }
 
 /// The local model, provisioned if missing, the stages printed on stderr.
@@ -500,48 +565,7 @@ fn cache(action: CacheAction, root: &Path, registry: &Registry) -> Result<()> {
                 )?;
             }
         }
-        CacheAction::Verify(_) => {
-            let report = store.verify()?;
-            writeln!(
-                out,
-                "checked {} objects and {} action records",
-                report.objects_checked, report.actions_checked
-            )?;
-            if report.torn_log_bytes > 0 {
-                writeln!(
-                    out,
-                    "skipped {} bytes of torn action records (left by a stopped run; they read as misses)",
-                    report.torn_log_bytes
-                )?;
-            }
-            for path in &report.corrupt_objects {
-                writeln!(out, "corrupt object: {path}")?;
-            }
-            for path in &report.broken_actions {
-                writeln!(out, "broken action record: {path}")?;
-            }
-            let missing = live_set(&workdir, &store)?.missing;
-            for blob in &missing {
-                writeln!(
-                    out,
-                    "missing object: {} (`{}` of item `{}` of step `{}`)",
-                    blob.digest, blob.name, blob.item, blob.step
-                )?;
-            }
-            let problems =
-                report.corrupt_objects.len() + report.broken_actions.len() + missing.len();
-            if problems > 0 {
-                return Err(Failed(format!(
-                    "the cache has {problems} problems; `claimflow cache gc` removes them, and the next \
-                     run computes again what they held"
-                ))
-                .into());
-            }
-            writeln!(
-                out,
-                "no corrupt object, no broken action record, no missing object"
-            )?;
-        }
+        CacheAction::Verify(_) => verify(&mut out, &store, &workdir)?,
         CacheAction::Gc(_) => {
             let _lock = store.lock_exclusive()?;
             let live = live_set(&workdir, &store)?;
@@ -583,6 +607,51 @@ fn cache(action: CacheAction, root: &Path, registry: &Registry) -> Result<()> {
             }
         }
     }
+    Ok(())
+}
+
+/// `claimflow cache verify`: every object re-hashed, every action record checked, every object the
+/// last runs used found; any problem fails the command.
+fn verify(out: &mut impl Write, store: &Store, workdir: &Path) -> Result<()> {
+    let report = store.verify()?;
+    writeln!(
+        out,
+        "checked {} objects and {} action records",
+        report.objects_checked, report.actions_checked
+    )?;
+    if report.torn_log_bytes > 0 {
+        writeln!(
+            out,
+            "skipped {} bytes of torn action records (left by a stopped run; they read as misses)",
+            report.torn_log_bytes
+        )?;
+    }
+    for path in &report.corrupt_objects {
+        writeln!(out, "corrupt object: {path}")?;
+    }
+    for path in &report.broken_actions {
+        writeln!(out, "broken action record: {path}")?;
+    }
+    let missing = live_set(&workdir, &store)?.missing;
+    for blob in &missing {
+        writeln!(
+            out,
+            "missing object: {} (`{}` of item `{}` of step `{}`)",
+            blob.digest, blob.name, blob.item, blob.step
+        )?;
+    }
+    let problems = report.corrupt_objects.len() + report.broken_actions.len() + missing.len();
+    if problems > 0 {
+        return Err(Failed(format!(
+            "the cache has {problems} problems; `claimflow cache gc` removes them, and the next \
+             run computes again what they held"
+        ))
+        .into());
+    }
+    writeln!(
+        out,
+        "no corrupt object, no broken action record, no missing object"
+    )?;
     Ok(())
 }
 
