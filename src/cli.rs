@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::cache::Store;
-use crate::engine::{Dag, Engine, RunOptions, Silent, live_set};
+use crate::engine::{Dag, Engine, EngineError, RunOptions, Silent, live_set};
 use crate::pipeline::ExecutorKind;
 use crate::pipeline::{self, Pipeline};
 use crate::progress::{Progress, Verbosity};
@@ -251,13 +251,27 @@ pub fn run(cli: Cli) -> Result<()> {
             json,
             until,
             force,
-        } => plan(&pipeline, json, until, &force, &root, &registry),
+        } => {
+            let target = Target {
+                pipeline: &pipeline,
+                root: &root,
+                registry: &registry,
+            };
+            plan(target, json, until, &force)
+        }
         Verb::Explain {
             pipeline,
             step,
             item,
             json,
-        } => explain(&pipeline, &step, item, json, &root, &registry),
+        } => {
+            let target = Target {
+                pipeline: &pipeline,
+                root: &root,
+                registry: &registry,
+            };
+            explain(target, &step, item, json)
+        }
         Verb::Graph { pipeline, format } => {
             let pipeline = load(&pipeline, &root, &registry)?;
             let dag = Dag::new(&pipeline).map_err(|source| InputError::Graph { source })?;
@@ -268,13 +282,7 @@ pub fn run(cli: Cli) -> Result<()> {
             write!(std::io::stdout().lock(), "{text}")?;
             Ok(())
         }
-        Verb::Schema => {
-            let mut out = std::io::stdout().lock();
-            let file = crate::pipeline::sections::file_schema(registry.schema());
-            serde_json::to_writer_pretty(&mut out, &file)?;
-            writeln!(out)?;
-            Ok(())
-        }
+        Verb::Schema => print_json(&crate::pipeline::sections::file_schema(registry.schema())),
         Verb::Cache { action } => cache(action, &root, &registry),
         Verb::Doctor => {
             let mut out = std::io::stdout().lock();
@@ -345,14 +353,6 @@ fn run_pipeline(
     registry: &Registry,
     verbosity: Verbosity,
 ) -> Result<()> {
-    let RunRequest {
-        jobs,
-        pytest_slots,
-        force,
-        until,
-        offline,
-        executor,
-    } = request;
     let pipeline = load(pipeline, root, registry)?;
     if verbosity == Verbosity::Normal {
         for notice in pipeline.notices() {
@@ -361,18 +361,18 @@ fn run_pipeline(
     }
     let progress = std::sync::Arc::new(Progress::new(verbosity));
     let mut engine = Engine::new(&pipeline, registry, progress.as_ref())?;
-    if executor.unwrap_or(pipeline.executor.kind) == ExecutorKind::Slurm {
+    if request.executor.unwrap_or(pipeline.executor.kind) == ExecutorKind::Slurm {
         let slurm = SlurmExecutor::new(&pipeline, &engine.store)
             .map_err(|source| InputError::Slurm { source })?;
         engine.slurm = Some(std::sync::Arc::new(slurm));
     }
     let defaults = RunOptions::default();
     let options = RunOptions {
-        jobs: jobs.unwrap_or(defaults.jobs),
-        pytest_slots: pytest_slots.unwrap_or(defaults.pytest_slots),
-        force: force.into_iter().collect(),
-        until,
-        offline,
+        jobs: request.jobs.unwrap_or(defaults.jobs),
+        pytest_slots: request.pytest_slots.unwrap_or(defaults.pytest_slots),
+        force: request.force.into_iter().collect(),
+        until: request.until,
+        offline: request.offline,
         ..defaults
     };
     crate::process_groups::cancel_on_stop(options.cancel.clone());
@@ -396,45 +396,45 @@ fn run_pipeline(
 }
 
 /// `claimflow plan`: what a run would compute, as a table or JSON.
-fn plan(
-    pipeline: &Path,
-    json: bool,
-    until: Option<String>,
-    force: &[String],
-    root: &Path,
-    registry: &Registry,
-) -> Result<()> {
-    let pipeline = load(pipeline, root, registry)?;
-    let engine = Engine::new(&pipeline, registry, &Silent)?;
-    let plan = engine.plan(force, until.as_deref())?;
-    let mut out = std::io::stdout().lock();
+fn plan(target: Target, json: bool, until: Option<String>, force: &[String]) -> Result<()> {
+    let plan = target.silent(|engine| engine.plan(force, until.as_deref()))?;
     if json {
-        serde_json::to_writer_pretty(&mut out, &plan)?;
-        writeln!(out)?;
-    } else {
-        write!(out, "{}", render_plan(&plan))?;
+        return print_json(&plan);
     }
+    write!(std::io::stdout().lock(), "{}", render_plan(&plan))?;
+    Ok(())
+}
+
+/// The pipeline a verb reads, where it resolves, and the step kinds it may use.
+struct Target<'a> {
+    pipeline: &'a Path,
+    root: &'a Path,
+    registry: &'a Registry,
+}
+
+impl Target<'_> {
+    /// What `ask` answers of an engine over the loaded pipeline that reports nothing.
+    fn silent<T>(&self, ask: impl FnOnce(&Engine) -> Result<T, EngineError>) -> Result<T> {
+        let pipeline = load(self.pipeline, self.root, self.registry)?;
+        Ok(ask(&Engine::new(&pipeline, self.registry, &Silent)?)?)
+    }
+}
+
+/// `value` as pretty JSON on stdout, a line of its own.
+fn print_json(value: &impl serde::Serialize) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, value)?;
+    writeln!(out)?;
     Ok(())
 }
 
 /// `claimflow explain`: each item's key record and what changed since the last run.
-fn explain(
-    pipeline: &Path,
-    step: &str,
-    item: Option<String>,
-    json: bool,
-    root: &Path,
-    registry: &Registry,
-) -> Result<()> {
-    let pipeline = load(pipeline, root, registry)?;
-    let engine = Engine::new(&pipeline, registry, &Silent)?;
-    let explanations = engine.explain(step, item.as_deref())?;
-    let mut out = std::io::stdout().lock();
+fn explain(target: Target, step: &str, item: Option<String>, json: bool) -> Result<()> {
+    let explanations = target.silent(|engine| engine.explain(step, item.as_deref()))?;
     if json {
-        serde_json::to_writer_pretty(&mut out, &explanations)?;
-        writeln!(out)?;
-        return Ok(());
+        return print_json(&explanations);
     }
+    let mut out = std::io::stdout().lock();
     for explanation in explanations {
         writeln!(out, "item `{}`", explanation.item)?;
         writeln!(out, "  key:    {}", explanation.key)?;

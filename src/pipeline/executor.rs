@@ -30,10 +30,10 @@ use super::time_limit::TimeLimit;
     PartialEq,
     Eq,
     Default,
+    clap::ValueEnum,
     Serialize,
     serde::Deserialize,
     schemars::JsonSchema,
-    clap::ValueEnum,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum ExecutorKind {
