@@ -632,7 +632,7 @@ fn verify(out: &mut impl Write, store: &Store, workdir: &Path) -> Result<()> {
     for path in &report.broken_actions {
         writeln!(out, "broken action record: {path}")?;
     }
-    let missing = live_set(&workdir, &store)?.missing;
+    let missing = live_set(workdir, store)?.missing;
     for blob in &missing {
         writeln!(
             out,
