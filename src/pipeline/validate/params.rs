@@ -239,23 +239,7 @@ fn value(
                 checker.wrong_type(node, &label, "`true` or `false`");
             }
         }
-        ParamType::Enum(allowed) => {
-            if let Some(text) = checker.string(node, &label)
-                && !allowed.contains(&text)
-            {
-                let allowed: Vec<&str> = allowed.iter().map(String::as_str).collect();
-                let list = format!("allowed: {}", suggest::quoted_list(&allowed));
-                let hint = match suggest::nearest(&text, allowed.iter().copied()) {
-                    Some(near) => format!("did you mean `{near}`? {list}"),
-                    None => list,
-                };
-                checker.error(
-                    node.mark,
-                    format!("`{text}` is not an allowed value for {label}"),
-                    Some(hint),
-                );
-            }
-        }
+        ParamType::Enum(allowed) => allowed_value(checker, node, allowed, &label),
         ParamType::StringList => {
             checker.string_list(node, &label);
         }
@@ -281,59 +265,10 @@ fn value(
                 file(checker, node.mark, &path, &label);
             }
         }
-        ParamType::Model => {
-            // A list is a model ladder: the step is repeated for each entry (`<step>@<entry>`).
-            let names: Vec<(String, Mark)> = match &node.value {
-                Value::List(items) if !items.is_empty() => items
-                    .iter()
-                    .filter_map(|item| Some((checker.string(item, &label)?, item.mark)))
-                    .collect(),
-                Value::List(_) => {
-                    checker.error(
-                        node.mark,
-                        format!("{label} is an empty list"),
-                        Some("name one `models:` entry, or several as `[a, b]`".into()),
-                    );
-                    Vec::new()
-                }
-                _ => checker
-                    .string(node, &label)
-                    .map(|name| vec![(name, node.mark)])
-                    .unwrap_or_default(),
-            };
-            let mut seen = Vec::new();
-            for (name, mark) in names {
-                if seen.contains(&name) {
-                    checker.error(
-                        mark,
-                        format!("{label} names model `{name}` twice"),
-                        Some("each rung of a ladder is a different `models:` entry".into()),
-                    );
-                    continue;
-                }
-                reference(
-                    checker,
-                    mark,
-                    &name,
-                    context.models,
-                    "model",
-                    "models",
-                    &label,
-                );
-                seen.push(name);
-            }
-        }
+        ParamType::Model => model_ladder(checker, node, &label, context),
         ParamType::Repo => {
             if let Some(name) = checker.string(node, &label) {
-                reference(
-                    checker,
-                    node.mark,
-                    &name,
-                    context.repos,
-                    "repository",
-                    "repos",
-                    &label,
-                );
+                repository(checker, node.mark, &name, context, &label);
             }
         }
         ParamType::Step => {
@@ -356,15 +291,7 @@ fn value(
             if let Value::List(items) = &node.value {
                 for item in items {
                     if let Some(name) = checker.string(item, &format!("each item of {label}")) {
-                        reference(
-                            checker,
-                            item.mark,
-                            &name,
-                            context.repos,
-                            "repository",
-                            "repos",
-                            &label,
-                        );
+                        repository(checker, item.mark, &name, context, &label);
                     }
                 }
             } else {
@@ -372,6 +299,70 @@ fn value(
             }
         }
         ParamType::Any => {}
+    }
+}
+
+/// A model, or a ladder of them (`[a, b]`: the step is repeated for each entry, `<step>@<entry>`),
+/// each declared under `models:` and named once.
+fn model_ladder(checker: &mut Checker, node: &Node, label: &str, context: &Context) {
+    // A list is a model ladder: the step is repeated for each entry (`<step>@<entry>`).
+    let names: Vec<(String, Mark)> = match &node.value {
+        Value::List(items) if !items.is_empty() => items
+            .iter()
+            .filter_map(|item| Some((checker.string(item, label)?, item.mark)))
+            .collect(),
+        Value::List(_) => {
+            checker.error(
+                node.mark,
+                format!("{label} is an empty list"),
+                Some("name one `models:` entry, or several as `[a, b]`".into()),
+            );
+            Vec::new()
+        }
+        _ => checker
+            .string(node, label)
+            .map(|name| vec![(name, node.mark)])
+            .unwrap_or_default(),
+    };
+    let mut seen = Vec::new();
+    for (name, mark) in names {
+        if seen.contains(&name) {
+            checker.error(
+                mark,
+                format!("{label} names model `{name}` twice"),
+                Some("each rung of a ladder is a different `models:` entry".into()),
+            );
+            continue;
+        }
+        reference(
+            checker,
+            mark,
+            &name,
+            context.models,
+            "model",
+            "models",
+            label,
+        );
+        seen.push(name);
+    }
+}
+
+/// A string among the `allowed` ones, with the nearest as a hint.
+fn allowed_value(checker: &mut Checker, node: &Node, allowed: &[String], label: &str) {
+    if let Some(text) = checker.string(node, label)
+        && !allowed.contains(&text)
+    {
+        let allowed: Vec<&str> = allowed.iter().map(String::as_str).collect();
+        let list = format!("allowed: {}", suggest::quoted_list(&allowed));
+        let hint = match suggest::nearest(&text, allowed.iter().copied()) {
+            Some(near) => format!("did you mean `{near}`? {list}"),
+            None => list,
+        };
+        checker.error(
+            node.mark,
+            format!("`{text}` is not an allowed value for {label}"),
+            Some(hint),
+        );
     }
 }
 
@@ -436,6 +427,19 @@ fn needed_step(
             )),
         );
     }
+}
+
+/// Checks that a repository a parameter names is declared in `repos:`.
+fn repository(checker: &mut Checker, mark: Mark, name: &str, context: &Context, label: &str) {
+    reference(
+        checker,
+        mark,
+        name,
+        context.repos,
+        "repository",
+        "repos",
+        label,
+    );
 }
 
 /// Checks that `name` is declared in the `section` of the pipeline.
