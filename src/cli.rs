@@ -92,7 +92,8 @@ pub enum Verb {
         #[arg(long, value_enum, default_value = "dot")]
         format: GraphFormat,
     },
-    /// Print the JSON Schema of pipeline steps (each kind's `with:`), for editors' YAML servers.
+    /// Print the JSON Schema of a pipeline file (its sections, and each step kind's `with:`), for
+    /// editors' YAML servers.
     Schema,
     /// Inspect or clean the cache.
     Cache {
@@ -177,6 +178,40 @@ pub enum GraphFormat {
     Mermaid,
 }
 
+/// The command line names something that is not there: exit code 2, like a malformed pipeline.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    /// `-C DIR` names no directory claimflow can enter.
+    #[error("cannot enter -C {}", path.display())]
+    Directory {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// `cache import DIR` names no directory to take a cache from.
+    #[error("no exported cache at {}: the directory does not exist", path.display())]
+    NoExport { path: PathBuf },
+    /// `--executor slurm` (or the pipeline's `executor:`) on a machine that cannot submit jobs.
+    #[error("cannot run on Slurm")]
+    Slurm {
+        #[source]
+        source: crate::slurm::executor::SlurmError,
+    },
+    /// The steps' `needs` do not form a graph (`graph` draws before any run would refuse it).
+    #[error("cannot draw the step graph")]
+    Graph {
+        #[source]
+        source: crate::engine::DagError,
+    },
+    /// `worker` was given something that is no content key.
+    #[error("worker: `{key}` is not a content key")]
+    WorkerKey {
+        key: String,
+        #[source]
+        source: crate::cache::DigestParseError,
+    },
+}
+
 /// A step failed or the cache is corrupt: exit code 1, the message already printed.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -184,12 +219,7 @@ pub struct Failed(pub String);
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
-    let root = match &cli.directory {
-        Some(dir) => dir
-            .canonicalize()
-            .with_context(|| format!("cannot enter -C {}", dir.display()))?,
-        None => std::env::current_dir().context("cannot read the current directory")?,
-    };
+    let root = project_root(cli.directory.as_deref())?;
     let verbosity = if cli.quiet {
         Verbosity::Quiet
     } else {
@@ -206,49 +236,15 @@ pub fn run(cli: Cli) -> Result<()> {
             offline,
             executor,
         } => {
-            let pipeline = load(&pipeline, &root, &registry)?;
-            if verbosity == Verbosity::Normal {
-                for notice in pipeline.notices() {
-                    eprintln!("{notice}");
-                }
-            }
-            let progress = std::sync::Arc::new(Progress::new(verbosity));
-            let mut engine = Engine::new(&pipeline, &registry, progress.as_ref())?;
-            if executor.unwrap_or(pipeline.executor.kind) == ExecutorKind::Slurm {
-                let slurm = SlurmExecutor::new(&pipeline, &engine.store)
-                    .map_err(|error| EngineError::Input(error.to_string()))?;
-                engine.slurm = Some(std::sync::Arc::new(slurm));
-            }
-            let defaults = RunOptions::default();
-            let options = RunOptions {
-                jobs: jobs.unwrap_or(defaults.jobs),
-                pytest_slots: pytest_slots.unwrap_or(defaults.pytest_slots),
-                force: force.into_iter().collect(),
+            let request = RunRequest {
+                jobs,
+                pytest_slots,
+                force,
                 until,
                 offline,
-                ..defaults
+                executor,
             };
-            crate::process_groups::cancel_on_stop(options.cancel.clone());
-            let summary = engine.run(&options)?;
-            if verbosity == Verbosity::Normal {
-                // Said once the run is through, not before it: a pipeline refused at planning
-                // prints its errors alone. Said only when the run started test processes, which
-                // probed the machine: a run that started none (a no-op, a pipeline without pytest
-                // steps) does not start a confined process just to say what others would get.
-                if let Some(protections) = crate::sandbox::probed() {
-                    eprintln!("{protections}");
-                }
-                eprintln!(
-                    "run finished: {} computed, {} cached; results in {}",
-                    summary.computed(),
-                    summary.cached(),
-                    display_relative(&pipeline.results, &root)
-                );
-                if summary.spent.calls > 0 {
-                    eprintln!("model calls this run: {}", summary.spent);
-                }
-            }
-            Ok(())
+            run_pipeline(&pipeline, request, &root, &registry, verbosity)
         }
         Verb::Plan {
             pipeline,
@@ -256,17 +252,12 @@ pub fn run(cli: Cli) -> Result<()> {
             until,
             force,
         } => {
-            let pipeline = load(&pipeline, &root, &registry)?;
-            let engine = Engine::new(&pipeline, &registry, &Silent)?;
-            let plan = engine.plan(&force, until.as_deref())?;
-            let mut out = std::io::stdout().lock();
-            if json {
-                serde_json::to_writer_pretty(&mut out, &plan)?;
-                writeln!(out)?;
-            } else {
-                write!(out, "{}", render_plan(&plan))?;
-            }
-            Ok(())
+            let target = Target {
+                pipeline: &pipeline,
+                root: &root,
+                registry: &registry,
+            };
+            plan(target, json, until, &force)
         }
         Verb::Explain {
             pipeline,
@@ -274,45 +265,16 @@ pub fn run(cli: Cli) -> Result<()> {
             item,
             json,
         } => {
-            let pipeline = load(&pipeline, &root, &registry)?;
-            let engine = Engine::new(&pipeline, &registry, &Silent)?;
-            let explanations = engine.explain(&step, item.as_deref())?;
-            let mut out = std::io::stdout().lock();
-            if json {
-                serde_json::to_writer_pretty(&mut out, &explanations)?;
-                writeln!(out)?;
-                return Ok(());
-            }
-            for explanation in explanations {
-                writeln!(out, "item `{}`", explanation.item)?;
-                writeln!(out, "  key:    {}", explanation.key)?;
-                writeln!(
-                    out,
-                    "  cached: {}",
-                    if explanation.cached { "yes" } else { "no" }
-                )?;
-                if !explanation.ran_before {
-                    writeln!(out, "  since the last run: new item")?;
-                } else if explanation.changed.is_empty() {
-                    writeln!(out, "  since the last run: unchanged")?;
-                } else {
-                    writeln!(
-                        out,
-                        "  since the last run: {}",
-                        explanation.changed.join("; ")
-                    )?;
-                }
-                let record = serde_json::to_string_pretty(&explanation.record)?;
-                writeln!(out, "  key record:")?;
-                for line in record.lines() {
-                    writeln!(out, "    {line}")?;
-                }
-            }
-            Ok(())
+            let target = Target {
+                pipeline: &pipeline,
+                root: &root,
+                registry: &registry,
+            };
+            explain(target, &step, item, json)
         }
         Verb::Graph { pipeline, format } => {
             let pipeline = load(&pipeline, &root, &registry)?;
-            let dag = Dag::new(&pipeline).map_err(|error| EngineError::Input(error.to_string()))?;
+            let dag = Dag::new(&pipeline).map_err(|source| InputError::Graph { source })?;
             let text = match format {
                 GraphFormat::Dot => dag.dot(),
                 GraphFormat::Mermaid => dag.mermaid(),
@@ -320,12 +282,7 @@ pub fn run(cli: Cli) -> Result<()> {
             write!(std::io::stdout().lock(), "{text}")?;
             Ok(())
         }
-        Verb::Schema => {
-            let mut out = std::io::stdout().lock();
-            serde_json::to_writer_pretty(&mut out, &registry.schema())?;
-            writeln!(out)?;
-            Ok(())
-        }
+        Verb::Schema => print_json(&crate::pipeline::sections::file_schema(registry.schema())),
         Verb::Cache { action } => cache(action, &root, &registry),
         Verb::Doctor => {
             let mut out = std::io::stdout().lock();
@@ -350,38 +307,195 @@ pub fn run(cli: Cli) -> Result<()> {
                     parallel,
                     context_per_slot,
                 },
-        } => {
-            let provisioned = provision_local_model(verbosity)?;
-            let options = crate::local_model::ServerOptions {
-                parallel,
-                context_per_slot,
-                ..Default::default()
-            };
-            let mut server = crate::local_model::LocalServer::start(&provisioned, &options)?;
-            {
-                let mut out = std::io::stdout().lock();
-                writeln!(out, "{}", server.base_url())?;
-                out.flush()?;
-            }
-            if verbosity == Verbosity::Normal {
-                eprintln!(
-                    "serving {} with {parallel} slots of {context_per_slot} tokens; Ctrl-C stops it (log: {})",
-                    server.model_id(),
-                    server.log().display()
-                );
-            }
-            // Ctrl-C and SIGTERM end the process and the server's group (see `process_groups`).
-            while server.is_running() {
-                std::thread::sleep(std::time::Duration::from_millis(200));
-            }
-            Err(Failed(format!(
-                "llama-server stopped on its own; its log is {}",
-                server.log().display()
-            ))
-            .into())
-        }
+        } => serve(parallel, context_per_slot, verbosity),
         Verb::Worker { workdir, key } => worker(&root.join(workdir), &key, &registry),
     }
+}
+
+/// The project root: `-C DIR` (which must be a directory), else the current directory.
+fn project_root(directory: Option<&Path>) -> Result<PathBuf> {
+    Ok(match directory {
+        Some(dir) => dir
+            .canonicalize()
+            .and_then(|path| {
+                if path.is_dir() {
+                    Ok(path)
+                } else {
+                    Err(std::io::Error::new(
+                        std::io::ErrorKind::NotADirectory,
+                        "not a directory",
+                    ))
+                }
+            })
+            .map_err(|source| InputError::Directory {
+                path: dir.to_path_buf(),
+                source,
+            })?,
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    })
+}
+
+/// The options of `claimflow run` beyond the pipeline.
+struct RunRequest {
+    jobs: Option<usize>,
+    pytest_slots: Option<usize>,
+    force: Vec<String>,
+    until: Option<String>,
+    offline: bool,
+    executor: Option<ExecutorKind>,
+}
+
+/// `claimflow run`: computes what the cache lacks, then says what it did.
+fn run_pipeline(
+    pipeline: &Path,
+    request: RunRequest,
+    root: &Path,
+    registry: &Registry,
+    verbosity: Verbosity,
+) -> Result<()> {
+    let pipeline = load(pipeline, root, registry)?;
+    if verbosity == Verbosity::Normal {
+        for notice in pipeline.notices() {
+            eprintln!("{notice}");
+        }
+    }
+    let progress = std::sync::Arc::new(Progress::new(verbosity));
+    let mut engine = Engine::new(&pipeline, registry, progress.as_ref())?;
+    if request.executor.unwrap_or(pipeline.executor.kind) == ExecutorKind::Slurm {
+        let slurm = SlurmExecutor::new(&pipeline, &engine.store)
+            .map_err(|source| InputError::Slurm { source })?;
+        engine.slurm = Some(std::sync::Arc::new(slurm));
+    }
+    let defaults = RunOptions::default();
+    let options = RunOptions {
+        jobs: request.jobs.unwrap_or(defaults.jobs),
+        pytest_slots: request.pytest_slots.unwrap_or(defaults.pytest_slots),
+        force: request.force.into_iter().collect(),
+        until: request.until,
+        offline: request.offline,
+        ..defaults
+    };
+    crate::process_groups::cancel_on_stop(options.cancel.clone());
+    let summary = engine.run(&options)?;
+    if verbosity == Verbosity::Normal {
+        // Said once the run is through, not before it: a pipeline refused at planning
+        // prints its errors alone. Said only when the run started test processes, which
+        // probed the machine: a run that started none (a no-op, a pipeline without pytest
+        // steps) does not start a confined process just to say what others would get.
+        if let Some(protections) = crate::sandbox::probed() {
+            eprintln!("{protections}");
+        }
+        eprintln!(
+            "run finished: {} computed, {} cached; results in {}",
+            summary.computed(),
+            summary.cached(),
+            display_relative(&pipeline.results, root)
+        );
+        if summary.spent.calls > 0 {
+            eprintln!("model calls this run: {}", summary.spent);
+        }
+    }
+    Ok(())
+}
+
+/// `claimflow plan`: what a run would compute, as a table or JSON.
+fn plan(target: Target, json: bool, until: Option<String>, force: &[String]) -> Result<()> {
+    let plan = target.silent(|engine| engine.plan(force, until.as_deref()))?;
+    if json {
+        return print_json(&plan);
+    }
+    write!(std::io::stdout().lock(), "{}", render_plan(&plan))?;
+    Ok(())
+}
+
+/// The pipeline a verb reads, where it resolves, and the step kinds it may use.
+struct Target<'a> {
+    pipeline: &'a Path,
+    root: &'a Path,
+    registry: &'a Registry,
+}
+
+impl Target<'_> {
+    /// What `ask` answers of an engine over the loaded pipeline that reports nothing.
+    fn silent<T>(&self, ask: impl FnOnce(&Engine) -> Result<T, EngineError>) -> Result<T> {
+        let pipeline = load(self.pipeline, self.root, self.registry)?;
+        Ok(ask(&Engine::new(&pipeline, self.registry, &Silent)?)?)
+    }
+}
+
+/// `value` as pretty JSON on stdout, a line of its own.
+fn print_json(value: &impl serde::Serialize) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, value)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// `claimflow explain`: each item's key record and what changed since the last run.
+fn explain(target: Target, step: &str, item: Option<String>, json: bool) -> Result<()> {
+    let explanations = target.silent(|engine| engine.explain(step, item.as_deref()))?;
+    if json {
+        return print_json(&explanations);
+    }
+    let mut out = std::io::stdout().lock();
+    for explanation in explanations {
+        writeln!(out, "item `{}`", explanation.item)?;
+        writeln!(out, "  key:    {}", explanation.key)?;
+        writeln!(
+            out,
+            "  cached: {}",
+            if explanation.cached { "yes" } else { "no" }
+        )?;
+        if !explanation.ran_before {
+            writeln!(out, "  since the last run: new item")?;
+        } else if explanation.changed.is_empty() {
+            writeln!(out, "  since the last run: unchanged")?;
+        } else {
+            writeln!(
+                out,
+                "  since the last run: {}",
+                explanation.changed.join("; ")
+            )?;
+        }
+        let record = serde_json::to_string_pretty(&explanation.record)?;
+        writeln!(out, "  key record:")?;
+        for line in record.lines() {
+            writeln!(out, "    {line}")?;
+        }
+    }
+    Ok(())
+}
+
+/// `claimflow models serve`: the local model's server until Ctrl-C.
+fn serve(parallel: usize, context_per_slot: usize, verbosity: Verbosity) -> Result<()> {
+    let provisioned = provision_local_model(verbosity)?;
+    let options = crate::local_model::ServerOptions {
+        parallel,
+        context_per_slot,
+        ..Default::default()
+    };
+    let mut server = crate::local_model::LocalServer::start(&provisioned, &options)?;
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{}", server.base_url())?;
+        out.flush()?;
+    }
+    if verbosity == Verbosity::Normal {
+        eprintln!(
+            "serving {} with {parallel} slots of {context_per_slot} tokens; Ctrl-C stops it (log: {})",
+            server.model_id(),
+            server.log().display()
+        );
+    }
+    // Ctrl-C and SIGTERM end the process and the server's group (see `process_groups`).
+    while server.is_running() {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    Err(Failed(format!(
+        "llama-server stopped on its own; its log is {}",
+        server.log().display()
+    ))
+    .into())
 }
 
 /// The local model, provisioned if missing, the stages printed on stderr.
@@ -396,9 +510,10 @@ fn provision_local_model(verbosity: Verbosity) -> Result<crate::local_model::Pro
 
 /// `claimflow worker`: its messages go to the job's log.
 fn worker(workdir: &Path, key: &str, registry: &Registry) -> Result<()> {
-    let key: crate::cache::Digest = key
-        .parse()
-        .map_err(|error| EngineError::Input(format!("worker: {error}")))?;
+    let key: crate::cache::Digest = key.parse().map_err(|source| InputError::WorkerKey {
+        key: key.to_string(),
+        source,
+    })?;
     let job =
         std::env::var("SLURM_JOB_ID").unwrap_or_else(|_| format!("pid-{}", std::process::id()));
     match crate::slurm::worker::work(workdir, &key, &job, registry)? {
@@ -453,48 +568,7 @@ fn cache(action: CacheAction, root: &Path, registry: &Registry) -> Result<()> {
                 )?;
             }
         }
-        CacheAction::Verify(_) => {
-            let report = store.verify()?;
-            writeln!(
-                out,
-                "checked {} objects and {} action records",
-                report.objects_checked, report.actions_checked
-            )?;
-            if report.torn_log_bytes > 0 {
-                writeln!(
-                    out,
-                    "skipped {} bytes of torn action records (left by a stopped run; they read as misses)",
-                    report.torn_log_bytes
-                )?;
-            }
-            for path in &report.corrupt_objects {
-                writeln!(out, "corrupt object: {path}")?;
-            }
-            for path in &report.broken_actions {
-                writeln!(out, "broken action record: {path}")?;
-            }
-            let missing = live_set(&workdir, &store)?.missing;
-            for blob in &missing {
-                writeln!(
-                    out,
-                    "missing object: {} (`{}` of item `{}` of step `{}`)",
-                    blob.digest, blob.name, blob.item, blob.step
-                )?;
-            }
-            let problems =
-                report.corrupt_objects.len() + report.broken_actions.len() + missing.len();
-            if problems > 0 {
-                return Err(Failed(format!(
-                    "the cache has {problems} problems; `claimflow cache gc` removes them, and the next \
-                     run computes again what they held"
-                ))
-                .into());
-            }
-            writeln!(
-                out,
-                "no corrupt object, no broken action record, no missing object"
-            )?;
-        }
+        CacheAction::Verify(_) => verify(&mut out, &store, &workdir)?,
         CacheAction::Gc(_) => {
             let _lock = store.lock_exclusive()?;
             let live = live_set(&workdir, &store)?;
@@ -517,7 +591,11 @@ fn cache(action: CacheAction, root: &Path, registry: &Registry) -> Result<()> {
         }
         CacheAction::Import { dir, .. } => {
             let _lock = store.lock_shared()?;
-            let source = Store::open(root.join(&dir))?;
+            let exported = root.join(&dir);
+            if !exported.is_dir() {
+                return Err(InputError::NoExport { path: dir }.into());
+            }
+            let source = Store::open(exported)?;
             let (actions, objects, refused) = store.import_from(&source)?;
             writeln!(
                 out,
@@ -532,6 +610,51 @@ fn cache(action: CacheAction, root: &Path, registry: &Registry) -> Result<()> {
             }
         }
     }
+    Ok(())
+}
+
+/// `claimflow cache verify`: every object re-hashed, every action record checked, every object the
+/// last runs used found; any problem fails the command.
+fn verify(out: &mut impl Write, store: &Store, workdir: &Path) -> Result<()> {
+    let report = store.verify()?;
+    writeln!(
+        out,
+        "checked {} objects and {} action records",
+        report.objects_checked, report.actions_checked
+    )?;
+    if report.torn_log_bytes > 0 {
+        writeln!(
+            out,
+            "skipped {} bytes of torn action records (left by a stopped run; they read as misses)",
+            report.torn_log_bytes
+        )?;
+    }
+    for path in &report.corrupt_objects {
+        writeln!(out, "corrupt object: {path}")?;
+    }
+    for path in &report.broken_actions {
+        writeln!(out, "broken action record: {path}")?;
+    }
+    let missing = live_set(workdir, store)?.missing;
+    for blob in &missing {
+        writeln!(
+            out,
+            "missing object: {} (`{}` of item `{}` of step `{}`)",
+            blob.digest, blob.name, blob.item, blob.step
+        )?;
+    }
+    let problems = report.corrupt_objects.len() + report.broken_actions.len() + missing.len();
+    if problems > 0 {
+        return Err(Failed(format!(
+            "the cache has {problems} problems; `claimflow cache gc` removes them, and the next \
+             run computes again what they held"
+        ))
+        .into());
+    }
+    writeln!(
+        out,
+        "no corrupt object, no broken action record, no missing object"
+    )?;
     Ok(())
 }
 

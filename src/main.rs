@@ -4,7 +4,7 @@
 
 use clap::Parser;
 
-use claimflow::cli::{self, Cli};
+use claimflow::cli::{self, Cli, InputError};
 use claimflow::engine::EngineError;
 use claimflow::pipeline::Diagnostics;
 
@@ -54,6 +54,10 @@ fn run() -> u8 {
             }
             if let Some(diagnostics) = error.downcast_ref::<Diagnostics>() {
                 eprintln!("{diagnostics}");
+                return 2;
+            }
+            if error.downcast_ref::<InputError>().is_some() {
+                eprintln!("error: {error:#}");
                 return 2;
             }
             match error.downcast_ref::<EngineError>() {

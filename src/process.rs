@@ -9,7 +9,8 @@
 //! reads the end of a log. A chatty child can therefore neither fill the disk nor block on a full
 //! pipe. One `poll` waits on the pipes and on a pidfd of the child together, so the wait ends the
 //! moment the child exits (a fan-out of one-line commands runs as fast as the commands), and wakes
-//! for the deadline and the cancellation token. The outcome is a closed enum.
+//! for the deadline and the cancellation token. The outcome is a closed enum. What a child may see
+//! of claimflow's environment is built in one place too: [`ChildEnvironment`].
 
 use std::fmt;
 use std::fs::File;
@@ -20,6 +21,10 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
+
+pub mod environment;
+
+pub use environment::ChildEnvironment;
 
 /// How a child ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

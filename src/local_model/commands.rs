@@ -1,31 +1,12 @@
 //! Every command the local model runs, built here and nowhere else: the private venv, pip, the
-//! archive extraction, cmake and `llama-server` itself. Each starts from an empty environment and
-//! gets back only what it needs, so no secret of the user's shell reaches it, and no `LLAMA_ARG_*`
+//! archive extraction, cmake and `llama-server` itself. Each starts from the scrubbed environment
+//! of [`crate::process::environment`] and gets back only what it needs, so no secret of the user's shell reaches it, and no `LLAMA_ARG_*`
 //! variable (which `llama-server` reads as a flag) can change a run behind the pipeline's back.
 
 use std::path::Path;
 use std::process::Command;
 
-/// Variables the provisioning commands keep from claimflow's environment: where programs and
-/// compilers are, and how to reach the package index (a mirror, a proxy, a certificate bundle).
-const PASSED: [&str; 16] = [
-    "PATH",
-    "HOME",
-    "TMPDIR",
-    "CC",
-    "CXX",
-    "PIP_INDEX_URL",
-    "PIP_EXTRA_INDEX_URL",
-    "PIP_FIND_LINKS",
-    "PIP_CERT",
-    "PIP_TRUSTED_HOST",
-    "PIP_DEFAULT_TIMEOUT",
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "NO_PROXY",
-    "SSL_CERT_FILE",
-    "SSL_CERT_DIR",
-];
+use crate::process::ChildEnvironment;
 
 /// The CMake options of the `llama-server` build. Without the first three the configure step
 /// downloads the web UI's assets from a model hub (and fails offline or behind a strict proxy); the
@@ -44,34 +25,16 @@ pub const CONFIGURE_OPTIONS: [&str; 10] = [
     "-DGGML_CCACHE=OFF",
 ];
 
-/// A command for provisioning: `program` with an empty environment plus [`PASSED`], `bin` first on
-/// the `PATH` (the venv's `cmake` and `ninja`), and pip's cache under `pip_cache`.
+/// A command for provisioning: `program` with an installer's environment (the package index,
+/// proxies and compilers of claimflow's own, nothing else), `bin` first on the `PATH` (the venv's
+/// `cmake` and `ninja`), and pip's cache under `pip_cache`.
 fn provisioning(program: &Path, bin: Option<&Path>, pip_cache: &Path) -> Command {
     let mut command = Command::new(program);
-    command.env_clear();
-    for name in PASSED {
-        for spelling in [name.to_string(), name.to_ascii_lowercase()] {
-            if let Some(value) = std::env::var_os(&spelling) {
-                command.env(&spelling, value);
-            }
-        }
-    }
+    let mut environment = ChildEnvironment::scrubbed().installer(Some(pip_cache));
     if let Some(bin) = bin {
-        let inherited = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
-        let mut path = bin.as_os_str().to_os_string();
-        path.push(":");
-        path.push(inherited);
-        command.env("PATH", path);
+        environment = environment.path_first(bin);
     }
-    command
-        .env("LANG", "C.UTF-8")
-        .env("LC_ALL", "C.UTF-8")
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("PYTHONNOUSERSITE", "1")
-        .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
-        .env("PIP_NO_WARN_SCRIPT_LOCATION", "1")
-        .env("PIP_NO_INPUT", "1")
-        .env("PIP_CACHE_DIR", pip_cache);
+    environment.apply(&mut command);
     command
 }
 
@@ -187,7 +150,8 @@ pub fn cmake_build(bin: &Path, build: &Path, jobs: usize, pip_cache: &Path) -> C
 /// `llama-server --version`, to check that the built binary runs.
 pub fn server_version(server: &Path) -> Command {
     let mut command = Command::new(server);
-    command.env_clear().arg("--version");
+    ChildEnvironment::scrubbed().apply(&mut command);
+    command.arg("--version");
     command
 }
 
@@ -207,9 +171,8 @@ pub struct ServerArguments<'a> {
 /// over all slots; without a unified KV cache each slot holds exactly `context_per_slot` tokens.
 pub fn server(program: &Path, arguments: &ServerArguments) -> Command {
     let mut command = Command::new(program);
+    ChildEnvironment::scrubbed().apply(&mut command);
     command
-        .env_clear()
-        .env("LANG", "C.UTF-8")
         .arg("--model")
         .arg(arguments.model)
         .args(["--alias", arguments.alias])
@@ -312,6 +275,8 @@ mod tests {
         );
         // The environment is cleared, so a child sees only what is set here: an allow-list.
         let set_here = [
+            "PATH",
+            "HOME",
             "LANG",
             "LC_ALL",
             "PYTHONDONTWRITEBYTECODE",
@@ -320,19 +285,31 @@ mod tests {
             "PIP_NO_WARN_SCRIPT_LOCATION",
             "PIP_NO_INPUT",
             "PIP_CACHE_DIR",
+            "UV_PYTHON_DOWNLOADS",
+            "UV_CACHE_DIR",
         ];
+        let passed = [
+            crate::process::environment::PACKAGE_INDEX,
+            crate::process::environment::BUILD,
+        ]
+        .concat();
         for command in [&server, &pip, &configure] {
             for (name, _) in command.get_envs() {
                 let name = name.to_string_lossy();
                 let allowed = set_here.contains(&name.as_ref())
-                    || PASSED
+                    || passed
                         .iter()
                         .any(|passed| passed.eq_ignore_ascii_case(&name));
                 assert!(allowed, "{name} reaches {:?}", command.get_program());
             }
         }
-        let server_names: Vec<_> = server.get_envs().map(|(name, _)| name).collect();
-        assert_eq!(server_names, ["LANG"]);
+        // The server gets the scrubbed default alone: no index, no compiler, no `LLAMA_ARG_*`.
+        for (name, _) in server.get_envs() {
+            assert!(
+                ["HOME", "LANG", "LC_ALL", "PATH"].contains(&name.to_str().unwrap()),
+                "{name:?} reaches the server"
+            );
+        }
         let server_arguments = arguments(&server);
         let context = server_arguments
             .iter()

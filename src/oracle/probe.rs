@@ -12,6 +12,7 @@ use std::process::Command;
 use serde::Deserialize;
 
 use crate::cache::Digest;
+use crate::process::ChildEnvironment;
 use crate::python::Environment;
 
 /// Runs under Python 2.7 and every Python 3: prints one JSON object.
@@ -74,21 +75,22 @@ pub fn probe_environment(
     python: &Path,
     extra_paths: Vec<PathBuf>,
 ) -> Result<Environment, ProbeError> {
-    let python_path = std::env::join_paths(&extra_paths).unwrap_or_default();
-    let mut command = Command::new(python);
-    command
-        .arg("-c")
-        .arg(PROBE)
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("PYTHONPATH", python_path);
-    let output = crate::process::output(&mut command, PROBE_TIMEOUT).map_err(|source| {
-        ProbeError::Spawn {
-            path: python.to_path_buf(),
-            source,
-        }
+    let spawn_error = |source| ProbeError::Spawn {
+        path: python.to_path_buf(),
+        source,
+    };
+    let python_path = std::env::join_paths(&extra_paths).map_err(|error| {
+        spawn_error(std::io::Error::new(std::io::ErrorKind::InvalidInput, error))
     })?;
+    let mut command = Command::new(python);
+    // What the probe sees is what pytest will: no user site, no variable of the caller's.
+    ChildEnvironment::scrubbed()
+        .set("PATH", "/usr/bin:/bin")
+        .python_quiet()
+        .set("PYTHONPATH", python_path)
+        .apply(&mut command);
+    command.arg("-c").arg(PROBE);
+    let output = crate::process::output(&mut command, PROBE_TIMEOUT).map_err(spawn_error)?;
     let answer = output
         .outcome
         .success()

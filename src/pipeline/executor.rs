@@ -23,7 +23,18 @@ use serde::Serialize;
 use super::time_limit::TimeLimit;
 
 /// Where pytest-pool items (`mine-claims`, `oracle`, the testmon arm) run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    clap::ValueEnum,
+    Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ExecutorKind {
     /// In this process, as every other item.

@@ -16,6 +16,7 @@ mod model;
 pub mod params;
 mod provider;
 mod role;
+pub mod sections;
 pub(crate) mod suggest;
 pub mod time_limit;
 mod validate;

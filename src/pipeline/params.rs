@@ -53,11 +53,7 @@ impl fmt::Debug for ParamsDecl {
 }
 
 fn schema_of<P: Params>() -> serde_json::Value {
-    schemars::generate::SchemaSettings::draft2020_12()
-        .with(|settings| settings.inline_subschemas = true)
-        .into_generator()
-        .into_root_schema_for::<P>()
-        .to_value()
+    schema_for::<P>()
 }
 
 fn parse_of<P: Params>(with: &serde_json::Value) -> Result<ParsedParams, String> {
@@ -73,6 +69,43 @@ fn parse_of<P: Params>(with: &serde_json::Value) -> Result<ParsedParams, String>
         value: Arc::new(params),
         key,
     })
+}
+
+/// The JSON Schema of `T`, nested structs inlined: what the loader checks a map against and what
+/// `claimflow schema` prints.
+pub fn schema_for<T: JsonSchema>() -> serde_json::Value {
+    schemars::generate::SchemaSettings::draft2020_12()
+        .with(|settings| settings.inline_subschemas = true)
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value()
+}
+
+/// The properties of an object schema, in declaration order, as the loader checks them.
+pub fn specs_of(schema: &serde_json::Value) -> Vec<ParamSpec> {
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .map(|list| list.iter().filter_map(|name| name.as_str()).collect())
+        .unwrap_or_default();
+    let Some(properties) = schema["properties"].as_object() else {
+        return Vec::new();
+    };
+    properties
+        .iter()
+        .map(|(name, property)| ParamSpec {
+            name: name.clone(),
+            ty: ParamType::of(property),
+            required: required.contains(&name.as_str()),
+            help: property["description"]
+                .as_str()
+                .unwrap_or_default()
+                .replace('\n', " "),
+            default: property.get("default").cloned(),
+            minimum: property["minimum"].as_f64(),
+            maximum: property["maximum"].as_f64(),
+            key: property["writeOnly"] != serde_json::Value::Bool(true),
+        })
+        .collect()
 }
 
 /// Checks the numbers of `with` against the ranges `specs` declare: the loader reports them with
@@ -111,30 +144,7 @@ impl ParamsDecl {
 
     /// The parameters, in declaration order, as the loader checks them.
     pub fn specs(&self) -> Vec<ParamSpec> {
-        let schema = self.schema();
-        let required: Vec<&str> = schema["required"]
-            .as_array()
-            .map(|list| list.iter().filter_map(|name| name.as_str()).collect())
-            .unwrap_or_default();
-        let Some(properties) = schema["properties"].as_object() else {
-            return Vec::new();
-        };
-        properties
-            .iter()
-            .map(|(name, property)| ParamSpec {
-                name: name.clone(),
-                ty: ParamType::of(property),
-                required: required.contains(&name.as_str()),
-                help: property["description"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .replace('\n', " "),
-                default: property.get("default").cloned(),
-                minimum: property["minimum"].as_f64(),
-                maximum: property["maximum"].as_f64(),
-                key: property["writeOnly"] != serde_json::Value::Bool(true),
-            })
-            .collect()
+        specs_of(&self.schema())
     }
 
     /// Deserializes a `with:` (absent = no parameters) into the struct, its ranges checked.
@@ -194,7 +204,7 @@ impl PartialEq for ParsedParams {
 }
 
 /// The type a `with:` parameter must have; the loader checks it with positions.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ParamType {
     String,
     Integer,
@@ -220,6 +230,8 @@ pub enum ParamType {
     StringOrList,
     /// A map from names to lists of strings (`commits: {repo: [id, ...]}`).
     ListMap,
+    /// A map with keys of its own (a nested struct), checked key by key.
+    Object(Vec<ParamSpec>),
     /// A map or any value the step kind checks itself.
     Any,
 }
@@ -270,6 +282,9 @@ impl ParamType {
             ["number"] => ParamType::Number,
             ["boolean"] => ParamType::Bool,
             ["string"] => ParamType::String,
+            ["object"] if property["properties"].is_object() => {
+                ParamType::Object(specs_of(property))
+            }
             ["object"]
                 if property["additionalProperties"]["type"] == "array"
                     && property["additionalProperties"]["items"]["type"] == "string" =>
@@ -291,8 +306,10 @@ impl ParamType {
 /// variants carry docs).
 fn enum_values(property: &serde_json::Value) -> Option<Vec<String>> {
     if let Some(values) = property["enum"].as_array() {
+        // An optional enum lists `null` among its values: leaving the key out says that.
         return values
             .iter()
+            .filter(|value| !value.is_null())
             .map(|value| value.as_str().map(str::to_string))
             .collect();
     }

@@ -3,7 +3,19 @@
 use serde::{Deserialize, Serialize};
 
 /// Which API a model entry talks to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Provider {
     /// Any OpenAI-compatible chat-completions server (hosted gateways, vLLM, llama.cpp, Ollama).

@@ -1,6 +1,6 @@
-//! The one place a pytest process is built: an explicit environment from an allow-list (never the
-//! caller's secrets), a private HOME and TMPDIR, no bytecode, a fixed hash seed, the worktree first
-//! on `PYTHONPATH` so the package under test is the checked-out one, and the repository's pytest
+//! The one place a pytest process is built: an explicit environment on the scrubbed default of
+//! [`crate::process::environment`] (never the caller's secrets), a private HOME and TMPDIR, no
+//! bytecode, a fixed hash seed, the worktree first on `PYTHONPATH` so the package under test is the checked-out one, and the repository's pytest
 //! configuration neutralized where it gets in the way of collecting or running single tests, and
 //! no network where the kernel allows a user + network namespace ([`crate::sandbox`]).
 
@@ -10,6 +10,7 @@ use std::process::Command;
 
 use super::config_files::{parse_ini, parse_toml};
 use super::environment_request::Environment;
+use crate::process::ChildEnvironment;
 
 /// Where a pytest process runs and what it may see.
 #[derive(Debug, Clone)]
@@ -56,21 +57,20 @@ impl<'a> PytestLaunch<'a> {
         std::fs::create_dir_all(&home)?;
         std::fs::create_dir_all(&tmp)?;
         let mut command = Command::new(&self.environment.python);
+        // Mined code runs here: nothing of claimflow's environment passes, not even its PATH.
+        ChildEnvironment::scrubbed()
+            .set("PATH", self.path_variable()?)
+            .set("HOME", &home)
+            .set("TMPDIR", &tmp)
+            .python_quiet()
+            .set("PYTHONHASHSEED", self.hash_seed.to_string())
+            .set(
+                "PYTHONPATH",
+                python_path_variable(&self.python_path(), self.worktree)?,
+            )
+            .apply(&mut command);
         command
             .current_dir(self.worktree)
-            .env_clear()
-            .env("PATH", self.path_variable())
-            .env("HOME", &home)
-            .env("TMPDIR", &tmp)
-            .env("LANG", "C.UTF-8")
-            .env("LC_ALL", "C.UTF-8")
-            .env("PYTHONDONTWRITEBYTECODE", "1")
-            .env("PYTHONHASHSEED", self.hash_seed.to_string())
-            .env("PYTHONNOUSERSITE", "1")
-            .env(
-                "PYTHONPATH",
-                std::env::join_paths(self.python_path()).expect("paths without separators"),
-            )
             .arg("-m")
             .arg("pytest")
             .args(self.neutralizing_options())
@@ -105,13 +105,24 @@ impl<'a> PytestLaunch<'a> {
         entries
     }
 
-    fn path_variable(&self) -> OsString {
+    /// The environment's `bin` first, then the system's. Tests that start `python` by name need
+    /// the environment's, so one under a directory named with a `:` is refused with what to do.
+    fn path_variable(&self) -> std::io::Result<OsString> {
         let mut directories: Vec<PathBuf> = Vec::new();
         if let Some(bin) = self.environment.python.parent() {
             directories.push(bin.to_path_buf());
         }
         directories.extend(["/usr/local/bin", "/usr/bin", "/bin"].map(PathBuf::from));
-        std::env::join_paths(directories).expect("paths without separators")
+        std::env::join_paths(&directories).map_err(|_| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "the Python environment {} lies under a directory whose name holds `:`, which \
+                     `PATH` cannot carry: set CLAIMFLOW_CACHE_DIR to a directory without one",
+                    self.environment.root.display()
+                ),
+            )
+        })
     }
 
     /// Options that keep a repository's configuration from breaking collection or verdicts: no cache
@@ -156,6 +167,57 @@ pub fn pytest_config_file(worktree: &Path) -> Option<PathBuf> {
         return Some(worktree.join("setup.cfg"));
     }
     None
+}
+
+/// `PYTHONPATH` holding `entries` for a process started in `cwd`. The variable is split at `:`, so
+/// an entry whose path holds one (a project in `/data/run:2`) is written relative to `cwd`
+/// instead: the directories the two share, colon included, drop out, and Python makes the entry
+/// absolute again when it starts (`site` absolutizes `sys.path`). An entry that still holds a `:`
+/// (a directory of its own named so) is refused, naming it.
+fn python_path_variable(entries: &[PathBuf], cwd: &Path) -> std::io::Result<OsString> {
+    let written: Vec<PathBuf> = entries
+        .iter()
+        .map(|entry| {
+            if entry.as_os_str().as_encoded_bytes().contains(&b':') {
+                relative_to(entry, cwd)
+            } else {
+                entry.clone()
+            }
+        })
+        .collect();
+    std::env::join_paths(&written).map_err(|_| {
+        let culprit = written
+            .iter()
+            .zip(entries)
+            .find(|(written, _)| written.as_os_str().as_encoded_bytes().contains(&b':'))
+            .map_or_else(PathBuf::new, |(_, entry)| entry.clone());
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "cannot put {} on PYTHONPATH: a directory of its own holds `:`, the separator \
+                 of that variable; rename it",
+                culprit.display()
+            ),
+        )
+    })
+}
+
+/// `path` relative to `base`, both made physical first (a `..` walks the real parent, not the
+/// one a symlink was reached through); `.` for `base` itself.
+fn relative_to(path: &Path, base: &Path) -> PathBuf {
+    let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let base = base.canonicalize().unwrap_or_else(|_| base.to_path_buf());
+    let shared = path
+        .components()
+        .zip(base.components())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let mut relative: PathBuf = base.components().skip(shared).map(|_| "..").collect();
+    relative.extend(path.components().skip(shared));
+    if relative.as_os_str().is_empty() {
+        relative.push(".");
+    }
+    relative
 }
 
 /// True when the package under test lives in `src/` (a package directory there).
@@ -285,5 +347,49 @@ mod tests {
             !command.get_args().any(|argument| argument == "-c"),
             "the repository's own config is used"
         );
+    }
+
+    /// Regression: a worktree under a directory named with a `:` panicked on every pytest launch
+    /// (`join_paths` refused the `PYTHONPATH`); its entries are written relative to the worktree.
+    #[test]
+    fn a_colon_in_the_project_path_does_not_panic_the_launch() {
+        let directory = tempfile::tempdir().unwrap();
+        let project = directory.path().join("run:2");
+        let worktree = project.join(".claimflow/worktrees/oracle-0");
+        std::fs::create_dir_all(worktree.join("src/demo")).unwrap();
+        std::fs::write(worktree.join("src/demo/__init__.py"), "").unwrap();
+        let plugins = project.join(".claimflow/scratch/plugin");
+        std::fs::create_dir_all(&plugins).unwrap();
+        let environment = environment(&[]);
+        let private = project.join(".claimflow/scratch/private");
+        let command = PytestLaunch::new(&environment, &worktree, &private)
+            .plugin_dir(&plugins)
+            .command(&[])
+            .unwrap();
+        let python_path = command
+            .get_envs()
+            .find(|(name, _)| *name == "PYTHONPATH")
+            .and_then(|(_, value)| value)
+            .unwrap();
+        assert_eq!(python_path, ".:src:../../scratch/plugin");
+        let split: Vec<PathBuf> = std::env::split_paths(python_path).collect();
+        for (entry, expected) in split
+            .iter()
+            .zip([&worktree, &worktree.join("src"), &plugins])
+        {
+            assert_eq!(
+                worktree.join(entry).canonicalize().unwrap(),
+                expected.canonicalize().unwrap()
+            );
+        }
+        // A directory of its own named with a colon cannot be carried: an error, not a panic.
+        let odd = directory.path().join("elsewhere/a:b");
+        std::fs::create_dir_all(&odd).unwrap();
+        let refused = PytestLaunch::new(&environment, &worktree, &private)
+            .plugin_dir(&odd)
+            .command(&[])
+            .unwrap_err();
+        assert_eq!(refused.kind(), std::io::ErrorKind::InvalidInput);
+        assert!(refused.to_string().contains("a:b"), "{refused}");
     }
 }

@@ -14,7 +14,7 @@ use super::environment_request::{
     DroppedRequirement, Environment, EnvironmentRequest, Installer, uv_program,
 };
 use super::requirements::{Requirement, requirement_name};
-use crate::process::{Outcome, log_tail, run_logged};
+use crate::process::{ChildEnvironment, Outcome, log_tail, run_logged};
 
 /// pip resolves and downloads; a slow index must not hang a pipeline forever.
 const INSTALL_TIMEOUT: Duration = Duration::from_secs(900);
@@ -207,45 +207,12 @@ fn install_command(
     command
 }
 
-/// The installer's environment: an allow-list of network and index settings, never secrets.
+/// The installer's environment: the package index, proxy and build settings of claimflow's own
+/// environment, never secrets ([`ChildEnvironment::installer`]).
 fn installer_environment(command: &mut Command, pip_cache: Option<&Path>) {
-    const PASSED: [&str; 13] = [
-        "PATH",
-        "HOME",
-        "PIP_INDEX_URL",
-        "PIP_EXTRA_INDEX_URL",
-        "PIP_FIND_LINKS",
-        "PIP_CERT",
-        "PIP_TRUSTED_HOST",
-        "PIP_DEFAULT_TIMEOUT",
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "NO_PROXY",
-        "SSL_CERT_FILE",
-        "UV_INDEX_URL",
-    ];
-    command.env_clear();
-    for name in PASSED {
-        for spelling in [name.to_string(), name.to_ascii_lowercase()] {
-            if let Some(value) = std::env::var_os(&spelling) {
-                command.env(&spelling, value);
-            }
-        }
-    }
-    command
-        .env("LANG", "C.UTF-8")
-        .env("LC_ALL", "C.UTF-8")
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("PYTHONNOUSERSITE", "1")
-        .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
-        .env("PIP_NO_WARN_SCRIPT_LOCATION", "1")
-        // uv uses the interpreter it is given; it never downloads one of its own.
-        .env("UV_PYTHON_DOWNLOADS", "never");
-    if let Some(cache) = pip_cache {
-        command
-            .env("PIP_CACHE_DIR", cache)
-            .env("UV_CACHE_DIR", cache.with_file_name("uv"));
-    }
+    ChildEnvironment::scrubbed()
+        .installer(pip_cache)
+        .apply(command);
 }
 
 /// The normalized names of the requirements pip blames, most specific first: those it could not
@@ -471,30 +438,27 @@ mod tests {
     fn installers_see_only_index_and_proxy_settings() {
         let mut command = Command::new("pip");
         installer_environment(&mut command, Some(Path::new("/cache/pip")));
-        let allowed = [
+        // The index, proxy and build settings passed on, and what the installer environment sets.
+        let passed = [
+            crate::process::environment::PACKAGE_INDEX,
+            crate::process::environment::BUILD,
+        ]
+        .concat();
+        let set = [
             "PATH",
             "HOME",
-            "PIP_INDEX_URL",
-            "PIP_EXTRA_INDEX_URL",
-            "PIP_FIND_LINKS",
-            "PIP_CERT",
-            "PIP_TRUSTED_HOST",
-            "PIP_DEFAULT_TIMEOUT",
-            "HTTP_PROXY",
-            "HTTPS_PROXY",
-            "NO_PROXY",
-            "SSL_CERT_FILE",
-            "UV_INDEX_URL",
             "LANG",
             "LC_ALL",
             "PYTHONDONTWRITEBYTECODE",
             "PYTHONNOUSERSITE",
             "PIP_DISABLE_PIP_VERSION_CHECK",
             "PIP_NO_WARN_SCRIPT_LOCATION",
+            "PIP_NO_INPUT",
             "UV_PYTHON_DOWNLOADS",
             "PIP_CACHE_DIR",
             "UV_CACHE_DIR",
         ];
+        let allowed: Vec<&str> = passed.iter().chain(&set).copied().collect();
         for (name, _) in command.get_envs() {
             let name = name.to_string_lossy().to_ascii_uppercase();
             assert!(

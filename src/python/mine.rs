@@ -169,38 +169,10 @@ pub fn mine_commit(
     notify: &dyn Fn(&str),
 ) -> Result<MinedCommit, MineError> {
     let (files, importers) = files_to_collect(worktree, &record.test_files);
-    let mut metadata = ProjectMetadata::read(worktree);
-    // Test modules in Python 2 syntax say more about the era than an absent python_requires.
-    metadata.python_2_source |= files.iter().any(|file| {
-        std::fs::read_to_string(worktree.join(file)).is_ok_and(|text| !parses_as_python_3(&text))
-    });
-    let interpreters = match choose_interpreters_at(
-        &metadata,
-        &settings.python,
-        installed_interpreters(),
-        settings.date,
-    ) {
+    let interpreters = match interpreters_for(record, settings, worktree, &files) {
         Ok(interpreters) => interpreters,
-        Err(error) => {
-            return Ok(MinedCommit::excluded(
-                record,
-                ExclusionKind::NoInterpreter,
-                error.to_string(),
-                vec![],
-            ));
-        }
+        Err(excluded) => return Ok(*excluded),
     };
-    if files.is_empty() {
-        return Ok(MinedCommit::excluded(
-            record,
-            ExclusionKind::NoTestModules,
-            format!(
-                "none of the touched test files ({}) is a test module at the parent or imported by one",
-                record.test_files.join(", ")
-            ),
-            vec![],
-        ));
-    }
     let short: String = record.commit.chars().take(10).collect();
     let cap = settings.interpreters.max(1);
     let mut attempts: Vec<AttemptRecord> = Vec::new();
@@ -212,16 +184,7 @@ pub fn mine_commit(
     for (index, interpreter) in interpreters.iter().enumerate() {
         let version = interpreter.version.to_string();
         if index == cap {
-            stopped = Some(format!(
-                "{} more interpreter(s) allowed but not tried ({}): at most {cap} per commit \
-                 (raise mine-claims' `interpreters` to try more)",
-                interpreters.len() - cap,
-                interpreters[cap..]
-                    .iter()
-                    .map(|interpreter| interpreter.version.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
+            stopped = Some(untried(&interpreters[cap..], cap));
             break;
         }
         if let Some(last) = attempts.last() {
@@ -247,32 +210,18 @@ pub fn mine_commit(
                     interpreter: version.clone(),
                     error: format!("environment: {error}"),
                 });
-                let culprit = error.requirement().map(str::to_string);
-                match error.failure() {
-                    BuildFailure::Infrastructure => {
+                match after_failed_build(&error, &attempts, previous_culprit.as_deref(), &version) {
+                    AfterFailedBuild::Infrastructure => {
                         return Err(MineError::NoEnvironment {
                             commit: record.commit.clone(),
                             reason: joined(&attempts),
                         });
                     }
-                    BuildFailure::NoSuchRequirement => {
-                        stopped = Some(format!(
-                            "`{}` has no release on the package index, which no interpreter can fix",
-                            culprit.as_deref().unwrap_or("a requirement")
-                        ));
+                    AfterFailedBuild::Stop(reason) => {
+                        stopped = Some(reason);
                         break;
                     }
-                    BuildFailure::Interpreter => {
-                        if let (Some(culprit), Some(previous)) = (&culprit, &previous_culprit)
-                            && culprit == previous
-                        {
-                            let before = &attempts[attempts.len() - 2].interpreter;
-                            stopped = Some(format!(
-                                "`{culprit}` failed to install the same way under python {before} \
-                                 and {version}; another interpreter is unlikely to fix it"
-                            ));
-                            break;
-                        }
+                    AfterFailedBuild::TryNext(culprit) => {
                         previous_culprit = culprit;
                         continue;
                     }
@@ -282,67 +231,25 @@ pub fn mine_commit(
         previous_culprit = None;
         reached_pytest = true;
         let collect_scratch: PathBuf = scratch.join(format!("python-{version}"));
-        let mut collected_files = files.clone();
-        let mut left_out = Vec::new();
-        let mut dropped_import_failures = false;
-        // Each retry collects fewer files, so this ends.
-        let collected = loop {
-            let collected = collect_tests(&CollectRequest {
-                environment: &environment,
-                worktree,
-                files: &collected_files,
-                scratch: &collect_scratch,
-                timeout: settings.timeout,
-            });
-            let Err(CollectError::Errors { errors, .. }) = &collected else {
-                break collected;
-            };
-            let failing = match failing_importers(errors, &collected_files, &importers) {
-                Some(failing) => failing,
-                None if !dropped_import_failures => {
-                    match import_failures(errors, &collected_files) {
-                        Some(failing) => {
-                            dropped_import_failures = true;
-                            failing
-                        }
-                        None => break collected,
-                    }
-                }
-                None => break collected,
-            };
-            collected_files.retain(|file| !failing.contains_key(file));
-            left_out.extend(failing.into_iter().map(|(file, message)| AttemptRecord {
-                interpreter: version.clone(),
-                error: format!("{file}: {message}"),
-            }));
+        let attempt = Attempt {
+            environment: &environment,
+            worktree,
+            scratch: &collect_scratch,
+            timeout: settings.timeout,
+            version: &version,
         };
+        let (collected, collected_files, left_out) =
+            collect_leaving_out(&attempt, &files, &importers);
         match collected {
             Ok(collection) => {
-                let mut mined =
-                    claims_from_collection(record, &collected_files, &collection, settings.limit);
-                mined.summary.attempts = attempts.clone();
-                mined.summary.left_out = left_out;
-                mined.summary.dropped_requirements = environment
-                    .dropped
-                    .iter()
-                    .map(|dropped| dropped.spec.clone())
-                    .collect();
-                let exclusion = mined.claims.is_empty().then(|| ExclusionRecord {
-                    repo: record.repo.clone(),
-                    commit: record.commit.clone(),
-                    parent: record.parent.clone(),
-                    kind: ExclusionKind::NoClaims,
-                    reason: format!(
-                        "{} tests collected under python {version}, none with an assertion statement",
-                        mined.summary.collected
-                    ),
-                    attempts: attempts.clone(),
-                });
-                return Ok(MinedCommit {
-                    claims: mined.claims,
-                    summary: Some(mined.summary),
-                    exclusion,
-                });
+                let collected = Collected {
+                    files: &collected_files,
+                    collection: &collection,
+                    left_out,
+                    environment: &environment,
+                    version: &version,
+                };
+                return Ok(mined_from(record, settings, collected, &attempts));
             }
             Err(error) => attempts.push(AttemptRecord {
                 interpreter: version,
@@ -360,6 +267,217 @@ pub fn mine_commit(
         ExclusionKind::Environment
     };
     Ok(MinedCommit::excluded(record, kind, reason, attempts))
+}
+
+/// The interpreters to try for a commit, newest first; or its exclusion, when none fits or it
+/// has no test module to collect.
+fn interpreters_for(
+    record: &CommitRecord,
+    settings: &MineSettings,
+    worktree: &Path,
+    files: &[String],
+) -> Result<Vec<super::interpreters::Interpreter>, Box<MinedCommit>> {
+    let mut metadata = ProjectMetadata::read(worktree);
+    // Test modules in Python 2 syntax say more about the era than an absent python_requires.
+    metadata.python_2_source |= files.iter().any(|file| {
+        std::fs::read_to_string(worktree.join(file)).is_ok_and(|text| !parses_as_python_3(&text))
+    });
+    let interpreters = match choose_interpreters_at(
+        &metadata,
+        &settings.python,
+        installed_interpreters(),
+        settings.date,
+    ) {
+        Ok(interpreters) => interpreters,
+        Err(error) => {
+            return Err(Box::new(MinedCommit::excluded(
+                record,
+                ExclusionKind::NoInterpreter,
+                error.to_string(),
+                vec![],
+            )));
+        }
+    };
+    if files.is_empty() {
+        return Err(Box::new(MinedCommit::excluded(
+            record,
+            ExclusionKind::NoTestModules,
+            format!(
+                "none of the touched test files ({}) is a test module at the parent or imported by one",
+                record.test_files.join(", ")
+            ),
+            vec![],
+        )));
+    }
+    Ok(interpreters)
+}
+
+/// What one interpreter collected.
+struct Collected<'a> {
+    files: &'a [String],
+    collection: &'a super::collect::Collection,
+    left_out: Vec<AttemptRecord>,
+    environment: &'a super::environment_request::Environment,
+    version: &'a str,
+}
+
+/// The claims of a collection, with the attempts before it; a commit whose tests hold no
+/// assertion statement is excluded.
+fn mined_from(
+    record: &CommitRecord,
+    settings: &MineSettings,
+    collected: Collected,
+    attempts: &[AttemptRecord],
+) -> MinedCommit {
+    let mut mined = claims_from_collection(
+        record,
+        collected.files,
+        collected.collection,
+        settings.limit,
+    );
+    mined.summary.attempts = attempts.to_vec();
+    mined.summary.left_out = collected.left_out;
+    mined.summary.dropped_requirements = collected
+        .environment
+        .dropped
+        .iter()
+        .map(|dropped| dropped.spec.clone())
+        .collect();
+    let exclusion = mined
+        .claims
+        .is_empty()
+        .then(|| no_claims(record, mined.summary.collected, collected.version, attempts));
+    MinedCommit {
+        claims: mined.claims,
+        summary: Some(mined.summary),
+        exclusion,
+    }
+}
+
+/// What an environment build that failed under one interpreter means for the next ones.
+enum AfterFailedBuild {
+    /// The machine or the network failed: no interpreter would do better.
+    Infrastructure,
+    /// No further interpreter is tried, for this reason.
+    Stop(String),
+    /// The next interpreter is tried; the requirement this build blamed, if any.
+    TryNext(Option<String>),
+}
+
+/// Reads a failed build: a requirement with no release, or one that failed the same way under the
+/// previous interpreter, stops the tries; another interpreter may fix the rest.
+fn after_failed_build(
+    error: &super::build_error::PythonError,
+    attempts: &[AttemptRecord],
+    previous_culprit: Option<&str>,
+    version: &str,
+) -> AfterFailedBuild {
+    let culprit = error.requirement().map(str::to_string);
+    match error.failure() {
+        BuildFailure::Infrastructure => AfterFailedBuild::Infrastructure,
+        BuildFailure::NoSuchRequirement => AfterFailedBuild::Stop(format!(
+            "`{}` has no release on the package index, which no interpreter can fix",
+            culprit.as_deref().unwrap_or("a requirement")
+        )),
+        BuildFailure::Interpreter => match (&culprit, previous_culprit) {
+            (Some(culprit), Some(previous)) if culprit == previous => {
+                let before = &attempts[attempts.len() - 2].interpreter;
+                AfterFailedBuild::Stop(format!(
+                    "`{culprit}` failed to install the same way under python {before} and \
+                     {version}; another interpreter is unlikely to fix it"
+                ))
+            }
+            _ => AfterFailedBuild::TryNext(culprit),
+        },
+    }
+}
+
+/// One interpreter's try at collecting a commit's tests.
+struct Attempt<'a> {
+    environment: &'a super::environment_request::Environment,
+    worktree: &'a Path,
+    scratch: &'a Path,
+    timeout: Duration,
+    version: &'a str,
+}
+
+/// Collects `files`, leaving out and collecting again without the files whose collection fails
+/// (an importer that no longer imports, then modules that fail to import at all): the collection,
+/// the files it covers, and what was left out and why.
+fn collect_leaving_out(
+    attempt: &Attempt,
+    files: &[String],
+    importers: &BTreeSet<String>,
+) -> (
+    Result<super::collect::Collection, CollectError>,
+    Vec<String>,
+    Vec<AttemptRecord>,
+) {
+    let mut collected_files = files.to_vec();
+    let mut left_out = Vec::new();
+    let mut dropped_import_failures = false;
+    // Each retry collects fewer files, so this ends.
+    let collected = loop {
+        let collected = collect_tests(&CollectRequest {
+            environment: attempt.environment,
+            worktree: attempt.worktree,
+            files: &collected_files,
+            scratch: attempt.scratch,
+            timeout: attempt.timeout,
+        });
+        let Err(CollectError::Errors { errors, .. }) = &collected else {
+            break collected;
+        };
+        let failing = match failing_importers(errors, &collected_files, importers) {
+            Some(failing) => failing,
+            None if !dropped_import_failures => match import_failures(errors, &collected_files) {
+                Some(failing) => {
+                    dropped_import_failures = true;
+                    failing
+                }
+                None => break collected,
+            },
+            None => break collected,
+        };
+        collected_files.retain(|file| !failing.contains_key(file));
+        left_out.extend(failing.into_iter().map(|(file, message)| AttemptRecord {
+            interpreter: attempt.version.to_string(),
+            error: format!("{file}: {message}"),
+        }));
+    };
+    (collected, collected_files, left_out)
+}
+
+/// Why the interpreters past the cap were not tried.
+fn untried(rest: &[super::interpreters::Interpreter], cap: usize) -> String {
+    format!(
+        "{} more interpreter(s) allowed but not tried ({}): at most {cap} per commit \
+         (raise mine-claims' `interpreters` to try more)",
+        rest.len(),
+        rest.iter()
+            .map(|interpreter| interpreter.version.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// The exclusion of a commit whose collected tests hold no assertion statement.
+fn no_claims(
+    record: &CommitRecord,
+    collected: usize,
+    version: &str,
+    attempts: &[AttemptRecord],
+) -> ExclusionRecord {
+    ExclusionRecord {
+        repo: record.repo.clone(),
+        commit: record.commit.clone(),
+        parent: record.parent.clone(),
+        kind: ExclusionKind::NoClaims,
+        reason: format!(
+            "{collected} tests collected under python {version}, none with an assertion statement"
+        ),
+        attempts: attempts.to_vec(),
+    }
 }
 
 /// Every attempt's reason, for an exclusion or an error.

@@ -4,54 +4,31 @@
 //! what claimflow sets itself: the job's name, its log, `--export`), then `exec claimflow worker`.
 //! It is written under `<workdir>/slurm/scripts/` so a failed job can be resubmitted by hand.
 //!
-//! The job sees an allow-listed environment: `PATH`, `HOME`, the locale, the Python cache and
-//! interpreter locations, proxy and certificate settings for pip, and `SLURM_CONF`. Nothing else
-//! of the coordinator's environment (API keys above all) reaches a job.
+//! The job sees the scrubbed environment of [`crate::process::environment`] (`PATH`, `HOME`, the
+//! locale) with the Python cache and interpreter locations, the package index and proxy settings,
+//! and `SLURM_CONF`. Nothing else of the coordinator's environment (API keys above all) reaches a
+//! job.
 
 use std::ffi::OsString;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use crate::pipeline::SlurmSettings;
+use crate::process::{ChildEnvironment, environment};
 
-/// Variables passed from the coordinator to every job when set.
-const PASSED: &[&str] = &[
-    "PATH",
-    "HOME",
-    "USER",
-    "LOGNAME",
-    "PYENV_ROOT",
-    "CLAIMFLOW_UV",
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "NO_PROXY",
-    "SSL_CERT_FILE",
-    "SSL_CERT_DIR",
-    "PIP_INDEX_URL",
-    "PIP_EXTRA_INDEX_URL",
-    "PIP_CERT",
-    "UV_INDEX_URL",
-    "SLURM_CONF",
-];
-
-/// The environment of every job: the allow-list, the locale, and the Python environment cache
-/// as an absolute path (`cache`), so every node builds into and reuses the same environments.
+/// The environment of every job: the scrubbed default, the package index and the cluster's own
+/// variables ([`environment::PACKAGE_INDEX`], [`environment::CLUSTER`]), and the Python
+/// environment cache as an absolute path (`cache`), so every node builds into and reuses the same
+/// environments.
 pub fn job_environment(cache: &Path) -> Vec<(String, OsString)> {
-    let mut environment: Vec<(String, OsString)> = Vec::new();
-    for name in PASSED {
-        for spelling in [name.to_string(), name.to_ascii_lowercase()] {
-            if let Some(value) = std::env::var_os(&spelling) {
-                environment.push((spelling, value));
-            }
-        }
-    }
-    environment.push(("LANG".into(), "C.UTF-8".into()));
-    environment.push(("LC_ALL".into(), "C.UTF-8".into()));
-    environment.push(("NO_COLOR".into(), "1".into()));
-    environment.push(("CLAIMFLOW_CACHE_DIR".into(), cache.as_os_str().to_owned()));
-    environment.sort();
-    environment.dedup_by(|a, b| a.0 == b.0);
-    environment
+    ChildEnvironment::scrubbed()
+        .pass(environment::PACKAGE_INDEX)
+        .pass(environment::CLUSTER)
+        .set("NO_COLOR", "1")
+        .set("CLAIMFLOW_CACHE_DIR", cache)
+        .variables()
+        .map(|(name, value)| (name.to_string_lossy().into_owned(), value.to_owned()))
+        .collect()
 }
 
 /// One job to write a script for.
@@ -186,16 +163,25 @@ mod tests {
 
     #[test]
     fn the_environment_is_an_allow_list() {
-        let environment = job_environment(Path::new("/shared/cache"));
-        let names: Vec<&str> = environment.iter().map(|(name, _)| name.as_str()).collect();
+        let variables = job_environment(Path::new("/shared/cache"));
+        let names: Vec<&str> = variables.iter().map(|(name, _)| name.as_str()).collect();
         assert!(names.contains(&"CLAIMFLOW_CACHE_DIR"));
         assert!(names.contains(&"LANG"));
-        for (name, _) in &environment {
+        for (name, _) in &variables {
             let upper = name.to_ascii_uppercase();
             assert!(
-                PASSED.contains(&upper.as_str())
-                    || ["LANG", "LC_ALL", "NO_COLOR", "CLAIMFLOW_CACHE_DIR"]
-                        .contains(&name.as_str()),
+                [environment::PACKAGE_INDEX, environment::CLUSTER]
+                    .concat()
+                    .contains(&upper.as_str())
+                    || [
+                        "PATH",
+                        "HOME",
+                        "LANG",
+                        "LC_ALL",
+                        "NO_COLOR",
+                        "CLAIMFLOW_CACHE_DIR"
+                    ]
+                    .contains(&name.as_str()),
                 "{name} is not on the allow-list"
             );
         }

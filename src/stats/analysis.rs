@@ -54,47 +54,18 @@ pub fn analyze(
 ) -> StatsDocument {
     let labels = evaluation.labels();
     let steps: Vec<&String> = evaluation.verdicts.keys().collect();
-    let cells: Vec<Vec<Cell>> = steps
+    let paired = arms_beside_controls(evaluation);
+    let all_cells: Vec<Vec<Cell>> = steps
         .iter()
-        .map(|step| {
-            labels
-                .iter()
-                .zip(&evaluation.verdicts[*step])
-                .map(|(&flipped, &verdict)| Cell::of(flipped, verdict))
-                .collect()
-        })
+        .map(|step| cells(&labels, &evaluation.verdicts[*step]))
+        .chain(paired.iter().map(|(_, kept)| cells(&labels, kept)))
         .collect();
-    // Each control's arm again, its verdicts kept only where the control gave one: the control is
-    // read against the arm on the same claims (a paraphrase that was refused has no verdict).
-    let paired: Vec<(&str, Vec<Verdict>)> = evaluation
-        .controls()
-        .filter_map(|(control, arm)| {
-            let arm_verdicts = evaluation.verdicts.get(arm)?;
-            let kept = arm_verdicts
-                .iter()
-                .zip(&evaluation.verdicts[control])
-                .map(|(&verdict, &other)| match other {
-                    Verdict::None => Verdict::None,
-                    _ => verdict,
-                })
-                .collect();
-            Some((control, kept))
-        })
-        .collect();
-    let mut all_cells = cells;
-    all_cells.extend(paired.iter().map(|(_, kept)| {
-        labels
-            .iter()
-            .zip(kept)
-            .map(|(&flipped, &verdict)| Cell::of(flipped, verdict))
-            .collect::<Vec<Cell>>()
-    }));
     // Rows added after the arms' leave the arms' draws as they were: draws pick clusters only.
     let clusters = ClusterCounts::new(&evaluation.claims, &all_cells, options.resample);
     let totals = clusters.resample(options.resamples as usize, options.seed);
     let mut arm_intervals = intervals(&totals, all_cells.len(), options.confidence);
     let paired_intervals = arm_intervals.split_off(steps.len());
-    let mut on_same_claims: BTreeMap<&str, OnSameClaims> = paired
+    let on_same_claims: BTreeMap<&str, OnSameClaims> = paired
         .iter()
         .zip(paired_intervals)
         .map(|((control, kept), bounds)| {
@@ -118,6 +89,92 @@ pub fn analyze(
         })
         .collect();
 
+    let controls = control_stats(evaluation, &mut all, on_same_claims);
+    let arms = all;
+
+    let comparisons = comparisons(evaluation, &labels, &arms);
+
+    let loro = options
+        .loro
+        .iter()
+        .filter(|(first, second)| arms.contains_key(first) && arms.contains_key(second))
+        .map(|(first, second)| {
+            loro::leave_one_out(
+                first,
+                second,
+                &evaluation.claims,
+                &evaluation.verdicts[first],
+                &evaluation.verdicts[second],
+            )
+        })
+        .collect();
+
+    let frontier = frontier(&arms);
+    let by_repository = by_repository(evaluation);
+
+    StatsDocument {
+        schema: STATS_SCHEMA,
+        split: options.split.clone(),
+        sample: sample(evaluation, &labels, options),
+        natural_rate: options.natural_rate.clone(),
+        bootstrap: BootstrapSettings {
+            resamples: options.resamples,
+            seed: options.seed,
+            resample: options.resample,
+            confidence: options.confidence,
+            clusters: clusters.clusters() as u64,
+        },
+        arms,
+        controls,
+        comparisons,
+        loro,
+        frontier,
+        corpus,
+        repositories,
+        by_repository,
+        rankings: None,
+        cutoff: None,
+        rename_class: None,
+        post_cutoff: None,
+    }
+}
+
+/// Each claim's cell of the confusion matrix under `verdicts`.
+fn cells(labels: &[bool], verdicts: &[Verdict]) -> Vec<Cell> {
+    labels
+        .iter()
+        .zip(verdicts)
+        .map(|(&flipped, &verdict)| Cell::of(flipped, verdict))
+        .collect()
+}
+
+/// Each control's arm again, its verdicts kept only where the control gave one: the control is
+/// read against the arm on the same claims (a paraphrase that was refused has no verdict).
+fn arms_beside_controls(evaluation: &Evaluation) -> Vec<(&str, Vec<Verdict>)> {
+    evaluation
+        .controls()
+        .filter_map(|(control, arm)| {
+            let arm_verdicts = evaluation.verdicts.get(arm)?;
+            let kept = arm_verdicts
+                .iter()
+                .zip(&evaluation.verdicts[control])
+                .map(|(&verdict, &other)| match other {
+                    Verdict::None => Verdict::None,
+                    _ => verdict,
+                })
+                .collect();
+            Some((control, kept))
+        })
+        .collect()
+}
+
+/// Each control's numbers, taken out of `all` (which keeps the arms), with its agreement with
+/// its arm and the arm's numbers on the claims the control judged.
+fn control_stats(
+    evaluation: &Evaluation,
+    all: &mut BTreeMap<String, ArmStats>,
+    mut on_same_claims: BTreeMap<&str, OnSameClaims>,
+) -> BTreeMap<String, ControlStats> {
     let mut controls = BTreeMap::new();
     for (control, arm) in evaluation.controls() {
         let metrics = all.remove(control).expect("every control has stats");
@@ -145,8 +202,15 @@ pub fn analyze(
         };
         controls.insert(control.to_string(), stats);
     }
-    let arms = all;
+    controls
+}
 
+/// McNemar's test for every pair of arms.
+fn comparisons(
+    evaluation: &Evaluation,
+    labels: &[bool],
+    arms: &BTreeMap<String, ArmStats>,
+) -> Vec<mcnemar::McNemar> {
     let names: Vec<&String> = arms.keys().collect();
     let mut comparisons = Vec::new();
     for (index, first) in names.iter().enumerate() {
@@ -154,28 +218,17 @@ pub fn analyze(
             comparisons.push(mcnemar::compare(
                 first,
                 second,
-                &labels,
+                labels,
                 &evaluation.verdicts[*first],
                 &evaluation.verdicts[*second],
             ));
         }
     }
+    comparisons
+}
 
-    let loro = options
-        .loro
-        .iter()
-        .filter(|(first, second)| arms.contains_key(first) && arms.contains_key(second))
-        .map(|(first, second)| {
-            loro::leave_one_out(
-                first,
-                second,
-                &evaluation.claims,
-                &evaluation.verdicts[first],
-                &evaluation.verdicts[second],
-            )
-        })
-        .collect();
-
+/// The operator's frontier over the arms with a cost and a precision.
+fn frontier(arms: &BTreeMap<String, ArmStats>) -> Vec<String> {
     let mut points: Vec<(String, f64, f64)> = arms
         .iter()
         .filter_map(|(name, stats)| {
@@ -187,8 +240,11 @@ pub fn analyze(
         })
         .collect();
     points.sort_by(|left, right| left.1.total_cmp(&right.1).then(left.0.cmp(&right.0)));
-    let frontier = operator::frontier(&points);
+    operator::frontier(&points)
+}
 
+/// Each step's confusion matrix per repository.
+fn by_repository(evaluation: &Evaluation) -> BTreeMap<String, BTreeMap<String, Confusion>> {
     let mut by_repository: BTreeMap<String, BTreeMap<String, Confusion>> = BTreeMap::new();
     for (step, verdicts) in &evaluation.verdicts {
         for (claim, verdict) in evaluation.claims.iter().zip(verdicts) {
@@ -200,7 +256,11 @@ pub fn analyze(
                 .add(claim.flipped, *verdict);
         }
     }
+    by_repository
+}
 
+/// What was judged: claims, labels, repositories and commits.
+fn sample(evaluation: &Evaluation, labels: &[bool], options: &AnalysisOptions) -> Sample {
     let flipped = labels.iter().filter(|&&flipped| flipped).count() as u64;
     let total = labels.len() as u64;
     let count_distinct = |key: fn(&super::evaluation::Claim) -> &str| {
@@ -211,39 +271,15 @@ pub fn analyze(
             .collect::<BTreeSet<_>>()
             .len() as u64
     };
-    StatsDocument {
-        schema: STATS_SCHEMA,
-        split: options.split.clone(),
-        sample: Sample {
-            claims: total,
-            flipped,
-            held: total - flipped,
-            discarded: evaluation.discarded,
-            base_rate: ratio(flipped, total),
-            repositories: count_distinct(|claim| &claim.repository),
-            commits: count_distinct(|claim| &claim.commit),
-            labels_from: options.labels_from.clone(),
-        },
-        natural_rate: options.natural_rate.clone(),
-        bootstrap: BootstrapSettings {
-            resamples: options.resamples,
-            seed: options.seed,
-            resample: options.resample,
-            confidence: options.confidence,
-            clusters: clusters.clusters() as u64,
-        },
-        arms,
-        controls,
-        comparisons,
-        loro,
-        frontier,
-        corpus,
-        repositories,
-        by_repository,
-        rankings: None,
-        cutoff: None,
-        rename_class: None,
-        post_cutoff: None,
+    Sample {
+        claims: total,
+        flipped,
+        held: total - flipped,
+        discarded: evaluation.discarded,
+        base_rate: ratio(flipped, total),
+        repositories: count_distinct(|claim| &claim.repository),
+        commits: count_distinct(|claim| &claim.commit),
+        labels_from: options.labels_from.clone(),
     }
 }
 

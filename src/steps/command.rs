@@ -21,7 +21,8 @@
 //! something), not into the output: a command that prints a timestamp still produces the same
 //! output, so downstream items stay cached.
 //! `timeout:` stops a command that runs longer (its whole process group, the item failing);
-//! `env:` passes only the named environment variables instead of the whole environment.
+//! The command sees the scrubbed environment of [`crate::process::environment`] (`PATH`, `HOME`,
+//! the `C.UTF-8` locale) and the variables `env:` names; nothing else of the user's shell.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
@@ -38,7 +39,7 @@ use crate::engine::{
     StepError, StepKind, Upstream,
 };
 use crate::pipeline::{Pipeline, StepSpec};
-use crate::process::{self, Capture, Outcome};
+use crate::process::{self, Capture, ChildEnvironment, Outcome};
 
 /// The `command` step kind.
 pub struct CommandStep;
@@ -66,8 +67,9 @@ pub struct CommandParams {
     #[serde(default, skip_serializing)]
     #[schemars(range(min = 0.001))]
     pub timeout: Option<f64>,
-    /// The environment variables passed to the command, by name (`PATH`, `HOME` and `LANG` always
-    /// pass); default: the whole environment. The names enter the key, the values never do.
+    /// The environment variables passed to the command, by name, beyond `PATH` and `HOME` (which
+    /// always pass) and `LANG`/`LC_ALL` (`C.UTF-8` unless named here); nothing else reaches it.
+    /// The names enter the key, the values never do.
     #[serde(default)]
     pub env: Option<Vec<String>>,
 }
@@ -79,9 +81,6 @@ struct ItemParams<'a> {
     outputs: &'a [String],
     run: &'a str,
 }
-
-/// Variables every command gets even under an `env:` allow-list: without them `sh` finds nothing.
-const ALWAYS_PASSED: &[&str] = &["PATH", "HOME", "LANG"];
 
 /// One fan-out element and the placeholders it fills (`{item}`, `{name}`, `{stem}`, braces
 /// included).
@@ -270,28 +269,7 @@ impl StepKind for CommandStep {
         let params: &CommandParams = ctx.params()?;
         let mut command = Command::new(shell());
         command.arg0("sh").arg("-c").arg(run).current_dir(ctx.root);
-        if let Some(allowed) = &params.env {
-            command.env_clear();
-            for name in ALWAYS_PASSED
-                .iter()
-                .copied()
-                .chain(allowed.iter().map(String::as_str))
-            {
-                if let Some(value) = std::env::var_os(name) {
-                    command.env(name, value);
-                }
-            }
-        }
-        // A model's key stays with claimflow: the variables `api_key_env` names are not passed on,
-        // even when the allow-list names them.
-        for variable in ctx
-            .pipeline
-            .models
-            .values()
-            .filter_map(|model| model.api_key_env.as_deref())
-        {
-            command.env_remove(variable);
-        }
+        command_environment(params, ctx.pipeline).apply(&mut command);
         // The command leads a process group of its own: a stopped run (Ctrl-C), the timeout or its
         // end takes it down with everything it started.
         let mut running =
@@ -371,6 +349,22 @@ impl StepKind for CommandStep {
             .ok()
             .flatten()
     }
+}
+
+/// A command's environment: the scrubbed default (`PATH`, `HOME`, the `C.UTF-8` locale) and the
+/// variables `env:` names. A model's key stays with claimflow: the variables `api_key_env` names
+/// are not passed on, even when `env:` names them.
+fn command_environment(params: &CommandParams, pipeline: &Pipeline) -> ChildEnvironment {
+    let mut environment =
+        ChildEnvironment::scrubbed().pass_exact(params.env.iter().flatten().map(String::as_str));
+    for variable in pipeline
+        .models
+        .values()
+        .filter_map(|model| model.api_key_env.as_deref())
+    {
+        environment = environment.remove(variable);
+    }
+    environment
 }
 
 /// The `sh` that `PATH` names (its first absolute directory holding one), found once: spawning by

@@ -235,3 +235,44 @@ steps:
         verdicts.join("\n")
     ));
 }
+
+/// Regression: a project whose path holds a `:` panicked on every pytest launch (`PYTHONPATH` was
+/// joined with `expect`), and the run then hung instead of exiting. The shipped smoke pipeline, run
+/// from a copy in a directory named with a colon, labels its claims and ends.
+#[test]
+fn a_colon_in_the_project_path_runs_the_smoke_pipeline() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let outer = tempfile::tempdir().unwrap();
+    let project = Project::new_in(&outer.path().join("run:2"));
+    assert!(project.root().to_string_lossy().contains(':'));
+    copy_dir(&manifest.join("corpus/demo"), &project.path("corpus/demo"));
+    std::fs::create_dir_all(project.path("pipelines")).unwrap();
+    std::fs::copy(
+        manifest.join("pipelines/smoke.yaml"),
+        project.path("pipelines/smoke.yaml"),
+    )
+    .unwrap();
+    let mut child = project
+        .command(&["run", "pipelines/smoke.yaml", "-j", "2", "-q"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(900) {
+            child.kill().unwrap();
+            panic!("the smoke run did not end in 15 minutes");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let ran = child.wait_with_output().unwrap();
+    crate::common::assert_ran(&ran, "the smoke run from a path with a colon");
+    let labels: Vec<Label> = project
+        .read("results/smoke/truth.jsonl")
+        .lines()
+        .map(|line| serde_json::from_str::<TruthRecord>(line).unwrap().label)
+        .collect();
+    assert!(labels.contains(&Label::Flipped), "{labels:?}");
+    assert!(labels.contains(&Label::Held), "{labels:?}");
+}

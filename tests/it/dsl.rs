@@ -346,7 +346,9 @@ fn schema_describes_each_kinds_parameters_with_their_ranges() {
     let project = crate::common::project::Project::new();
     let ran = project.ok(&["schema"]);
     let schema: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
-    let kinds = schema["oneOf"].as_array().unwrap();
+    let kinds = schema["properties"]["steps"]["additionalProperties"]["oneOf"]
+        .as_array()
+        .unwrap();
     let oracle = kinds
         .iter()
         .find(|kind| kind["title"] == "oracle")
@@ -355,4 +357,18 @@ fn schema_describes_each_kinds_parameters_with_their_ranges() {
     assert_eq!(runs["minimum"], 1, "{runs}");
     assert_eq!(runs["default"], 10, "{runs}");
     assert_eq!(kinds.len(), registry().names().len());
+    // The sections are described too, with their ranges and help.
+    let model = &schema["properties"]["models"]["additionalProperties"]["properties"];
+    assert_eq!(model["retries"]["maximum"], 20, "{model}");
+    assert!(
+        model["provider"].to_string().contains("llama-server"),
+        "{model}"
+    );
+    let repository = &schema["properties"]["repos"]["items"];
+    assert_eq!(
+        repository["required"],
+        serde_json::json!(["name", "branch"])
+    );
+    let executor = &schema["properties"]["executor"]["anyOf"][0]["properties"];
+    assert_eq!(executor["cpus"]["minimum"], 1, "{executor}");
 }

@@ -551,6 +551,38 @@ fn unknown_names_on_the_command_line_are_the_users_error() {
     assert_eq!(project.run(&["run", "missing.yaml"]).code, 2);
 }
 
+/// Regression: `-C` naming a missing directory exited 1, as if a step had failed.
+#[test]
+fn a_missing_directory_or_export_on_the_command_line_exits_2() {
+    let project = chain();
+    let missing = project.path("no-such-dir");
+    let ran = project.run(&[
+        "-C",
+        &missing.display().to_string(),
+        "plan",
+        "pipeline.yaml",
+    ]);
+    assert_eq!(ran.code, 2, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("cannot enter -C") && ran.stderr.contains("No such file"),
+        "the message keeps its cause: {}",
+        ran.stderr
+    );
+    let ran = project.run(&["-C", "pipeline.yaml", "plan", "pipeline.yaml"]);
+    assert_eq!(ran.code, 2, "a file is no directory: {}", ran.stderr);
+    let ran = project.run(&["cache", "import", "no-such-export", "pipeline.yaml"]);
+    assert_eq!(ran.code, 2, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("no exported cache at no-such-export"),
+        "{}",
+        ran.stderr
+    );
+    assert!(
+        !project.path("no-such-export").exists(),
+        "nothing made for it"
+    );
+}
+
 #[test]
 fn force_runs_the_step_again_instead_of_restoring_its_outputs() {
     let project = Project::new();
@@ -674,7 +706,9 @@ steps:
 }
 
 /// Regression: a `command` step passed the user's whole environment (API keys included) to the
-/// command; `env:` names the variables it gets.
+/// command, and still does not once `env:` names what it gets: without `env:` it gets the scrubbed
+/// default alone (`PATH`, `HOME`, the locale), with `env: [X]` that and X, and a model's key
+/// never, named or not.
 #[test]
 fn a_command_gets_only_the_environment_it_names() {
     let project = Project::new();
@@ -682,21 +716,38 @@ fn a_command_gets_only_the_environment_it_names() {
         "pipeline.yaml",
         r#"version: 1
 name: env
+models:
+  hosted: {provider: openai, model: gpt-test, api_key_env: CLAIMFLOW_TEST_MODEL_KEY}
 steps:
   show:
     uses: command
     with:
-      run: 'echo "[$CLAIMFLOW_TEST_SECRET][$CLAIMFLOW_TEST_KEPT]" > env.txt'
+      run: 'echo "[$CLAIMFLOW_TEST_SECRET][$CLAIMFLOW_TEST_KEPT][$CLAIMFLOW_TEST_MODEL_KEY][$LANG]" > env.txt'
       outputs: [env.txt]
-      env: [CLAIMFLOW_TEST_KEPT]
+      env: [CLAIMFLOW_TEST_KEPT, CLAIMFLOW_TEST_MODEL_KEY]
+  bare:
+    uses: command
+    with:
+      run: 'env | cut -d= -f1 | sort > bare.txt; echo "[$FAKE_API_KEY][$CLAIMFLOW_TEST_KEPT]" >> bare.txt'
+      outputs: [bare.txt]
 "#,
     );
     let ran = project
         .command(&["run", "pipeline.yaml"])
         .env("CLAIMFLOW_TEST_SECRET", "hidden")
         .env("CLAIMFLOW_TEST_KEPT", "kept")
+        .env("CLAIMFLOW_TEST_MODEL_KEY", "sk-model")
+        .env("FAKE_API_KEY", "sk-fake")
+        .env("LANG", "de_DE.UTF-8")
         .output()
         .unwrap();
     crate::common::assert_ran(&ran, "the run");
-    assert_eq!(project.read("env.txt"), "[][kept]\n");
+    assert_eq!(project.read("env.txt"), "[][kept][][C.UTF-8]\n");
+    // `sh` adds PWD, SHLVL and `_` of its own; everything else is the scrubbed default.
+    let bare = project.read("bare.txt");
+    let names: Vec<&str> = bare
+        .lines()
+        .filter(|line| !["PWD", "SHLVL", "_", "OLDPWD"].contains(line))
+        .collect();
+    assert_eq!(names, ["HOME", "LANG", "LC_ALL", "PATH", "[][]"], "{bare}");
 }

@@ -1,25 +1,21 @@
 //! The `executor:` section: where the pytest-pool items run and how Slurm jobs are submitted
 //! (see [`crate::slurm`]). Nothing here enters a key, but a typo in a partition or a time limit
-//! would only show once jobs are submitted, so every value is checked when the pipeline loads.
+//! would only show once jobs are submitted, so every value is checked when the pipeline loads:
+//! against [`ExecutorEntry`], then here for Slurm's own forms (one-word names, time limits,
+//! sizes, flags claimflow does not set itself).
 
 use super::checker::{Checker, Fields};
+use super::section;
+use crate::pipeline::sections::ExecutorEntry;
 use crate::pipeline::suggest;
 use crate::pipeline::yaml::{Node, Value};
 use crate::pipeline::{
     ExecutorKind, ExecutorSpec, SlurmSettings, TimeLimit, TimeLimits, reserved_flag,
 };
 
-/// The keys the block may have.
-const KEYS: &[&str] = &[
-    "kind",
-    "partition",
-    "account",
-    "time",
-    "memory",
-    "cpus",
-    "max_jobs",
-    "sbatch",
-];
+/// The keys whose values take shapes a schema does not tell apart (a limit or a map of them, a
+/// number or a size): checked here alone.
+const OWN: &[&str] = &["time", "memory"];
 
 /// The executors a pipeline may name.
 const KINDS: &[&str] = &["local", "slurm"];
@@ -40,39 +36,46 @@ pub fn check(checker: &mut Checker, node: &Node, kinds: &[&str]) -> Option<Execu
             return None;
         }
     };
-    checker.unknown_keys(&fields, KEYS, "`executor`");
     let before = checker.count();
-    let mut spec = ExecutorSpec::default();
-    if let Some(node) = fields.get("kind") {
-        spec.kind = kind(checker, node).unwrap_or_default();
+    let owner = "`executor`";
+    section::check::<ExecutorEntry>(
+        checker,
+        &fields,
+        node.mark,
+        owner,
+        &section::context(&[]),
+        OWN,
+    );
+    for (key, example) in [
+        ("partition", "e.g. `partition: batch`"),
+        ("account", "e.g. `account: my-lab`"),
+    ] {
+        word(checker, &fields, key, example);
     }
-    let slurm = &mut spec.slurm;
-    slurm.partition = word(checker, &fields, "partition", "e.g. `partition: batch`");
-    slurm.account = word(checker, &fields, "account", "e.g. `account: my-lab`");
-    if let Some(node) = fields.get("time") {
-        slurm.time = time_limits(checker, node, kinds).unwrap_or_default();
-    }
-    if let Some(node) = fields.get("memory") {
-        slurm.memory = memory(checker, node);
-    }
-    if let Some(node) = fields.get("cpus") {
-        slurm.cpus = at_least_one(checker, node, "cpus", "the CPUs each job asks for")
-            .and_then(|cpus| u32::try_from(cpus).ok())
-            .unwrap_or(1);
-    }
-    if let Some(node) = fields.get("max_jobs") {
-        slurm.max_jobs = at_least_one(
-            checker,
-            node,
-            "max_jobs",
-            "the number of jobs queued or running at once",
-        )
-        .unwrap_or(SlurmSettings::default().max_jobs);
-    }
+    let time = fields
+        .get("time")
+        .map(|node| time_limits(checker, node, kinds));
+    let memory = fields.get("memory").map(|node| memory(checker, node));
     if let Some(node) = fields.get("sbatch") {
-        slurm.sbatch = flags(checker, node).unwrap_or_default();
+        flags(checker, node);
     }
-    (checker.count() == before).then_some(spec)
+    if checker.count() != before {
+        return None;
+    }
+    let entry: ExecutorEntry = section::parse(checker, &fields, node.mark, owner)?;
+    let defaults = SlurmSettings::default();
+    Some(ExecutorSpec {
+        kind: entry.kind,
+        slurm: SlurmSettings {
+            partition: entry.partition,
+            account: entry.account,
+            time: time.flatten().unwrap_or_default(),
+            memory: memory.flatten(),
+            cpus: entry.cpus.unwrap_or(defaults.cpus),
+            max_jobs: entry.max_jobs.unwrap_or(defaults.max_jobs),
+            sbatch: entry.sbatch.unwrap_or_default(),
+        },
+    })
 }
 
 fn kind(checker: &mut Checker, node: &Node) -> Option<ExecutorKind> {
@@ -89,19 +92,19 @@ fn kind(checker: &mut Checker, node: &Node) -> Option<ExecutorKind> {
     }
 }
 
-/// A partition or account name: one word, as Slurm takes it.
-fn word(checker: &mut Checker, fields: &Fields, key: &str, example: &str) -> Option<String> {
-    let node = fields.get(key)?;
-    let text = checker.string(node, &format!("`{key}` of `executor`"))?;
+/// A partition or account name: one word, as Slurm takes it (its type was checked already).
+fn word(checker: &mut Checker, fields: &Fields, key: &str, example: &str) {
+    let Some(node) = fields.get(key) else { return };
+    let Value::String(text) = &node.value else {
+        return;
+    };
     if text.is_empty() || text.chars().any(char::is_whitespace) {
         checker.error(
             node.mark,
             format!("`{key}` of `executor` must be one name without spaces"),
             Some(format!("{example}; `sinfo` lists the partitions, `sacctmgr show assoc user=$USER` the accounts")),
         );
-        return None;
     }
-    Some(text)
 }
 
 /// `time:` is one limit for every kind, or a map of limits by step kind with an optional
@@ -198,32 +201,17 @@ fn memory(checker: &mut Checker, node: &Node) -> Option<String> {
     None
 }
 
-fn at_least_one(checker: &mut Checker, node: &Node, key: &str, meaning: &str) -> Option<usize> {
-    let value = checker.integer(node, &format!("`{key}` of `executor`"))?;
-    match usize::try_from(value) {
-        Ok(count) if count >= 1 => Some(count),
-        _ => {
-            checker.error(
-                node.mark,
-                format!("`{key}` of `executor` must be at least 1, found {value}"),
-                Some(format!("it is {meaning}")),
-            );
-            None
-        }
-    }
-}
-
-/// Extra flags: each an option (`--qos=short`), none that claimflow sets itself.
-fn flags(checker: &mut Checker, node: &Node) -> Option<Vec<String>> {
-    let items = checker.list(node, "`sbatch` of `executor`")?;
-    let mut flags = Vec::new();
-    let mut clean = true;
+/// Extra flags: each an option (`--qos=short`), none that claimflow sets itself (their type was
+/// checked already).
+fn flags(checker: &mut Checker, node: &Node) {
+    let Value::List(items) = &node.value else {
+        return;
+    };
     for item in items {
-        let Some(flag) = checker.string(item, "each item of `sbatch` of `executor`") else {
-            clean = false;
+        let Value::String(flag) = &item.value else {
             continue;
         };
-        if let Some(reserved) = reserved_flag(&flag) {
+        if let Some(reserved) = reserved_flag(flag) {
             checker.error(
                 item.mark,
                 format!("claimflow sets `{reserved}` of every job itself"),
@@ -233,17 +221,12 @@ fn flags(checker: &mut Checker, node: &Node) -> Option<Vec<String>> {
                         .to_string(),
                 ),
             );
-            clean = false;
         } else if !flag.starts_with('-') || flag.contains(['\n', '\r']) {
             checker.error(
                 item.mark,
                 format!("`{}` is not an sbatch option", flag.escape_debug()),
                 Some("write each option as one item, e.g. `[\"--qos=short\", \"--constraint=avx2\"]`".to_string()),
             );
-            clean = false;
-        } else {
-            flags.push(flag);
         }
     }
-    clean.then_some(flags)
 }

@@ -14,6 +14,7 @@ mod models;
 mod params;
 mod repos;
 mod roles;
+mod section;
 mod steps;
 
 pub use document::validate;

@@ -1,33 +1,18 @@
 //! The `models:` section: the language models arms call, how they are sampled, their prices,
-//! request slots, rate limits and timeouts, each checked at its line and column.
+//! request slots, rate limits and timeouts. Each entry is checked against [`ModelEntry`] (keys,
+//! types, ranges, the `fallback:` it names), then here for what a schema cannot say: an address
+//! that is not http, a key where its variable's name belongs, a cutoff that is no date, fallbacks
+//! that go round in a cycle; then the entry becomes a [`ModelSpec`] with its defaults.
 //!
 //! A key must never enter a pipeline file, so `api_key_env` holds the *name* of a variable; a value
 //! that looks like a key is rejected without echoing it (messages end up in logs).
 
 use super::checker::{Checker, Fields};
-use crate::pipeline::Provider;
-use crate::pipeline::suggest;
+use super::params::Context;
+use super::section;
+use crate::pipeline::sections::ModelEntry;
 use crate::pipeline::yaml::{Mark, Node, Value};
-use crate::pipeline::{ModelSpec, Price};
-
-/// The keys a model entry may have.
-const KEYS: &[&str] = &[
-    "provider",
-    "model",
-    "base_url",
-    "api_key_env",
-    "temperature",
-    "max_output_tokens",
-    "structured_output",
-    "price_per_mtok",
-    "concurrency",
-    "requests_per_minute",
-    "tokens_per_minute",
-    "timeout",
-    "retries",
-    "cutoff",
-    "fallback",
-];
+use crate::pipeline::{ModelSpec, Price, Provider};
 
 /// What the section yielded.
 #[derive(Debug, Default)]
@@ -47,8 +32,9 @@ pub fn check(checker: &mut Checker, node: &Node) -> Checked {
         return checked;
     };
     let mut fallbacks: Vec<(String, String, Mark)> = Vec::new();
+    checked.names = models.entries().map(|entry| entry.key.clone()).collect();
+    let context = section::context(&checked.names);
     for entry in models.entries() {
-        checked.names.push(entry.key.clone());
         let owner = format!("model `{}`", entry.key);
         let Some(fields) = checker.map(&entry.value, &owner) else {
             continue;
@@ -58,7 +44,7 @@ pub fn check(checker: &mut Checker, node: &Node) -> Checked {
         {
             fallbacks.push((entry.key.clone(), target.clone(), node.mark));
         }
-        if let Some(spec) = model(checker, &fields, &owner, entry.key_mark) {
+        if let Some(spec) = model(checker, &fields, &owner, entry.key_mark, &context) {
             checked.specs.push((entry.key.clone(), spec));
         }
     }
@@ -91,18 +77,7 @@ fn check_fallbacks(checker: &mut Checker, names: &[String], fallbacks: &[(String
             continue;
         }
         if !names.iter().any(|name| name == fallback) {
-            let hint = match suggest::nearest(fallback, names.iter().map(String::as_str)) {
-                Some(near) => format!("did you mean `{near}`?"),
-                None => format!(
-                    "declare it under `models:`, e.g. `{fallback}: {{provider: llama-server}}`"
-                ),
-            };
-            checker.error(
-                *mark,
-                format!("`fallback` of model `{owner}` names no model `{fallback}`"),
-                Some(hint),
-            );
-            continue;
+            continue; // reported where the entry was checked against its schema
         }
         // Follow the chain from the fallback: reaching `owner` again is a cycle.
         let mut chain = vec![owner.as_str(), fallback.as_str()];
@@ -184,172 +159,73 @@ pub fn resolve_fallbacks(specs: &mut [(String, ModelSpec)], is_set: &dyn Fn(&str
     }
 }
 
-fn model(checker: &mut Checker, fields: &Fields, owner: &str, at: Mark) -> Option<ModelSpec> {
-    checker.unknown_keys(fields, KEYS, owner);
-    let names = Provider::names();
-    let provider = checker
-        .required(
-            fields,
-            "provider",
-            owner,
+/// One entry: checked against [`ModelEntry`] and for what its schema cannot say, then given its
+/// defaults.
+fn model(
+    checker: &mut Checker,
+    fields: &Fields,
+    owner: &str,
+    at: Mark,
+    context: &Context,
+) -> Option<ModelSpec> {
+    let before = checker.count();
+    section::check::<ModelEntry>(checker, fields, at, owner, context, &[]);
+    let provider = fields.get("provider").map(|node| &node.value);
+    // The local model claimflow provisions answers to its own id.
+    if fields.get("model").is_none() && provider != Some(&Value::String("llama-server".into())) {
+        checker.error(
             at,
-            &format!("add `provider:`, one of {}", suggest::quoted_list(&names)),
-        )
-        .and_then(|node| {
-            let provider = checker.string(node, &format!("`provider` of {owner}"))?;
-            if let Some(provider) = Provider::parse(&provider) {
-                return Some(provider);
-            }
-            let hint = match suggest::nearest(&provider, names.iter().copied()) {
-                Some(near) => format!("did you mean `{near}`?"),
-                None => format!(
-                    "known providers: {} (`openai` speaks to any OpenAI-compatible server)",
-                    suggest::quoted_list(&names)
-                ),
-            };
-            checker.error(
-                node.mark,
-                format!("unknown provider `{provider}` in {owner}"),
-                Some(hint),
-            );
-            None
-        });
-    let model = match (fields.get("model"), provider) {
-        // The local model claimflow provisions answers to its own id.
-        (None, Some(Provider::LlamaServer)) => Some(crate::local_model::MODEL_ID.to_string()),
-        _ => checker
-            .required(
-                fields,
-                "model",
-                owner,
-                at,
-                "add `model:` with the provider's model id",
-            )
-            .and_then(|node| checker.string(node, &format!("`model` of {owner}"))),
+            format!("{owner} is missing the required key `model`"),
+            Some("add `model:` with the provider's model id".into()),
+        );
+    }
+    let string = |key: &str| {
+        fields.get(key).and_then(|node| match &node.value {
+            Value::String(text) => Some((node, text.as_str())),
+            _ => None,
+        })
     };
-    let base_url = optional(fields.get("base_url").map(|node| {
-        let url = checker.string(node, &format!("`base_url` of {owner}"))?;
-        if url.starts_with("http://") || url.starts_with("https://") {
-            return Some(url.trim_end_matches('/').to_string());
-        }
+    if let Some((node, url)) = string("base_url")
+        && !(url.starts_with("http://") || url.starts_with("https://"))
+    {
         checker.error(
             node.mark,
             format!("`base_url` of {owner} must be an http:// or https:// address"),
             Some("e.g. `base_url: http://localhost:8080/v1`".to_string()),
         );
-        None
-    }));
-    let api_key_env = optional(
-        fields
-            .get("api_key_env")
-            .map(|node| api_key_env(checker, node, owner)),
-    );
-    let temperature = optional(fields.get("temperature").map(|node| {
-        let value = checker.number(node, &format!("`temperature` of {owner}"))?;
-        in_range(
-            checker,
-            node,
-            &format!("`temperature` of {owner}"),
-            value,
-            0.0..=2.0,
-            "0 answers the same prompt the same way; the paper samples at 0",
-        )
-    }));
-    let max_output_tokens = optional(fields.get("max_output_tokens").map(|node| {
-        count(
-            checker,
-            node,
-            &format!("`max_output_tokens` of {owner}"),
-            1..=1_000_000,
-            "the most tokens one answer may have, e.g. `512`",
-        )
-    }));
-    let structured_output = optional(fields.get("structured_output").map(|node| {
-        if let Value::Bool(value) = node.value {
-            return Some(value);
-        }
-        checker.wrong_type(
-            node,
-            &format!("`structured_output` of {owner}"),
-            "`true` or `false`",
+    }
+    if let Some((node, name)) = string("api_key_env") {
+        api_key_env(checker, node, name, owner);
+    }
+    if let Some((node, text)) = string("cutoff") {
+        cutoff(checker, node, text, owner);
+    }
+    if let Some(node) = fields.get("fallback")
+        && fields.get("api_key_env").is_none()
+    {
+        checker.error(
+            node.mark,
+            format!("`fallback` of {owner} is used only when its key is not set, and it names no `api_key_env`"),
+            Some("add `api_key_env: <VARIABLE>`, or remove `fallback:`".into()),
         );
-        None
-    }));
-    let price = optional(
-        fields
-            .get("price_per_mtok")
-            .map(|node| price(checker, node, owner)),
-    );
-    let concurrency = optional(fields.get("concurrency").map(|node| {
-        count(
-            checker,
-            node,
-            &format!("`concurrency` of {owner}"),
-            1..=4096,
-            "it is the number of requests sent to this model at once",
-        )
-    }));
-    let requests_per_minute = optional(fields.get("requests_per_minute").map(|node| {
-        count(
-            checker,
-            node,
-            &format!("`requests_per_minute` of {owner}"),
-            1..=10_000_000,
-            "the provider's request limit per minute, e.g. `500`; leave it out for no limit",
-        )
-    }));
-    let tokens_per_minute = optional(fields.get("tokens_per_minute").map(|node| {
-        count(
-            checker,
-            node,
-            &format!("`tokens_per_minute` of {owner}"),
-            1..=u64::MAX / 2,
-            "the provider's token limit per minute, e.g. `200000`; leave it out for no limit",
-        )
-    }));
-    let timeout = optional(fields.get("timeout").map(|node| {
-        let label = format!("`timeout` of {owner}");
-        let value = checker.number(node, &label)?;
-        in_range(
-            checker,
-            node,
-            &label,
-            value,
-            0.001..=86_400.0,
-            "seconds one request may take, e.g. `120`",
-        )
-    }));
-    let retries = optional(fields.get("retries").map(|node| {
-        count(
-            checker,
-            node,
-            &format!("`retries` of {owner}"),
-            0..=20,
-            "transport retries of one request (429, 5xx, timeouts), e.g. `6`",
-        )
-    }));
-    let cutoff = optional(
-        fields
-            .get("cutoff")
-            .map(|node| cutoff(checker, node, owner)),
-    );
-    let fallback = optional(fields.get("fallback").map(|node| {
-        let target = checker.string(node, &format!("`fallback` of {owner}"))?;
-        if fields.get("api_key_env").is_none() {
-            checker.error(
-                node.mark,
-                format!("`fallback` of {owner} is used only when its key is not set, and it names no `api_key_env`"),
-                Some("add `api_key_env: <VARIABLE>`, or remove `fallback:`".into()),
-            );
-            return None;
-        }
-        Some(target)
-    }));
-    let defaults = ModelSpec::new(provider?, model?);
-    let base_url = base_url?;
+    }
+    if checker.count() != before {
+        return None;
+    }
+    let entry: ModelEntry = section::parse(checker, fields, at, owner)?;
+    Some(with_defaults(entry))
+}
+
+/// The spec an entry stands for, every key it leaves out at its default. The local model claimflow
+/// starts (`llama-server` without `base_url`) has defaults of its own.
+fn with_defaults(entry: ModelEntry) -> ModelSpec {
+    let model = entry
+        .model
+        .unwrap_or_else(|| crate::local_model::MODEL_ID.to_string());
+    let defaults = ModelSpec::new(entry.provider, model);
     // The local server decodes one request at a time (more slots are slower on few cores): more
     // in flight would only queue there, each waiting out the others' time against its timeout.
-    let embedded = defaults.provider == Provider::LlamaServer && base_url.is_none();
+    let embedded = defaults.provider == Provider::LlamaServer && entry.base_url.is_none();
     let default_concurrency = if embedded { 1 } else { defaults.concurrency };
     // A request to the local server that outlasts its timeout is not lost in transit: the machine
     // is busy, and a retry costs the same time again. Its default waits longer.
@@ -363,108 +239,52 @@ fn model(checker: &mut Checker, fields: &Fields, owner: &str, at: Mark) -> Optio
         input: 0.0,
         output: 0.0,
     });
-    Some(ModelSpec {
-        base_url,
-        api_key_env: api_key_env?,
-        temperature: temperature?.unwrap_or(defaults.temperature),
-        max_output_tokens: max_output_tokens?.unwrap_or(defaults.max_output_tokens),
-        structured_output: structured_output?.unwrap_or(defaults.structured_output),
-        price_per_mtok: price?.or(default_price),
-        concurrency: concurrency?.unwrap_or(default_concurrency),
-        requests_per_minute: requests_per_minute?,
-        tokens_per_minute: tokens_per_minute?,
-        timeout: timeout?.unwrap_or(default_timeout),
-        retries: retries?.unwrap_or(defaults.retries),
-        cutoff: cutoff?,
-        fallback: fallback?,
+    ModelSpec {
+        base_url: entry
+            .base_url
+            .map(|url| url.trim_end_matches('/').to_string()),
+        api_key_env: entry.api_key_env,
+        temperature: entry.temperature.unwrap_or(defaults.temperature),
+        max_output_tokens: entry
+            .max_output_tokens
+            .unwrap_or(defaults.max_output_tokens),
+        structured_output: entry
+            .structured_output
+            .unwrap_or(defaults.structured_output),
+        price_per_mtok: entry
+            .price_per_mtok
+            .map(|price| Price {
+                input: price.input,
+                output: price.output,
+            })
+            .or(default_price),
+        concurrency: entry.concurrency.unwrap_or(default_concurrency),
+        requests_per_minute: entry.requests_per_minute,
+        tokens_per_minute: entry.tokens_per_minute,
+        timeout: entry.timeout.unwrap_or(default_timeout),
+        retries: entry.retries.unwrap_or(defaults.retries),
+        cutoff: entry.cutoff,
+        fallback: entry.fallback.map(|name| name.0),
         ..defaults
-    })
-}
-
-/// A whole number in `range`, converted to the type the spec holds.
-fn count<T>(
-    checker: &mut Checker,
-    node: &Node,
-    label: &str,
-    range: std::ops::RangeInclusive<T>,
-    hint: &str,
-) -> Option<T>
-where
-    T: TryFrom<i64> + PartialOrd + std::fmt::Display + Copy,
-{
-    let value = checker.integer(node, label)?;
-    match T::try_from(value) {
-        Ok(converted) if range.contains(&converted) => Some(converted),
-        _ => {
-            checker.error(
-                node.mark,
-                format!(
-                    "{label} must be between {} and {}, found {value}",
-                    range.start(),
-                    range.end()
-                ),
-                Some(hint.to_string()),
-            );
-            None
-        }
     }
-}
-
-/// A number in `range`.
-fn in_range(
-    checker: &mut Checker,
-    node: &Node,
-    label: &str,
-    value: f64,
-    range: std::ops::RangeInclusive<f64>,
-    hint: &str,
-) -> Option<f64> {
-    if range.contains(&value) {
-        return Some(value);
-    }
-    checker.error(
-        node.mark,
-        format!(
-            "{label} must be between {} and {}, found {value}",
-            range.start(),
-            range.end()
-        ),
-        Some(hint.to_string()),
-    );
-    None
 }
 
 /// A training cutoff written `YYYY-MM-DD`.
-fn cutoff(checker: &mut Checker, node: &Node, owner: &str) -> Option<String> {
-    let label = format!("`cutoff` of {owner}");
-    let text = checker.string(node, &label)?;
-    if is_date(&text) {
-        return Some(text);
+fn cutoff(checker: &mut Checker, node: &Node, text: &str, owner: &str) {
+    if is_date(text) {
+        return;
     }
     checker.error(
         node.mark,
-        format!("{label} must be a date written YYYY-MM-DD, found `{text}`"),
+        format!("`cutoff` of {owner} must be a date written YYYY-MM-DD, found `{text}`"),
         Some(
             "write the model's training cutoff as published, e.g. `cutoff: 2024-06-01`".to_string(),
         ),
     );
-    None
 }
 
-/// An optional value: absent is fine (`Some(None)`), present but invalid is not (`None`).
-fn optional<T>(value: Option<Option<T>>) -> Option<Option<T>> {
-    match value {
-        None => Some(None),
-        Some(Some(value)) => Some(Some(value)),
-        Some(None) => None,
-    }
-}
-
-fn api_key_env(checker: &mut Checker, node: &Node, owner: &str) -> Option<String> {
-    let Value::String(name) = &node.value else {
-        checker.wrong_type(node, &format!("`api_key_env` of {owner}"), "a string");
-        return None;
-    };
+/// A variable's name, never a key: a value that looks like one is refused without being echoed.
+fn api_key_env(checker: &mut Checker, node: &Node, name: &str, owner: &str) {
     let hint = "write the variable's name, e.g. `api_key_env: CLAIMFLOW_API_KEY`, and export the \
                 key in that variable";
     if looks_like_a_key(name) {
@@ -478,9 +298,7 @@ fn api_key_env(checker: &mut Checker, node: &Node, owner: &str) -> Option<String
                 "{hint}; if this is a real key, remove it from the file and revoke it"
             )),
         );
-        return None;
-    }
-    if !is_variable_name(name) {
+    } else if !is_variable_name(name) {
         // The value is not echoed: it may be a key in a shape we do not recognise.
         checker.error(
             node.mark,
@@ -490,9 +308,7 @@ fn api_key_env(checker: &mut Checker, node: &Node, owner: &str) -> Option<String
             ),
             Some(hint.to_string()),
         );
-        return None;
     }
-    Some(name.clone())
 }
 
 /// True for `[A-Za-z_][A-Za-z0-9_]*`.
@@ -514,37 +330,6 @@ fn looks_like_a_key(value: &str) -> bool {
     let has_digit = value.chars().any(|character| character.is_ascii_digit());
     PREFIXES.iter().any(|prefix| value.starts_with(prefix))
         || (value.len() >= 20 && has_lower && has_digit)
-}
-
-fn price(checker: &mut Checker, node: &Node, owner: &str) -> Option<Price> {
-    let label = format!("`price_per_mtok` of {owner}");
-    let fields = checker.map(node, &label)?;
-    checker.unknown_keys(&fields, &["input", "output"], &label);
-    let mut read = |key: &str| {
-        let node = checker.required(
-            &fields,
-            key,
-            &label,
-            fields.mark,
-            "give dollars per million tokens as `{input: 0.25, output: 1.0}`",
-        )?;
-        let value = checker.number(node, &format!("`{key}` of {label}"))?;
-        if value < 0.0 {
-            checker.error(
-                node.mark,
-                format!("`{key}` of {label} must not be negative"),
-                Some("write the price in dollars per million tokens; `0` for a free model".into()),
-            );
-            return None;
-        }
-        Some(value)
-    };
-    let input = read("input");
-    let output = read("output");
-    Some(Price {
-        input: input?,
-        output: output?,
-    })
 }
 
 /// True for a real calendar date written `YYYY-MM-DD`.

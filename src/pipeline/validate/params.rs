@@ -43,66 +43,12 @@ pub fn check(
     };
     let before = checker.count();
     let names: Vec<&str> = specs.iter().map(|spec| spec.name.as_str()).collect();
-    for entry in fields.entries() {
-        match specs.iter().find(|spec| spec.name == entry.key) {
-            Some(spec) => value(checker, &entry.value, spec, owner, context),
-            None => {
-                let hint = if names.is_empty() {
-                    Some(format!("`{}` takes no parameters", kind.name()))
-                } else {
-                    suggest::nearest(&entry.key, names.iter().copied())
-                        .map(|near| format!("did you mean `{near}`?"))
-                        .or_else(|| {
-                            Some(format!(
-                                "`{}` accepts {}",
-                                kind.name(),
-                                suggest::quoted_list(&names)
-                            ))
-                        })
-                };
-                checker.error(
-                    entry.key_mark,
-                    format!("unknown parameter `{}` in {label}", entry.key),
-                    hint,
-                );
-            }
-        }
-    }
-    for spec in specs.iter().filter(|spec| spec.required) {
-        if fields.get(&spec.name).is_none() {
-            checker.error(
-                at,
-                format!(
-                    "{owner} (`{}`) is missing the required parameter `{}`",
-                    kind.name(),
-                    spec.name
-                ),
-                Some(format!(
-                    "add `{}:` under `with:`: {}",
-                    spec.name,
-                    lowercase_first(spec.help.trim_end_matches('.'))
-                )),
-            );
-        }
-    }
+    let wording = Wording::Parameters { kind: kind.name() };
+    check_fields(checker, &fields, at, &specs, owner, wording, context);
     if checker.count() != before {
         return None;
     }
-    let mut sorted = serde_json::Map::new();
-    let mut entries: Vec<&Entry> = fields.entries().collect();
-    entries.sort_by(|left, right| left.key.cmp(&right.key));
-    for entry in entries {
-        if let Some(value) = to_json(
-            checker,
-            &entry.value,
-            &format!("`{}` of {label}", entry.key),
-        ) {
-            sorted.insert(entry.key.clone(), value);
-        }
-    }
-    if checker.count() != before {
-        return None;
-    }
+    let sorted = sorted_json(checker, &fields, &label)?;
     let with = serde_json::Value::Object(sorted);
     // A model ladder (`model: [a, b]`) stands for one step per entry, each parsed with its own
     // entry when the ladder is expanded; the first entry stands for them here.
@@ -134,21 +80,158 @@ pub fn check(
     }
 }
 
-/// Checks one parameter's value against its declared type.
-fn value(checker: &mut Checker, node: &Node, spec: &ParamSpec, owner: &str, context: &Context) {
-    let label = format!("parameter `{}` of {owner}", spec.name);
+/// How a map's keys are spoken of: a step's parameters, or the keys of a section's entry.
+#[derive(Debug, Clone, Copy)]
+pub enum Wording<'a> {
+    /// `with:` of a step of kind `kind`: "parameter `top` of step `rank`".
+    Parameters { kind: &'a str },
+    /// A `models:`, `repos:` or `executor:` entry: "`timeout` of model `judge`".
+    Keys,
+}
+
+impl Wording<'_> {
+    fn label(self, key: &str, owner: &str) -> String {
+        match self {
+            Wording::Parameters { .. } => format!("parameter `{key}` of {owner}"),
+            Wording::Keys => format!("`{key}` of {owner}"),
+        }
+    }
+}
+
+/// Checks the entries of `fields` against `specs`: an unknown key, a required key missing
+/// (reported at `at`), each value's type, range and the names it refers to. Every problem is
+/// recorded; nothing is parsed.
+pub fn check_fields(
+    checker: &mut Checker,
+    fields: &Fields,
+    at: Mark,
+    specs: &[ParamSpec],
+    owner: &str,
+    wording: Wording,
+    context: &Context,
+) {
+    let names: Vec<&str> = specs.iter().map(|spec| spec.name.as_str()).collect();
+    for entry in fields.entries() {
+        match specs.iter().find(|spec| spec.name == entry.key) {
+            Some(spec) => value(checker, &entry.value, spec, owner, wording, context),
+            None => unknown(checker, entry, &names, owner, wording),
+        }
+    }
+    for spec in specs.iter().filter(|spec| spec.required) {
+        if fields.get(&spec.name).is_some() {
+            continue;
+        }
+        let help = lowercase_first(spec.help.trim_end_matches('.'));
+        match wording {
+            Wording::Parameters { kind } => checker.error(
+                at,
+                format!(
+                    "{owner} (`{kind}`) is missing the required parameter `{}`",
+                    spec.name
+                ),
+                Some(format!("add `{}:` under `with:`: {help}", spec.name)),
+            ),
+            Wording::Keys => {
+                let choices = match &spec.ty {
+                    ParamType::Enum(allowed) => {
+                        let allowed: Vec<&str> = allowed.iter().map(String::as_str).collect();
+                        format!(", one of {}", suggest::quoted_list(&allowed))
+                    }
+                    _ => String::new(),
+                };
+                checker.error(
+                    at,
+                    format!("{owner} is missing the required key `{}`", spec.name),
+                    Some(format!("add `{}:`{choices}: {help}", spec.name)),
+                );
+            }
+        }
+    }
+}
+
+/// Reports a key no spec declares, with the nearest one that is.
+fn unknown(checker: &mut Checker, entry: &Entry, names: &[&str], owner: &str, wording: Wording) {
+    match wording {
+        Wording::Parameters { kind } => {
+            let hint = if names.is_empty() {
+                Some(format!("`{kind}` takes no parameters"))
+            } else {
+                suggest::nearest(&entry.key, names.iter().copied())
+                    .map(|near| format!("did you mean `{near}`?"))
+                    .or_else(|| Some(format!("`{kind}` accepts {}", suggest::quoted_list(names))))
+            };
+            checker.error(
+                entry.key_mark,
+                format!("unknown parameter `{}` in `with` of {owner}", entry.key),
+                hint,
+            );
+        }
+        Wording::Keys => checker.error(
+            entry.key_mark,
+            format!("unknown key `{}` in {owner}", entry.key),
+            suggest::hint(&entry.key, names, "valid keys"),
+        ),
+    }
+}
+
+/// The entries of `fields` as one JSON object, keys sorted (so canonical); `None` when a value
+/// cannot be JSON (reported).
+pub fn sorted_json(
+    checker: &mut Checker,
+    fields: &Fields,
+    label: &str,
+) -> Option<serde_json::Map<String, serde_json::Value>> {
+    let before = checker.count();
+    let mut sorted = serde_json::Map::new();
+    let mut entries: Vec<&Entry> = fields.entries().collect();
+    entries.sort_by(|left, right| left.key.cmp(&right.key));
+    for entry in entries {
+        if let Some(value) = to_json(
+            checker,
+            &entry.value,
+            &format!("`{}` of {label}", entry.key),
+        ) {
+            sorted.insert(entry.key.clone(), value);
+        }
+    }
+    (checker.count() == before).then_some(sorted)
+}
+
+/// Checks one value against its declared type.
+fn value(
+    checker: &mut Checker,
+    node: &Node,
+    spec: &ParamSpec,
+    owner: &str,
+    wording: Wording,
+    context: &Context,
+) {
+    let label = wording.label(&spec.name, owner);
     match &spec.ty {
         ParamType::String => {
             checker.string(node, &label);
         }
         ParamType::Integer => {
             if let Some(number) = checker.integer(node, &label) {
-                range(checker, node.mark, number as f64, spec, &label);
+                range(checker, node.mark, number as f64, spec, &label, wording);
             }
         }
         ParamType::Number => {
             if let Some(number) = checker.number(node, &label) {
-                range(checker, node.mark, number, spec, &label);
+                range(checker, node.mark, number, spec, &label, wording);
+            }
+        }
+        ParamType::Object(specs) => {
+            if let Some(fields) = checker.map(node, &label) {
+                check_fields(
+                    checker,
+                    &fields,
+                    node.mark,
+                    specs,
+                    &label,
+                    Wording::Keys,
+                    context,
+                );
             }
         }
         ParamType::Bool => {
@@ -156,23 +239,7 @@ fn value(checker: &mut Checker, node: &Node, spec: &ParamSpec, owner: &str, cont
                 checker.wrong_type(node, &label, "`true` or `false`");
             }
         }
-        ParamType::Enum(allowed) => {
-            if let Some(text) = checker.string(node, &label)
-                && !allowed.contains(&text)
-            {
-                let allowed: Vec<&str> = allowed.iter().map(String::as_str).collect();
-                let list = format!("allowed: {}", suggest::quoted_list(&allowed));
-                let hint = match suggest::nearest(&text, allowed.iter().copied()) {
-                    Some(near) => format!("did you mean `{near}`? {list}"),
-                    None => list,
-                };
-                checker.error(
-                    node.mark,
-                    format!("`{text}` is not an allowed value for {label}"),
-                    Some(hint),
-                );
-            }
-        }
+        ParamType::Enum(allowed) => allowed_value(checker, node, allowed, &label),
         ParamType::StringList => {
             checker.string_list(node, &label);
         }
@@ -198,59 +265,10 @@ fn value(checker: &mut Checker, node: &Node, spec: &ParamSpec, owner: &str, cont
                 file(checker, node.mark, &path, &label);
             }
         }
-        ParamType::Model => {
-            // A list is a model ladder: the step is repeated for each entry (`<step>@<entry>`).
-            let names: Vec<(String, Mark)> = match &node.value {
-                Value::List(items) if !items.is_empty() => items
-                    .iter()
-                    .filter_map(|item| Some((checker.string(item, &label)?, item.mark)))
-                    .collect(),
-                Value::List(_) => {
-                    checker.error(
-                        node.mark,
-                        format!("{label} is an empty list"),
-                        Some("name one `models:` entry, or several as `[a, b]`".into()),
-                    );
-                    Vec::new()
-                }
-                _ => checker
-                    .string(node, &label)
-                    .map(|name| vec![(name, node.mark)])
-                    .unwrap_or_default(),
-            };
-            let mut seen = Vec::new();
-            for (name, mark) in names {
-                if seen.contains(&name) {
-                    checker.error(
-                        mark,
-                        format!("{label} names model `{name}` twice"),
-                        Some("each rung of a ladder is a different `models:` entry".into()),
-                    );
-                    continue;
-                }
-                reference(
-                    checker,
-                    mark,
-                    &name,
-                    context.models,
-                    "model",
-                    "models",
-                    &label,
-                );
-                seen.push(name);
-            }
-        }
+        ParamType::Model => model_ladder(checker, node, &label, context),
         ParamType::Repo => {
             if let Some(name) = checker.string(node, &label) {
-                reference(
-                    checker,
-                    node.mark,
-                    &name,
-                    context.repos,
-                    "repository",
-                    "repos",
-                    &label,
-                );
+                repository(checker, node.mark, &name, context, &label);
             }
         }
         ParamType::Step => {
@@ -273,15 +291,7 @@ fn value(checker: &mut Checker, node: &Node, spec: &ParamSpec, owner: &str, cont
             if let Value::List(items) = &node.value {
                 for item in items {
                     if let Some(name) = checker.string(item, &format!("each item of {label}")) {
-                        reference(
-                            checker,
-                            item.mark,
-                            &name,
-                            context.repos,
-                            "repository",
-                            "repos",
-                            &label,
-                        );
+                        repository(checker, item.mark, &name, context, &label);
                     }
                 }
             } else {
@@ -292,20 +302,93 @@ fn value(checker: &mut Checker, node: &Node, spec: &ParamSpec, owner: &str, cont
     }
 }
 
-/// Checks that a number lies in the parameter's declared range.
-fn range(checker: &mut Checker, mark: Mark, number: f64, spec: &ParamSpec, label: &str) {
+/// A model, or a ladder of them (`[a, b]`: the step is repeated for each entry, `<step>@<entry>`),
+/// each declared under `models:` and named once.
+fn model_ladder(checker: &mut Checker, node: &Node, label: &str, context: &Context) {
+    // A list is a model ladder: the step is repeated for each entry (`<step>@<entry>`).
+    let names: Vec<(String, Mark)> = match &node.value {
+        Value::List(items) if !items.is_empty() => items
+            .iter()
+            .filter_map(|item| Some((checker.string(item, label)?, item.mark)))
+            .collect(),
+        Value::List(_) => {
+            checker.error(
+                node.mark,
+                format!("{label} is an empty list"),
+                Some("name one `models:` entry, or several as `[a, b]`".into()),
+            );
+            Vec::new()
+        }
+        _ => checker
+            .string(node, label)
+            .map(|name| vec![(name, node.mark)])
+            .unwrap_or_default(),
+    };
+    let mut seen = Vec::new();
+    for (name, mark) in names {
+        if seen.contains(&name) {
+            checker.error(
+                mark,
+                format!("{label} names model `{name}` twice"),
+                Some("each rung of a ladder is a different `models:` entry".into()),
+            );
+            continue;
+        }
+        reference(
+            checker,
+            mark,
+            &name,
+            context.models,
+            "model",
+            "models",
+            label,
+        );
+        seen.push(name);
+    }
+}
+
+/// A string among the `allowed` ones, with the nearest as a hint.
+fn allowed_value(checker: &mut Checker, node: &Node, allowed: &[String], label: &str) {
+    if let Some(text) = checker.string(node, label)
+        && !allowed.contains(&text)
+    {
+        let allowed: Vec<&str> = allowed.iter().map(String::as_str).collect();
+        let list = format!("allowed: {}", suggest::quoted_list(&allowed));
+        let hint = match suggest::nearest(&text, allowed.iter().copied()) {
+            Some(near) => format!("did you mean `{near}`? {list}"),
+            None => list,
+        };
+        checker.error(
+            node.mark,
+            format!("`{text}` is not an allowed value for {label}"),
+            Some(hint),
+        );
+    }
+}
+
+/// Checks that a number lies in the declared range.
+fn range(
+    checker: &mut Checker,
+    mark: Mark,
+    number: f64,
+    spec: &ParamSpec,
+    label: &str,
+    wording: Wording,
+) {
     let below = spec.minimum.is_some_and(|minimum| number < minimum);
     let above = spec.maximum.is_some_and(|maximum| number > maximum);
     if below || above {
         let range = spec.range().unwrap_or_default();
+        let help = lowercase_first(spec.help.trim_end_matches('.'));
+        let hint = match wording {
+            Wording::Parameters { .. } => format!("`{}` takes a value {range}: {help}", spec.name),
+            // A section's key says its range in its help.
+            Wording::Keys => help,
+        };
         checker.error(
             mark,
             format!("{label} must be {range}, found {number}"),
-            Some(format!(
-                "`{}` takes a value {range}: {}",
-                spec.name,
-                lowercase_first(spec.help.trim_end_matches('.'))
-            )),
+            Some(hint),
         );
     }
 }
@@ -344,6 +427,19 @@ fn needed_step(
             )),
         );
     }
+}
+
+/// Checks that a repository a parameter names is declared in `repos:`.
+fn repository(checker: &mut Checker, mark: Mark, name: &str, context: &Context, label: &str) {
+    reference(
+        checker,
+        mark,
+        name,
+        context.repos,
+        "repository",
+        "repos",
+        label,
+    );
 }
 
 /// Checks that `name` is declared in the `section` of the pipeline.

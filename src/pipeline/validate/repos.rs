@@ -1,30 +1,20 @@
 //! The `repos:` section: which repositories a pipeline mines, where they come from, which branch.
+//! Each entry is checked against [`RepoEntry`] (keys, types, allowed values), then here for what a
+//! schema cannot say: a unique name that can be a file name, exactly one source, a URL git clones
+//! or a directory that exists, a branch that is not `HEAD`, versions written as strings, globs.
 
 use std::collections::BTreeMap;
 
 use super::checker::{Checker, Fields};
+use super::section;
+use crate::pipeline::sections::RepoEntry;
 use crate::pipeline::suggest;
 use crate::pipeline::yaml::{Node, Value};
-use crate::pipeline::{DiagnosticKind, Merges, RepoSource, RepoSpec};
+use crate::pipeline::{DiagnosticKind, RepoSource, RepoSpec};
 
-/// The keys a repository entry may have.
-const KEYS: &[&str] = &[
-    "name",
-    "url",
-    "path",
-    "corpus",
-    "branch",
-    "split",
-    "python",
-    "test_patterns",
-    "dependencies",
-    "merges",
-];
-
-/// Mining settings kept raw in [`RepoSpec::extra`] for the step kinds that read them.
-/// What `merges:` may say (rank-commits reads it: score merges against their first parent, or
-/// skip them).
-const MERGES: &[&str] = &["include", "skip"];
+/// Versions are checked here alone: a number there gets a hint of its own (YAML reads `3.10` as
+/// `3.1`).
+const OWN: &[&str] = &["python"];
 
 /// The ways a repository can be given; exactly one is required.
 const SOURCES: &[&str] = &["url", "path", "corpus"];
@@ -52,84 +42,68 @@ pub fn check(checker: &mut Checker, node: &Node) -> Checked {
         let Some(fields) = checker.map(item, &format!("repository #{}", index + 1)) else {
             continue;
         };
-        let name = repository_name(checker, &fields, index);
+        let name = fields
+            .entry("name")
+            .and_then(|entry| match &entry.value.value {
+                Value::String(name) => Some((name.clone(), entry.value.mark)),
+                _ => None,
+            });
         let owner = match &name {
-            Some(name) => format!("repository `{name}`"),
+            Some((name, _)) => format!("repository `{name}`"),
             None => format!("repository #{}", index + 1),
         };
-        if let Some(name) = &name {
-            let line = fields
-                .get("name")
-                .map_or(item.mark.line, |node| node.mark.line);
+        let before = checker.count();
+        section::check::<RepoEntry>(
+            checker,
+            &fields,
+            fields.mark,
+            &owner,
+            &section::context(&[]),
+            OWN,
+        );
+        if let Some((name, mark)) = &name
+            && checker.file_name(name, *mark, "repository")
+        {
             if let Some(first) = first_lines.get(name) {
                 checker.error(
-                    fields
-                        .entry("name")
-                        .map_or(item.mark, |entry| entry.value.mark),
+                    *mark,
                     format!("repository `{name}` is declared twice (first at line {first})"),
                     Some("repository names must be unique; rename or remove one of them".into()),
                 );
             } else {
-                first_lines.insert(name.clone(), line);
+                first_lines.insert(name.clone(), mark.line);
                 checked.names.push(name.clone());
             }
         }
-        checker.unknown_keys(&fields, KEYS, &owner);
         let source = source(checker, &fields, &owner);
-        let branch = branch(checker, &fields, &owner);
-        let split = fields
-            .get("split")
-            .map(|node| checker.string(node, &format!("`split` of {owner}")));
-        let python = fields
-            .get("python")
-            .map(|node| python(checker, node, &owner));
-        let test_patterns = fields
-            .get("test_patterns")
-            .map(|node| test_patterns(checker, node, &owner));
-        let dependencies = fields
-            .get("dependencies")
-            .map(|node| checker.string_list(node, &format!("`dependencies` of {owner}")));
-        let merges = fields
-            .get("merges")
-            .map(|node| merges(checker, node, &owner));
-        let settings_clean = test_patterns.as_ref().is_none_or(Option::is_some)
-            && dependencies.as_ref().is_none_or(Option::is_some)
-            && merges.as_ref().is_none_or(Option::is_some);
-        if let (Some(name), Some(source), Some(branch), Some(split), Some(python), true) = (
-            name,
-            source,
-            branch,
-            split.map_or(Some(None), |split| split.map(Some)),
-            python.unwrap_or(Some(Vec::new())),
-            settings_clean,
-        ) {
-            checked.specs.push(RepoSpec {
-                name,
-                source,
-                branch,
-                split,
-                python,
-                test_patterns: test_patterns.flatten(),
-                dependencies: dependencies.flatten().unwrap_or_default(),
-                merges: merges.flatten(),
-            });
+        branch(checker, &fields, &owner);
+        if let Some(node) = fields.get("python") {
+            python(checker, node, &owner);
         }
+        if let Some(node) = fields.get("test_patterns") {
+            test_patterns(checker, node, &owner);
+        }
+        if checker.count() != before {
+            continue;
+        }
+        let (Some(source), Some(entry)) = (
+            source,
+            section::parse::<RepoEntry>(checker, &fields, fields.mark, &owner),
+        ) else {
+            continue;
+        };
+        checked.specs.push(RepoSpec {
+            name: entry.name,
+            source,
+            branch: entry.branch,
+            split: entry.split,
+            python: entry.python.unwrap_or_default(),
+            test_patterns: entry.test_patterns,
+            dependencies: entry.dependencies.unwrap_or_default(),
+            merges: entry.merges,
+        });
     }
     checked
-}
-
-fn repository_name(checker: &mut Checker, fields: &Fields, index: usize) -> Option<String> {
-    let node = checker.required(
-        fields,
-        "name",
-        &format!("repository #{}", index + 1),
-        fields.mark,
-        "add `name: <short name>`; it names the repository in results and cache entries",
-    )?;
-    let name = checker.string(node, "`name` of a repository")?;
-    checker
-        .file_name(&name, node.mark, "repository")
-        .then_some(name)
 }
 
 /// Exactly one of `url`, `path`, `corpus`; local ones must exist.
@@ -158,7 +132,11 @@ fn source(checker: &mut Checker, fields: &Fields, owner: &str) -> Option<RepoSou
         }
         return None;
     };
-    let text = checker.string(&entry.value, &format!("`{}` of {owner}", entry.key))?;
+    // Its type was checked against the schema.
+    let Value::String(text) = &entry.value.value else {
+        return None;
+    };
+    let text = text.clone();
     if text.is_empty() {
         checker.error(
             entry.value.mark,
@@ -210,38 +188,34 @@ fn source(checker: &mut Checker, fields: &Fields, owner: &str) -> Option<RepoSou
     }
 }
 
-/// `branch:`, required: walking whatever `HEAD` points at would make results depend on checkouts.
-fn branch(checker: &mut Checker, fields: &Fields, owner: &str) -> Option<String> {
-    let node = checker.required(
-        fields,
-        "branch",
-        owner,
-        fields.mark,
-        "name the branch to walk, e.g. `branch: main`; HEAD is never walked",
-    )?;
-    let branch = checker.string(node, &format!("`branch` of {owner}"))?;
+/// `branch:` (required by the schema) must name a branch: walking whatever `HEAD` points at
+/// would make results depend on checkouts.
+fn branch(checker: &mut Checker, fields: &Fields, owner: &str) {
+    let Some(node) = fields.get("branch") else {
+        return;
+    };
+    let Value::String(branch) = &node.value else {
+        return;
+    };
     if branch.is_empty() || branch == "HEAD" {
         checker.error(
             node.mark,
             format!("`branch` of {owner} must name a branch, found `{branch}`"),
             Some("HEAD is never walked; name the branch, e.g. `branch: main`".to_string()),
         );
-        return None;
     }
-    Some(branch)
 }
 
 /// `python:`, a list of version strings; numbers get a hint, since YAML reads `3.10` as `3.1`.
-fn python(checker: &mut Checker, node: &Node, owner: &str) -> Option<Vec<String>> {
+fn python(checker: &mut Checker, node: &Node, owner: &str) {
     let label = format!("`python` of {owner}");
-    let items = checker.list(node, &label)?;
-    let mut versions = Vec::new();
-    let mut clean = true;
+    let Some(items) = checker.list(node, &label) else {
+        return;
+    };
     for item in items {
         match &item.value {
-            Value::String(version) => versions.push(version.clone()),
+            Value::String(_) => {}
             Value::Float(_) | Value::Integer(_) => {
-                clean = false;
                 checker.error(
                     item.mark,
                     format!("each version in {label} must be a string, found a number"),
@@ -252,53 +226,28 @@ fn python(checker: &mut Checker, node: &Node, owner: &str) -> Option<Vec<String>
                     ),
                 );
             }
-            _ => {
-                clean = false;
-                checker.wrong_type(item, &format!("each version in {label}"), "a string");
-            }
-        }
-    }
-    clean.then_some(versions)
-}
-
-/// Checks the shape of a mining setting, so a mistake is reported here with its position rather
-/// `merges:`, `include` or `skip`.
-fn merges(checker: &mut Checker, node: &Node, owner: &str) -> Option<Merges> {
-    let label = format!("`merges` of {owner}");
-    let merges = checker.string(node, &label)?;
-    match merges.as_str() {
-        "include" => Some(Merges::Include),
-        "skip" => Some(Merges::Skip),
-        _ => {
-            checker.error(
-                node.mark,
-                format!("`{merges}` is not an allowed value for {label}"),
-                suggest::hint(&merges, MERGES, "allowed"),
-            );
-            None
+            _ => checker.wrong_type(item, &format!("each version in {label}"), "a string"),
         }
     }
 }
 
-/// `test_patterns:`, a list of globs, each one valid.
-fn test_patterns(checker: &mut Checker, node: &Node, owner: &str) -> Option<Vec<String>> {
-    let label = format!("`test_patterns` of {owner}");
-    let patterns = checker.string_list(node, &label)?;
+/// `test_patterns:` (a list of strings, by the schema): each one a valid glob.
+fn test_patterns(checker: &mut Checker, node: &Node, owner: &str) {
     let Value::List(items) = &node.value else {
-        return None;
+        return;
     };
-    let mut clean = true;
-    for (pattern, item) in patterns.iter().zip(items) {
+    for item in items {
+        let Value::String(pattern) = &item.value else {
+            continue;
+        };
         if let Err(error) = glob::Pattern::new(pattern) {
-            clean = false;
             checker.error(
                 item.mark,
-                format!("`{pattern}` in {label} is not a valid glob: {error}"),
+                format!("`{pattern}` in `test_patterns` of {owner} is not a valid glob: {error}"),
                 Some("write globs such as `tests/**/*.py` or `test_*.py`".to_string()),
             );
         }
     }
-    clean.then_some(patterns)
 }
 
 /// Whether `text` is a URL git clones: `scheme://host/path` (http, https, git, ssh, file) or the
