@@ -99,8 +99,34 @@ pub fn write_back(
     commit: &Invalidation,
     reason: impl Fn(&CheckResult) -> String,
 ) -> Result<WriteReport, WriteError> {
-    let mut by_file: BTreeMap<PathBuf, (String, Vec<(&MemoryClaim, &CheckResult)>)> =
-        BTreeMap::new();
+    let mut report = WriteReport::default();
+    let mut rewrites = Vec::new();
+    for (path, file) in flipped_by_file(claims, results)? {
+        if let Some(rewritten) = marked_file(&path, &file, commit, &reason, &mut report)? {
+            rewrites.push((path, file, rewritten));
+        }
+    }
+    for (path, file, rewritten) in rewrites {
+        current_bytes(&path, &file.digest, &file.label)?;
+        replace(&path, &rewritten)?;
+        report.files.push(path);
+    }
+    Ok(report)
+}
+
+/// The flipped claims of one file, with the digest they were read at.
+struct FlippedInFile<'a> {
+    digest: String,
+    /// The file's name as its claims report it.
+    label: PathBuf,
+    flipped: Vec<(&'a MemoryClaim, &'a CheckResult)>,
+}
+
+fn flipped_by_file<'a>(
+    claims: &'a [MemoryClaim],
+    results: &'a [CheckResult],
+) -> Result<BTreeMap<PathBuf, FlippedInFile<'a>>, WriteError> {
+    let mut by_file: BTreeMap<PathBuf, FlippedInFile> = BTreeMap::new();
     for result in results
         .iter()
         .filter(|result| result.verdict == Verdict::Flipped)
@@ -114,55 +140,58 @@ pub fn write_back(
         let origin = claim.origin.as_ref().ok_or_else(|| WriteError::NoFile {
             id: claim.id.clone(),
         })?;
-        let entry = by_file
+        let file = by_file
             .entry(origin.path.clone())
-            .or_insert_with(|| (origin.digest.clone(), Vec::new()));
-        if entry.0 != origin.digest {
+            .or_insert_with(|| FlippedInFile {
+                digest: origin.digest.clone(),
+                label: claim.source.file.clone(),
+                flipped: Vec::new(),
+            });
+        if file.digest != origin.digest {
             return Err(WriteError::Changed {
                 path: claim.source.file.clone(),
             });
         }
-        entry.1.push((claim, result));
+        file.flipped.push((claim, result));
     }
-    let mut report = WriteReport::default();
-    let mut rewrites = Vec::new();
-    for (path, (digest, flipped)) in &by_file {
-        let bytes = current_bytes(path, digest, &flipped[0].0.source.file)?;
-        let text = decode(&bytes).map_err(|_| WriteError::Changed { path: path.clone() })?;
-        let mut edits = Vec::new();
-        for (claim, result) in flipped {
-            let claim_edits = match claim.format {
-                SourceFormat::Markdown | SourceFormat::Mdc => {
-                    note::note_edit(text, claim, commit.short(), &reason(result))?
-                        .into_iter()
-                        .collect()
-                }
-                _ => fields::field_edits(text, claim, commit)?,
-            };
-            match claim_edits.is_empty() {
-                true => report.already_marked.push(claim.id.clone()),
-                false => report.marked.push(claim.id.clone()),
+    Ok(by_file)
+}
+
+/// The file's new bytes with every flipped claim marked, or None when all were already marked.
+fn marked_file(
+    path: &Path,
+    file: &FlippedInFile,
+    commit: &Invalidation,
+    reason: &impl Fn(&CheckResult) -> String,
+    report: &mut WriteReport,
+) -> Result<Option<Vec<u8>>, WriteError> {
+    let bytes = current_bytes(path, &file.digest, &file.label)?;
+    let text = decode(&bytes).map_err(|_| WriteError::Changed {
+        path: file.label.clone(),
+    })?;
+    let mut edits = Vec::new();
+    for (claim, result) in &file.flipped {
+        let claim_edits = match claim.format {
+            SourceFormat::Markdown | SourceFormat::Mdc => {
+                note::note_edit(text, claim, commit.short(), &reason(result))?
+                    .into_iter()
+                    .collect()
             }
-            edits.extend(claim_edits);
+            _ => fields::field_edits(text, claim, commit)?,
+        };
+        match claim_edits.is_empty() {
+            true => report.already_marked.push(claim.id.clone()),
+            false => report.marked.push(claim.id.clone()),
         }
-        if !edits.is_empty() {
-            let prefix = &bytes[..bytes.len() - text.len()];
-            let mut rewritten = prefix.to_vec();
-            rewritten.extend_from_slice(edit::apply(text, edits).as_bytes());
-            rewrites.push((
-                path.clone(),
-                digest.clone(),
-                rewritten,
-                flipped[0].0.source.file.clone(),
-            ));
-        }
+        edits.extend(claim_edits);
     }
-    for (path, digest, rewritten, label) in rewrites {
-        current_bytes(&path, &digest, &label)?;
-        replace(&path, &rewritten)?;
-        report.files.push(path);
+    if edits.is_empty() {
+        return Ok(None);
     }
-    Ok(report)
+    // A byte-order mark the reader skipped is kept.
+    let mut rewritten = bytes[..bytes.len() - text.len()].to_vec();
+    rewritten.extend_from_slice(edit::apply(text, edits).as_bytes());
+    Ok(Some(rewritten))
 }
 
 /// The file's bytes, provided they still have `digest`.

@@ -2,7 +2,8 @@
 //! directory or a Python definition of the repository, and a `path:line` citation.
 //!
 //! A name defined in a few places anchors each of them; one defined in more than
-//! [`MAX_SITES`] places (`get`, `__init__`) anchors the bare name, which is all the claim says.
+//! [`MAX_SITES`] places (`get`, `__init__`) anchors the bare name, which is all the claim says. An
+//! attribute no definition names on its own (`Url.host`, a NamedTuple field) anchors its owner.
 
 use crate::check::claim::Anchor;
 
@@ -146,7 +147,11 @@ fn of_dotted_name(index: &RepositoryIndex, name: &str) -> Vec<Anchor> {
     if !dotted.iter().all(|part| is_identifier(part)) {
         return Vec::new();
     }
-    let sites = index.sites(&dotted);
+    let mut sites = index.sites(&dotted);
+    if sites.is_empty() && dotted.len() > 1 {
+        // `Url.host`, a field or attribute no definition names on its own, is about its owner.
+        sites = index.sites(&dotted[..dotted.len() - 1]);
+    }
     if sites.len() > MAX_SITES {
         return vec![Anchor::Symbol {
             path: String::new(),
@@ -291,6 +296,11 @@ mod tests {
         assert!(of_code_span(&index, "pytest -x").is_empty());
         assert!(of_code_span(&index, "missing/file.py").is_empty());
         assert!(of_code_span(&index, "unknown_name").is_empty());
+        assert_eq!(
+            of_code_span(&index, "Client.timeout"),
+            [symbol("src/url.py", "Client")],
+            "an attribute anchors its owner"
+        );
     }
 
     #[test]

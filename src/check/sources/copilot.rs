@@ -19,7 +19,7 @@ const FORMAT: RecordFormat = RecordFormat {
 pub fn read(input: &Input, names: &LazyIndex) -> Result<Vec<MemoryClaim>, SourceError> {
     record_claims::read(input, &FORMAT, |record, claim| {
         let index = names.get()?;
-        let citations = record.strings("citations").map_err(|()| {
+        let citations = record.strings("citations").map_err(|_| {
             input.bad_field(record.line, "citations", "a list of \"path:line\" strings")
         })?;
         for citation in &citations {

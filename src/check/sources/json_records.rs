@@ -17,6 +17,10 @@ use super::lines::LineIndex;
 /// Keys under which exports wrap their array of records.
 const WRAPPERS: &[&str] = &["results", "memories", "edges"];
 
+/// A field present with a type its reader does not accept (the caller names the field and line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WrongType;
+
 /// One record.
 pub struct Record<'a> {
     /// Its position among the file's records, from 0.
@@ -30,9 +34,9 @@ pub struct Record<'a> {
 }
 
 impl<'a> Record<'a> {
-    /// A string field: `Ok(None)` when absent or null, `Err(())` when of another type. Numbers are
+    /// A string field: `Ok(None)` when absent or null, `Err` when of another type. Numbers are
     /// read as their text, since exported ids are sometimes numeric.
-    pub fn string(&self, field: &str) -> Result<Option<String>, ()> {
+    pub fn string(&self, field: &str) -> Result<Option<String>, WrongType> {
         match self
             .fields
             .get(field)
@@ -42,17 +46,17 @@ impl<'a> Record<'a> {
             Some(Ok(serde_json::Value::Null)) => Ok(None),
             Some(Ok(serde_json::Value::String(text))) => Ok(Some(text)),
             Some(Ok(serde_json::Value::Number(number))) => Ok(Some(number.to_string())),
-            Some(_) => Err(()),
+            Some(_) => Err(WrongType),
         }
     }
 
-    /// A list of strings: `Ok(empty)` when absent or null, `Err(())` when of another type.
-    pub fn strings(&self, field: &str) -> Result<Vec<String>, ()> {
+    /// A list of strings: `Ok(empty)` when absent or null, `Err` when of another type.
+    pub fn strings(&self, field: &str) -> Result<Vec<String>, WrongType> {
         match self.fields.get(field) {
             None => Ok(Vec::new()),
             Some(raw) => serde_json::from_str::<Option<Vec<String>>>(raw.get())
                 .map(Option::unwrap_or_default)
-                .map_err(|_| ()),
+                .map_err(|_| WrongType),
         }
     }
 
@@ -215,7 +219,7 @@ mod tests {
         let record = &all[0];
         assert_eq!(record.string("id"), Ok(Some("7".into())));
         assert_eq!(record.string("gone"), Ok(None));
-        assert_eq!(record.string("n"), Err(()));
+        assert_eq!(record.string("n"), Err(WrongType));
         assert_eq!(record.strings("tags"), Ok(vec!["x".to_string()]));
         assert!(!record.is_set("gone") && record.is_set("id"));
         assert_eq!(&text[record.value_range("gone").unwrap()], "null");

@@ -19,16 +19,16 @@ pub fn read(input: &Input) -> Result<Vec<MemoryClaim>, SourceError> {
     record_claims::read(input, &FORMAT, |record, claim| {
         claim.anchors = record
             .strings("anchors")
-            .map_err(|()| input.bad_field(record.line, "anchors", "a list of strings"))?
+            .map_err(|_| input.bad_field(record.line, "anchors", "a list of strings"))?
             .iter()
             .map(|anchor| anchors::of_declared(anchor))
             .collect();
         claim.test = record
             .string("test")
-            .map_err(|()| input.bad_field(record.line, "test", "a string"))?;
+            .map_err(|_| input.bad_field(record.line, "test", "a string"))?;
         claim.check = record
             .string("check")
-            .map_err(|()| input.bad_field(record.line, "check", "a string"))?;
+            .map_err(|_| input.bad_field(record.line, "check", "a string"))?;
         Ok(true)
     })
 }

@@ -140,3 +140,125 @@ pub fn read_sources_at(
     }
     Ok(claims)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::claim::Anchor;
+
+    fn commit_all(repository: &git2::Repository, message: &str) -> git2::Oid {
+        let mut index = repository.index().unwrap();
+        index
+            .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
+            .unwrap();
+        index.update_all(["*"], None).unwrap();
+        index.write().unwrap();
+        let tree = repository.find_tree(index.write_tree().unwrap()).unwrap();
+        let signature =
+            git2::Signature::new("t", "t@example.invalid", &git2::Time::new(1_700_000_000, 0))
+                .unwrap();
+        let parents: Vec<git2::Commit> = repository
+            .head()
+            .ok()
+            .map(|head| head.peel_to_commit().unwrap())
+            .into_iter()
+            .collect();
+        let parents: Vec<&git2::Commit> = parents.iter().collect();
+        repository
+            .commit(
+                Some("HEAD"),
+                &signature,
+                &signature,
+                message,
+                &tree,
+                &parents,
+            )
+            .unwrap()
+    }
+
+    #[test]
+    fn claims_name_their_file_relative_to_the_repository_and_resolve_names_of_either_revision() {
+        let directory = tempfile::tempdir().unwrap();
+        let root = directory.path();
+        let repository = git2::Repository::init(root).unwrap();
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::write(root.join("src/old.py"), "def legacy():\n    pass\n").unwrap();
+        let before = commit_all(&repository, "before");
+        std::fs::remove_file(root.join("src/old.py")).unwrap();
+        std::fs::write(
+            root.join("CLAUDE.md"),
+            "- `legacy()` is kept for old callers.\n",
+        )
+        .unwrap();
+        let after = commit_all(&repository, "after");
+        let worktree_only = read_sources(root, &[root.join("CLAUDE.md")], false).unwrap();
+        assert_eq!(worktree_only[0].source.to_string(), "CLAUDE.md:1");
+        assert!(
+            worktree_only[0].anchors.is_empty(),
+            "deleted from the working tree"
+        );
+        let range =
+            read_sources_at(root, &[root.join("CLAUDE.md")], false, &[before, after]).unwrap();
+        assert_eq!(
+            range[0].anchors,
+            [Anchor::Symbol {
+                path: "src/old.py".into(),
+                name: "legacy".into()
+            }]
+        );
+        assert_eq!(range[0].id, worktree_only[0].id);
+        let alone = read_source(&root.join("CLAUDE.md"), None).unwrap();
+        assert_eq!(alone[0].source.file, PathBuf::from("CLAUDE.md"));
+        assert_eq!(
+            alone[0].origin.as_ref().map(|origin| origin.digest.clone()),
+            Some(
+                blake3::hash(&std::fs::read(root.join("CLAUDE.md")).unwrap())
+                    .to_hex()
+                    .to_string()
+            )
+        );
+    }
+
+    #[test]
+    fn unreadable_and_non_text_files_are_errors_naming_them() {
+        let directory = tempfile::tempdir().unwrap();
+        let reader = Reader::new(None, &[]);
+        let missing = reader
+            .read(&directory.path().join("nope.md"), None)
+            .unwrap_err();
+        assert!(
+            matches!(missing, SourceError::Unreadable { .. }),
+            "{missing}"
+        );
+        assert!(missing.to_string().contains("nope.md"), "{missing}");
+        std::fs::write(directory.path().join("bin.md"), b"- ok\n\xff\xfe").unwrap();
+        let binary = reader
+            .read(&directory.path().join("bin.md"), None)
+            .unwrap_err();
+        assert!(
+            binary.to_string().contains("not UTF-8 text at byte 5"),
+            "{binary}"
+        );
+    }
+
+    #[test]
+    fn a_format_hint_overrides_detection_and_a_byte_order_mark_is_skipped() {
+        let directory = tempfile::tempdir().unwrap();
+        let path = directory.path().join("export.txt");
+        std::fs::write(
+            &path,
+            "\u{feff}{\"id\": \"1\", \"memory\": \"`x` is y\", \"text\": \"other\"}\n",
+        )
+        .unwrap();
+        let reader = Reader::new(None, &[]);
+        assert_eq!(
+            reader.read(&path, None).unwrap()[0].format,
+            SourceFormat::Mem0
+        );
+        let hinted = reader.read(&path, Some(SourceFormat::Jsonl)).unwrap();
+        assert_eq!(
+            (hinted[0].format, hinted[0].text.as_str()),
+            (SourceFormat::Jsonl, "other")
+        );
+    }
+}

@@ -39,7 +39,7 @@ pub fn read(
         let own = match format.id {
             Some(field) => record
                 .string(field)
-                .map_err(|()| input.bad_field(record.line, field, "a string or a number"))?,
+                .map_err(|_| input.bad_field(record.line, field, "a string or a number"))?,
             None => None,
         };
         let id = match &own {
