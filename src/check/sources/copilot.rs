@@ -36,8 +36,6 @@ pub fn read(input: &Input, names: &LazyIndex) -> Result<Vec<MemoryClaim>, Source
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use super::*;
     use crate::check::claim::{Anchor, SourceFormat};
     use crate::check::sources::repository::RepositoryIndex;
@@ -46,13 +44,7 @@ mod tests {
 
     fn read_text(text: &str) -> Result<Vec<MemoryClaim>, SourceError> {
         let names = LazyIndex::with_index(RepositoryIndex::of_sources(&[("src/url.py", URL)]));
-        let input = Input {
-            path: Path::new(".github/memory.json"),
-            label: ".github/memory.json".into(),
-            text,
-            digest: String::new(),
-            format: SourceFormat::CopilotJson,
-        };
+        let input = Input::of_text(".github/memory.json", text, SourceFormat::CopilotJson);
         read(&input, &names)
     }
 

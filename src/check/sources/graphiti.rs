@@ -26,21 +26,13 @@ pub fn read(input: &Input, names: &LazyIndex) -> Result<Vec<MemoryClaim>, Source
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use super::*;
     use crate::check::claim::{Anchor, SourceFormat};
     use crate::check::sources::repository::RepositoryIndex;
 
     fn read_text(text: &str) -> Result<Vec<MemoryClaim>, SourceError> {
         let names = LazyIndex::with_index(RepositoryIndex::of_sources(&[("src/url.py", "")]));
-        let input = Input {
-            path: Path::new("edges.jsonl"),
-            label: "edges.jsonl".into(),
-            text,
-            digest: String::new(),
-            format: SourceFormat::Graphiti,
-        };
+        let input = Input::of_text("edges.jsonl", text, SourceFormat::Graphiti);
         read(&input, &names)
     }
 

@@ -19,7 +19,19 @@ pub struct Input<'a> {
     pub format: SourceFormat,
 }
 
-impl Input<'_> {
+impl<'a> Input<'a> {
+    /// A file known only by its name and text (the readers' unit tests).
+    #[cfg(test)]
+    pub fn of_text(label: &'a str, text: &'a str, format: SourceFormat) -> Self {
+        Input {
+            path: Path::new(label),
+            label: label.into(),
+            text,
+            digest: String::new(),
+            format,
+        }
+    }
+
     /// The label as the `/`-separated string ids are computed from.
     pub fn label_text(&self) -> String {
         self.label.to_string_lossy().replace('\\', "/")

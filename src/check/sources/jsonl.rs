@@ -35,19 +35,11 @@ pub fn read(input: &Input) -> Result<Vec<MemoryClaim>, SourceError> {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use super::*;
     use crate::check::claim::{Anchor, SourceFormat};
 
     fn read_text(text: &str) -> Result<Vec<MemoryClaim>, SourceError> {
-        read(&Input {
-            path: Path::new("claims.jsonl"),
-            label: "claims.jsonl".into(),
-            text,
-            digest: String::new(),
-            format: SourceFormat::Jsonl,
-        })
+        read(&Input::of_text("claims.jsonl", text, SourceFormat::Jsonl))
     }
 
     #[test]

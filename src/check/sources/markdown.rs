@@ -64,8 +64,6 @@ fn without_code_spans(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use super::*;
     use crate::check::claim::SourceFormat;
     use crate::check::sources::repository::RepositoryIndex;
@@ -75,13 +73,7 @@ mod tests {
         label: &str,
         format: SourceFormat,
     ) -> Result<Vec<MemoryClaim>, SourceError> {
-        let input = Input {
-            path: Path::new(label),
-            label: label.into(),
-            text,
-            digest: String::new(),
-            format,
-        };
+        let input = Input::of_text(label, text, format);
         let names = LazyIndex::with_index(RepositoryIndex::of_sources(&[(
             "src/url.py",
             "def parse_url(text):\n    return text\n",

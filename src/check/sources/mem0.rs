@@ -23,8 +23,6 @@ pub fn read(input: &Input, names: &LazyIndex) -> Result<Vec<MemoryClaim>, Source
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use super::*;
     use crate::check::claim::{Anchor, SourceFormat};
     use crate::check::sources::repository::RepositoryIndex;
@@ -34,13 +32,7 @@ mod tests {
             "src/url.py",
             "def parse_url(t):\n    return t\n",
         )]));
-        let input = Input {
-            path: Path::new("mem0.json"),
-            label: "mem0.json".into(),
-            text,
-            digest: String::new(),
-            format: SourceFormat::Mem0,
-        };
+        let input = Input::of_text("mem0.json", text, SourceFormat::Mem0);
         read(&input, &names)
     }
 

@@ -144,53 +144,21 @@ pub fn read_sources_at(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::arms::test_repository::two_commits;
     use crate::check::claim::Anchor;
-
-    fn commit_all(repository: &git2::Repository, message: &str) -> git2::Oid {
-        let mut index = repository.index().unwrap();
-        index
-            .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
-            .unwrap();
-        index.update_all(["*"], None).unwrap();
-        index.write().unwrap();
-        let tree = repository.find_tree(index.write_tree().unwrap()).unwrap();
-        let signature =
-            git2::Signature::new("t", "t@example.invalid", &git2::Time::new(1_700_000_000, 0))
-                .unwrap();
-        let parents: Vec<git2::Commit> = repository
-            .head()
-            .ok()
-            .map(|head| head.peel_to_commit().unwrap())
-            .into_iter()
-            .collect();
-        let parents: Vec<&git2::Commit> = parents.iter().collect();
-        repository
-            .commit(
-                Some("HEAD"),
-                &signature,
-                &signature,
-                message,
-                &tree,
-                &parents,
-            )
-            .unwrap()
-    }
 
     #[test]
     fn claims_name_their_file_relative_to_the_repository_and_resolve_names_of_either_revision() {
-        let directory = tempfile::tempdir().unwrap();
-        let root = directory.path();
-        let repository = git2::Repository::init(root).unwrap();
-        std::fs::create_dir_all(root.join("src")).unwrap();
-        std::fs::write(root.join("src/old.py"), "def legacy():\n    pass\n").unwrap();
-        let before = commit_all(&repository, "before");
-        std::fs::remove_file(root.join("src/old.py")).unwrap();
-        std::fs::write(
-            root.join("CLAUDE.md"),
-            "- `legacy()` is kept for old callers.\n",
-        )
-        .unwrap();
-        let after = commit_all(&repository, "after");
+        let fixture = two_commits(
+            &[("src/old.py", "def legacy():\n    pass\n")],
+            &[
+                ("src/old.py", None),
+                ("CLAUDE.md", Some("- `legacy()` is kept for old callers.\n")),
+            ],
+        );
+        let root = fixture.repository.workdir().unwrap();
+        let before = git2::Oid::from_str(&fixture.parent).unwrap();
+        let after = git2::Oid::from_str(&fixture.child).unwrap();
         let worktree_only = read_sources(root, &[root.join("CLAUDE.md")], false).unwrap();
         assert_eq!(worktree_only[0].source.to_string(), "CLAUDE.md:1");
         assert!(

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use super::*;
+use crate::arms::test_repository::{TwoCommits, two_commits};
 use crate::check::claim::{CheckResult, Verdict};
 use crate::check::sources::read_sources;
 
@@ -47,26 +48,8 @@ const SOURCES: &[&str] = &[
     "mem0.jsonl",
 ];
 
-fn repository() -> tempfile::TempDir {
-    let directory = tempfile::tempdir().unwrap();
-    let repository = git2::Repository::init(directory.path()).unwrap();
-    for (path, text) in FILES {
-        let full = directory.path().join(path);
-        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
-        std::fs::write(full, text).unwrap();
-    }
-    let mut index = repository.index().unwrap();
-    index
-        .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
-        .unwrap();
-    index.write().unwrap();
-    let tree = repository.find_tree(index.write_tree().unwrap()).unwrap();
-    let signature =
-        git2::Signature::new("t", "t@example.invalid", &git2::Time::new(1_700_000_000, 0)).unwrap();
-    repository
-        .commit(Some("HEAD"), &signature, &signature, "fixture", &tree, &[])
-        .unwrap();
-    directory
+fn repository() -> TwoCommits {
+    two_commits(FILES, &[])
 }
 
 fn claims_of(root: &Path) -> Vec<MemoryClaim> {
@@ -116,8 +99,8 @@ fn read(root: &Path, path: &str) -> String {
 
 #[test]
 fn every_format_is_marked_once_and_a_second_write_changes_nothing() {
-    let directory = repository();
-    let root = directory.path();
+    let fixture = repository();
+    let root = fixture.repository.workdir().unwrap();
     let first = write(root);
     assert_eq!(first.files.len(), 6, "{first:?}");
     assert_eq!(first.marked.len(), 9, "{first:?}");
@@ -155,10 +138,10 @@ fn every_format_is_marked_once_and_a_second_write_changes_nothing() {
 
 #[test]
 fn marks_are_additions_only_so_git_diff_reverses_them() {
-    let directory = repository();
-    let root = directory.path();
+    let fixture = repository();
+    let root = fixture.repository.workdir().unwrap();
     write(root);
-    let repository = git2::Repository::open(root).unwrap();
+    let repository = &fixture.repository;
     let mut options = git2::DiffOptions::new();
     options.pathspec("*.md").pathspec("*.mdc");
     let stats = repository
@@ -182,8 +165,8 @@ fn marks_are_additions_only_so_git_diff_reverses_them() {
 
 #[test]
 fn a_file_changed_since_it_was_read_is_not_overwritten() {
-    let directory = repository();
-    let root = directory.path();
+    let fixture = repository();
+    let root = fixture.repository.workdir().unwrap();
     let claims = claims_of(root);
     let edited = read(root, "CLAUDE.md") + "- `new` item added by someone else.\n";
     std::fs::write(root.join("CLAUDE.md"), &edited).unwrap();
@@ -205,8 +188,8 @@ fn a_file_changed_since_it_was_read_is_not_overwritten() {
 
 #[test]
 fn held_claims_and_claims_not_from_files_are_handled() {
-    let directory = repository();
-    let root = directory.path();
+    let fixture = repository();
+    let root = fixture.repository.workdir().unwrap();
     let claims = claims_of(root);
     let held: Vec<CheckResult> = results(&claims)
         .into_iter()
@@ -228,8 +211,8 @@ fn held_claims_and_claims_not_from_files_are_handled() {
 #[test]
 fn permissions_survive_the_rename() {
     use std::os::unix::fs::PermissionsExt;
-    let directory = repository();
-    let root = directory.path();
+    let fixture = repository();
+    let root = fixture.repository.workdir().unwrap();
     std::fs::set_permissions(
         root.join("CLAUDE.md"),
         std::fs::Permissions::from_mode(0o644),
