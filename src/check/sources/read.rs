@@ -50,8 +50,9 @@ impl Reader {
             Some(format) => format,
             None => format::detect(&path, &label, text)?,
         };
+        let opened = path.canonicalize().unwrap_or(path);
         let input = Input {
-            path: &path,
+            path: &opened,
             label,
             text,
             digest: blake3::hash(&bytes).to_hex().to_string(),

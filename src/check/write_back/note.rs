@@ -20,14 +20,16 @@ pub fn note_edit(
     if existing_notes(text, place.at).any(|note| note.contains(&marker(&claim.id))) {
         return Ok(None);
     }
+    // A file written with CRLF line endings keeps them.
+    let line_end = if text.contains("\r\n") { "\r\n" } else { "\n" };
     let newline = match place.at == text.len() && !text.is_empty() && !text.ends_with('\n') {
-        true => "\n",
+        true => line_end,
         false => "",
     };
     Ok(Some(Edit {
         range: place.at..place.at,
         text: format!(
-            "{newline}{}<!-- claimflow: false since {short_commit}: {} {} -->\n",
+            "{newline}{}<!-- claimflow: false since {short_commit}: {} {} -->{line_end}",
             place.indent,
             one_line(reason),
             marker(&claim.id)
@@ -128,5 +130,17 @@ mod tests {
     fn a_claim_no_longer_at_its_line_is_an_error() {
         let error = note_edit("- `a` is b\n", &claim("`a` is b", 2), "abc1234", "r").unwrap_err();
         assert!(error.to_string().contains("CLAUDE.md:2"), "{error}");
+    }
+
+    #[test]
+    fn crlf_files_keep_their_line_endings() {
+        let text = "- `a` is b\r\n- `c` is d\r\n";
+        let edit = note_edit(text, &claim("`a` is b", 1), "abc1234", "r")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            apply(text, vec![edit]),
+            "- `a` is b\r\n  <!-- claimflow: false since abc1234: r (claim m-000000000001) -->\r\n- `c` is d\r\n"
+        );
     }
 }
