@@ -5,6 +5,8 @@
 //! Parsed with pulldown-cmark and its source offsets, so every unit knows its line and where a note
 //! about it goes: on the line after the item's own text (or the paragraph), indented to the item.
 
+use std::ops::Range;
+
 use pulldown_cmark::{Event, MetadataBlockKind, Options, Parser, Tag, TagEnd};
 
 use super::super::lines::LineIndex;
@@ -116,25 +118,60 @@ struct OpenItem {
 
 /// Cuts `text` into units.
 pub fn parse(text: &str) -> Document {
-    let lines = LineIndex::new(text);
     let options = Options::ENABLE_TABLES
         | Options::ENABLE_TASKLISTS
         | Options::ENABLE_STRIKETHROUGH
         | Options::ENABLE_YAML_STYLE_METADATA_BLOCKS;
-    let mut units = Vec::new();
-    let mut front_matter: Option<(String, u32)> = None;
-    let mut items: Vec<OpenItem> = Vec::new();
-    let mut paragraph: Option<(usize, Gathered)> = None;
-    let mut skipped = 0usize;
-    let mut links = 0usize;
-    let mut in_metadata = false;
+    let mut walk = Walk {
+        text,
+        lines: LineIndex::new(text),
+        units: Vec::new(),
+        front_matter: None,
+        items: Vec::new(),
+        paragraph: None,
+        skipped: 0,
+        links: 0,
+        in_metadata: false,
+    };
     for (event, range) in Parser::new_ext(text, options).into_offset_iter() {
+        walk.event(event, range);
+    }
+    walk.units.sort_by_key(|unit| unit.line);
+    Document {
+        units: walk.units,
+        front_matter: walk.front_matter,
+    }
+}
+
+/// The state of one pass over a file's events.
+struct Walk<'t> {
+    text: &'t str,
+    lines: LineIndex,
+    units: Vec<Unit>,
+    front_matter: Option<(String, u32)>,
+    /// The list items open around the current event, innermost last.
+    items: Vec<OpenItem>,
+    /// A paragraph outside lists being gathered, with its start.
+    paragraph: Option<(usize, Gathered)>,
+    /// Depth inside blocks that are never claims (headings, code, HTML, tables, images).
+    skipped: usize,
+    /// Depth inside links.
+    links: usize,
+    in_metadata: bool,
+}
+
+impl Walk<'_> {
+    fn event(&mut self, event: Event, range: Range<usize>) {
         match event {
-            Event::Start(Tag::MetadataBlock(MetadataBlockKind::YamlStyle)) => in_metadata = true,
-            Event::End(TagEnd::MetadataBlock(_)) => in_metadata = false,
-            Event::Text(content) if in_metadata => match &mut front_matter {
+            Event::Start(Tag::MetadataBlock(MetadataBlockKind::YamlStyle)) => {
+                self.in_metadata = true
+            }
+            Event::End(TagEnd::MetadataBlock(_)) => self.in_metadata = false,
+            Event::Text(content) if self.in_metadata => match &mut self.front_matter {
                 Some((gathered, _)) => gathered.push_str(&content),
-                None => front_matter = Some((content.to_string(), lines.line(range.start))),
+                None => {
+                    self.front_matter = Some((content.to_string(), self.lines.line(range.start)))
+                }
             },
             Event::Start(
                 Tag::Heading { .. }
@@ -142,76 +179,80 @@ pub fn parse(text: &str) -> Document {
                 | Tag::HtmlBlock
                 | Tag::Table(_)
                 | Tag::Image { .. },
-            ) => skipped += 1,
+            ) => self.skipped += 1,
             Event::End(
                 TagEnd::Heading(_)
                 | TagEnd::CodeBlock
                 | TagEnd::HtmlBlock
                 | TagEnd::Table
                 | TagEnd::Image,
-            ) => skipped -= 1,
-            _ if skipped > 0 => {}
-            Event::Start(Tag::Item) => items.push(OpenItem {
+            ) => self.skipped -= 1,
+            _ if self.skipped > 0 => {}
+            Event::Start(Tag::Item) => self.items.push(OpenItem {
                 start: range.start,
                 gathered: Gathered::default(),
                 end: range.start,
                 closed: false,
             }),
             Event::End(TagEnd::Item) => {
-                if let Some(item) = items.pop() {
-                    units.extend(item_unit(text, &lines, item));
+                if let Some(item) = self.items.pop() {
+                    self.units.extend(item_unit(self.text, &self.lines, item));
                 }
             }
             Event::Start(Tag::List(_)) => {
-                if let Some(item) = items.last_mut() {
+                if let Some(item) = self.items.last_mut() {
                     item.closed = true;
                 }
             }
-            Event::Start(Tag::Paragraph) => match items.last_mut() {
-                Some(item) if !item.closed => {
-                    if !item.gathered.rendered.is_empty() {
-                        item.gathered.push(" ", range.start, false, false);
-                    }
-                }
-                Some(_) => {}
-                None => paragraph = Some((range.start, Gathered::default())),
-            },
-            Event::End(TagEnd::Paragraph) => match items.last_mut() {
-                Some(item) if !item.closed => item.end = range.end,
-                Some(_) => {}
-                None => {
-                    if let Some((start, gathered)) = paragraph.take() {
-                        units.extend(paragraph_units(text, &lines, start, range.end, &gathered));
-                    }
-                }
-            },
-            Event::Start(Tag::Link { .. }) => links += 1,
-            Event::End(TagEnd::Link) => links = links.saturating_sub(1),
-            Event::Text(_) | Event::Code(_) | Event::SoftBreak | Event::HardBreak => {
-                let (content, code) = match &event {
-                    Event::Text(content) => (content.as_ref(), false),
-                    Event::Code(content) => (content.as_ref(), true),
-                    _ => (" ", false),
-                };
-                let target = match items.last_mut() {
-                    Some(item) if !item.closed => {
-                        item.end = item.end.max(range.end);
-                        Some(&mut item.gathered)
-                    }
-                    Some(_) => None,
-                    None => paragraph.as_mut().map(|(_, gathered)| gathered),
-                };
-                if let Some(gathered) = target {
-                    gathered.push(content, range.start, code, links > 0);
-                }
-            }
+            Event::Start(Tag::Paragraph) => self.paragraph_starts(range.start),
+            Event::End(TagEnd::Paragraph) => self.paragraph_ends(range.end),
+            Event::Start(Tag::Link { .. }) => self.links += 1,
+            Event::End(TagEnd::Link) => self.links = self.links.saturating_sub(1),
+            Event::Text(content) => self.inline(&content, range, false),
+            Event::Code(content) => self.inline(&content, range, true),
+            Event::SoftBreak | Event::HardBreak => self.inline(" ", range, false),
             _ => {}
         }
     }
-    units.sort_by_key(|unit| unit.line);
-    Document {
-        units,
-        front_matter,
+
+    fn paragraph_starts(&mut self, start: usize) {
+        match self.items.last_mut() {
+            // A second paragraph of an item continues its text.
+            Some(item) if !item.closed && !item.gathered.rendered.is_empty() => {
+                item.gathered.push(" ", start, false, false);
+            }
+            Some(_) => {}
+            None => self.paragraph = Some((start, Gathered::default())),
+        }
+    }
+
+    fn paragraph_ends(&mut self, end: usize) {
+        match self.items.last_mut() {
+            Some(item) if !item.closed => item.end = end,
+            Some(_) => {}
+            None => {
+                if let Some((start, gathered)) = self.paragraph.take() {
+                    let units = paragraph_units(self.text, &self.lines, start, end, &gathered);
+                    self.units.extend(units);
+                }
+            }
+        }
+    }
+
+    /// Text, a code span or a line break, for the open item or paragraph.
+    fn inline(&mut self, content: &str, range: Range<usize>, code: bool) {
+        let in_link = self.links > 0;
+        let target = match self.items.last_mut() {
+            Some(item) if !item.closed => {
+                item.end = item.end.max(range.end);
+                Some(&mut item.gathered)
+            }
+            Some(_) => None,
+            None => self.paragraph.as_mut().map(|(_, gathered)| gathered),
+        };
+        if let Some(gathered) = target {
+            gathered.push(content, range.start, code, in_link);
+        }
     }
 }
 
