@@ -20,4 +20,4 @@ pub use claim::{ArmError, Change, Claim};
 pub use file_anchoring::FileAnchoring;
 pub use symbol_anchoring::SymbolAnchoring;
 #[cfg(test)]
-mod test_repository;
+pub(crate) mod test_repository;

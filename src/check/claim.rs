@@ -75,6 +75,20 @@ pub struct MemoryClaim {
     /// `uuid`, a Copilot record's index); None for Markdown, which is found by line and text.
     #[serde(default)]
     pub record_key: Option<String>,
+    /// The file as it was read, for write-back: never serialized, so no workdir path reaches an
+    /// output or a cache key. None for a claim built elsewhere than by a reader.
+    #[serde(skip)]
+    pub origin: Option<ClaimOrigin>,
+}
+
+/// Where a claim's file is on disk and what its bytes were when read: write-back rewrites that
+/// file only while its bytes still have this digest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimOrigin {
+    /// The file's path as opened (absolute when the reader was given a repository root).
+    pub path: PathBuf,
+    /// blake3 of the bytes read, in hex.
+    pub digest: String,
 }
 
 /// A claim's verdict: `none` when no stage could decide (never counted as held or flipped).

@@ -4,3 +4,6 @@
 //! request, marked where they live).
 
 pub mod claim;
+pub mod discover;
+pub mod sources;
+pub mod write_back;

@@ -258,6 +258,89 @@ impl ParsedModule {
     }
 }
 
+/// Where one definition sits in its file: its qualified name within the module (`Client.get`) and
+/// its first (decorators included) and last 1-based lines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DefinitionLines {
+    pub name: String,
+    pub first: u32,
+    pub last: u32,
+}
+
+impl ParsedModule {
+    /// Every function, class and module-level variable with its line range, outermost first, so a
+    /// line can be mapped to the innermost definition holding it (a `path:line` citation).
+    pub fn definition_lines(&self) -> Vec<DefinitionLines> {
+        let starts: Vec<usize> = std::iter::once(0)
+            .chain(self.text.match_indices('\n').map(|(at, _)| at + 1))
+            .collect();
+        let line_of = |offset: usize| starts.partition_point(|start| *start <= offset) as u32;
+        let mut found = Vec::new();
+        collect_lines(&self.suite, "", true, &mut |name, statement| {
+            let start = start_with_decorators(statement);
+            let end = statement
+                .range()
+                .end()
+                .to_usize()
+                .saturating_sub(1)
+                .max(start);
+            found.push(DefinitionLines {
+                name,
+                first: line_of(start),
+                last: line_of(end),
+            });
+        });
+        found
+    }
+}
+
+fn collect_lines(
+    body: &[Stmt],
+    prefix: &str,
+    module_level: bool,
+    found: &mut dyn FnMut(String, &Stmt),
+) {
+    let qualified = |name: &str| match prefix {
+        "" => name.to_string(),
+        _ => format!("{prefix}.{name}"),
+    };
+    for statement in body {
+        match statement {
+            Stmt::FunctionDef(function) => found(qualified(&function.name), statement),
+            Stmt::AsyncFunctionDef(function) => found(qualified(&function.name), statement),
+            Stmt::ClassDef(class) => {
+                let name = qualified(&class.name);
+                found(name.clone(), statement);
+                collect_lines(&class.body, &name, false, found);
+            }
+            Stmt::Assign(assign) if module_level => {
+                for name in assign.targets.iter().flat_map(assigned_names) {
+                    found(qualified(&name), statement);
+                }
+            }
+            Stmt::AnnAssign(assign) if module_level => {
+                for name in assigned_names(&assign.target) {
+                    found(qualified(&name), statement);
+                }
+            }
+            Stmt::If(block) => {
+                collect_lines(&block.body, prefix, module_level, found);
+                collect_lines(&block.orelse, prefix, module_level, found);
+            }
+            Stmt::Try(block) => {
+                collect_lines(&block.body, prefix, module_level, found);
+                for handler in &block.handlers {
+                    let ast::ExceptHandler::ExceptHandler(handler) = handler;
+                    collect_lines(&handler.body, prefix, module_level, found);
+                }
+                collect_lines(&block.orelse, prefix, module_level, found);
+                collect_lines(&block.finalbody, prefix, module_level, found);
+            }
+            _ => {}
+        }
+    }
+}
+
 fn add_definition(
     into: &mut BTreeMap<String, Definition>,
     name: String,
@@ -879,5 +962,22 @@ def plain():
             .err()
             .unwrap();
         assert!(failure.to_string().starts_with("parse py2.py:"));
+    }
+
+    #[test]
+    fn definition_lines_span_decorators_and_nest_methods() {
+        let module = ParsedModule::parse("m.py", SOURCE).unwrap();
+        let lines = module.definition_lines();
+        let find = |name: &str| {
+            lines
+                .iter()
+                .find(|found| found.name == name)
+                .map(|found| (found.first, found.last))
+        };
+        assert_eq!(find("LIMIT"), Some((7, 7)));
+        assert_eq!(find("A"), Some((9, 21)));
+        assert_eq!(find("A.make"), Some((10, 12)));
+        assert_eq!(find("A.value"), Some((19, 21)));
+        assert_eq!(find("B.pop"), Some((24, 25)));
     }
 }

@@ -1,0 +1,234 @@
+//! Write-back against a real repository: every format marked, twice without change, reversibly, and
+//! a file changed since it was read refused.
+
+use std::path::Path;
+
+use super::*;
+use crate::arms::test_repository::{TwoCommits, two_commits};
+use crate::check::claim::{CheckResult, Verdict};
+use crate::check::sources::read_sources;
+
+const FILES: &[(&str, &str)] = &[
+    (
+        "src/url.py",
+        "def parse_url(text):\n    return tuple(text.split(':'))\n",
+    ),
+    (
+        "CLAUDE.md",
+        "# Notes\n\n- `parse_url` returns a tuple.\n  - Nested `parse_url` detail.\n- `src/url.py` has one function.\n\nThe `parse_url` helper splits on colons. It is fast.\n",
+    ),
+    (
+        ".cursor/rules/python.mdc",
+        "---\nglobs: src/**/*.py\n---\n\n- `parse_url` never raises.\n",
+    ),
+    (
+        "claims.jsonl",
+        "{\"id\": \"c1\", \"text\": \"parse_url returns a tuple\", \"anchors\": [\"src/url.py::parse_url\"]}\n{\"id\": \"c2\", \"text\": \"other\"}\n",
+    ),
+    (
+        "memory.json",
+        "[\n  {\n    \"subject\": \"urls\",\n    \"fact\": \"parse_url returns a tuple\",\n    \"citations\": [\"src/url.py:1\"]\n  }\n]\n",
+    ),
+    (
+        "edges.json",
+        "{\"edges\": [{\"uuid\": \"e1\", \"fact\": \"`parse_url` splits\", \"invalid_at\": null}]}\n",
+    ),
+    (
+        "mem0.jsonl",
+        "{\"id\": \"m1\", \"memory\": \"parse_url returns a tuple\"}\n",
+    ),
+];
+
+const SOURCES: &[&str] = &[
+    "CLAUDE.md",
+    ".cursor/rules/python.mdc",
+    "claims.jsonl",
+    "memory.json",
+    "edges.json",
+    "mem0.jsonl",
+];
+
+fn repository() -> TwoCommits {
+    two_commits(FILES, &[])
+}
+
+fn claims_of(root: &Path) -> Vec<MemoryClaim> {
+    let paths: Vec<PathBuf> = SOURCES.iter().map(|path| root.join(path)).collect();
+    read_sources(root, &paths, false).unwrap()
+}
+
+/// Flips every claim except those whose text contains "fast" or "other".
+fn results(claims: &[MemoryClaim]) -> Vec<CheckResult> {
+    claims
+        .iter()
+        .map(|claim| CheckResult {
+            id: claim.id.clone(),
+            source: claim.source.to_string(),
+            text: claim.text.clone(),
+            verdict: match claim.text.contains("fast") || claim.text.contains("other") {
+                true => Verdict::Held,
+                false => Verdict::Flipped,
+            },
+            decided_by: None,
+            evidence: "parse_url now returns a list".into(),
+            tokens_in: 0,
+            tokens_out: 0,
+            cost: 0.0,
+        })
+        .collect()
+}
+
+fn commit() -> Invalidation {
+    Invalidation {
+        commit: "89abcdef0123456789abcdef0123456789abcdef".into(),
+        time: "2023-11-14T22:13:20Z".into(),
+    }
+}
+
+fn write(root: &Path) -> WriteReport {
+    let claims = claims_of(root);
+    write_back(&claims, &results(&claims), &commit(), |result| {
+        result.evidence.clone()
+    })
+    .unwrap()
+}
+
+fn read(root: &Path, path: &str) -> String {
+    std::fs::read_to_string(root.join(path)).unwrap()
+}
+
+#[test]
+fn every_format_is_marked_once_and_a_second_write_changes_nothing() {
+    let fixture = repository();
+    let root = fixture.repository.workdir().unwrap();
+    let first = write(root);
+    assert_eq!(first.files.len(), 6, "{first:?}");
+    assert_eq!(first.marked.len(), 9, "{first:?}");
+    let after_first: Vec<String> = SOURCES.iter().map(|path| read(root, path)).collect();
+    let second = write(root);
+    assert!(second.files.is_empty(), "{second:?}");
+    assert_eq!(second.marked, Vec::<String>::new());
+    assert_eq!(
+        second.already_marked.len(),
+        8,
+        "the Graphiti edge is no longer read: {second:?}"
+    );
+    assert_eq!(
+        SOURCES
+            .iter()
+            .map(|path| read(root, path))
+            .collect::<Vec<_>>(),
+        after_first
+    );
+    let note = format!(
+        "- `parse_url` returns a tuple.\n  <!-- claimflow: false since 89abcde: parse_url now returns a list (claim {}) -->\n  - Nested `parse_url` detail.\n",
+        claims_of(root)[0].id
+    );
+    assert!(
+        read(root, "CLAUDE.md").contains(&note),
+        "{}",
+        read(root, "CLAUDE.md")
+    );
+    assert!(
+        read(root, "edges.json")
+            .contains("\"invalid_at\": \"2023-11-14T22:13:20Z\", \"invalidated_by\": \"89abcdef")
+    );
+    assert!(read(root, "claims.jsonl").ends_with("{\"id\": \"c2\", \"text\": \"other\"}\n"));
+}
+
+#[test]
+fn marks_are_additions_only_so_git_diff_reverses_them() {
+    let fixture = repository();
+    let root = fixture.repository.workdir().unwrap();
+    write(root);
+    let repository = &fixture.repository;
+    let mut options = git2::DiffOptions::new();
+    options.pathspec("*.md").pathspec("*.mdc");
+    let stats = repository
+        .diff_index_to_workdir(None, Some(&mut options))
+        .unwrap()
+        .stats()
+        .unwrap();
+    assert_eq!((stats.files_changed(), stats.deletions()), (2, 0));
+    assert_eq!(stats.insertions(), 5, "one note per flipped Markdown claim");
+    let inserted = ", \"invalidated_at\": \"2023-11-14T22:13:20Z\", \"invalidated_by\": \"89abcdef0123456789abcdef0123456789abcdef\"";
+    for (path, original) in FILES.iter().filter(|(path, _)| path.ends_with("jsonl")) {
+        assert_eq!(read(root, path).replace(inserted, ""), *original, "{path}");
+    }
+    let pretty = read(root, "memory.json");
+    let restored = pretty.replace(
+        ",\n    \"invalidated_at\": \"2023-11-14T22:13:20Z\",\n    \"invalidated_by\": \"89abcdef0123456789abcdef0123456789abcdef\"",
+        "",
+    );
+    assert_eq!(restored, FILES[4].1);
+}
+
+#[test]
+fn a_file_changed_since_it_was_read_is_not_overwritten() {
+    let fixture = repository();
+    let root = fixture.repository.workdir().unwrap();
+    let claims = claims_of(root);
+    let edited = read(root, "CLAUDE.md") + "- `new` item added by someone else.\n";
+    std::fs::write(root.join("CLAUDE.md"), &edited).unwrap();
+    let error = write_back(&claims, &results(&claims), &commit(), |result| {
+        result.evidence.clone()
+    })
+    .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "write back CLAUDE.md: it changed since its claims were read (run the check again)"
+    );
+    assert_eq!(read(root, "CLAUDE.md"), edited);
+    assert_eq!(
+        read(root, "claims.jsonl"),
+        FILES[3].1,
+        "no file is written when one is refused"
+    );
+}
+
+#[test]
+fn held_claims_and_claims_not_from_files_are_handled() {
+    let fixture = repository();
+    let root = fixture.repository.workdir().unwrap();
+    let claims = claims_of(root);
+    let held: Vec<CheckResult> = results(&claims)
+        .into_iter()
+        .map(|result| CheckResult {
+            verdict: Verdict::Held,
+            ..result
+        })
+        .collect();
+    assert_eq!(
+        write_back(&claims, &held, &commit(), |_| String::new()).unwrap(),
+        WriteReport::default()
+    );
+    let mut detached = claims.clone();
+    detached[0].origin = None;
+    let error = write_back(&detached, &results(&claims), &commit(), |_| String::new()).unwrap_err();
+    assert!(matches!(error, WriteError::NoFile { .. }), "{error}");
+}
+
+#[test]
+fn permissions_survive_the_rename() {
+    use std::os::unix::fs::PermissionsExt;
+    let fixture = repository();
+    let root = fixture.repository.workdir().unwrap();
+    std::fs::set_permissions(
+        root.join("CLAUDE.md"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    write(root);
+    let mode = std::fs::metadata(root.join("CLAUDE.md"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o644);
+}
+
+#[test]
+fn commit_times_are_rfc3339_utc() {
+    assert_eq!(rfc3339_utc(0), "1970-01-01T00:00:00Z");
+    assert_eq!(rfc3339_utc(951_782_400), "2000-02-29T00:00:00Z");
+    assert_eq!(rfc3339_utc(1_700_000_000), "2023-11-14T22:13:20Z");
+}
