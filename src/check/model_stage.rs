@@ -21,7 +21,6 @@ use super::cascade::Decision;
 use super::claim::{MemoryClaim, Verdict};
 use super::error::CheckError;
 use super::range::Range;
-use crate::cache::JsonText;
 use crate::engine::{
     Engine, EngineError, Event, ItemOutput, ItemPlan, ItemResult, NoParams, ParamsDecl, Reporter,
     Role, RunOptions, StepContext, StepError, StepKind, Upstream,
@@ -39,20 +38,17 @@ const PROMPTS: [(&str, &str); 4] = [
 ];
 
 /// The models a check asks when no `--pipeline` names any, by the variable holding the key,
-/// tried in this order: (entry, YAML of the entry).
-const HOSTED: [(&str, &str); 3] = [
-    (
-        "OPENAI_API_KEY",
-        "{provider: openai, model: gpt-4.1-mini, api_key_env: OPENAI_API_KEY, price_per_mtok: {input: 0.40, output: 1.60}}",
-    ),
+/// tried in this order: (variable, provider, default model id, price in and out per million).
+const HOSTED: [(&str, &str, &str, f64, f64); 3] = [
+    ("OPENAI_API_KEY", "openai", "gpt-4.1-mini", 0.40, 1.60),
     (
         "ANTHROPIC_API_KEY",
-        "{provider: anthropic, model: claude-3-5-haiku-latest, api_key_env: ANTHROPIC_API_KEY, price_per_mtok: {input: 0.80, output: 4.00}}",
+        "anthropic",
+        "claude-3-5-haiku-latest",
+        0.80,
+        4.00,
     ),
-    (
-        "GEMINI_API_KEY",
-        "{provider: gemini, model: gemini-2.0-flash, api_key_env: GEMINI_API_KEY, price_per_mtok: {input: 0.10, output: 0.40}}",
-    ),
+    ("GEMINI_API_KEY", "gemini", "gemini-2.0-flash", 0.10, 0.40),
 ];
 
 /// The local model's entry, when no key is set.
@@ -93,7 +89,7 @@ impl Models {
         default_workdir: &Path,
     ) -> Result<Models, CheckError> {
         let Some(file) = &settings.pipeline else {
-            return Ok(generated(default_workdir, settings.model.as_deref()));
+            return generated(default_workdir, settings.model.as_deref());
         };
         let loaded = pipeline::load(file, &settings.project_root, &Registry::builtin())
             .map_err(|diagnostics| CheckError::Input(format!("--pipeline: {diagnostics}")))?;
@@ -153,12 +149,15 @@ impl Models {
 
 /// The models block of a check without a pipeline: the first hosted model whose key is set,
 /// else the local model (said once).
-fn generated(workdir: &Path, model: Option<&str>) -> Models {
+fn generated(workdir: &Path, model: Option<&str>) -> Result<Models, CheckError> {
     let set = |variable: &str| std::env::var_os(variable).is_some_and(|value| !value.is_empty());
-    let (entry, yaml, notices) = match HOSTED.iter().find(|(variable, _)| set(variable)) {
-        Some((variable, yaml)) => (
-            variable.trim_end_matches("_API_KEY").to_lowercase(),
-            yaml.to_string(),
+    let (entry, yaml, notices) = match HOSTED.iter().find(|(variable, ..)| set(variable)) {
+        Some((variable, provider, default, input, output)) => (
+            provider.to_string(),
+            format!(
+                "{{provider: {provider}, model: {}, api_key_env: {variable}, price_per_mtok: {{input: {input}, output: {output}}}}}",
+                serde_json::json!(model.unwrap_or(default))
+            ),
             Vec::new(),
         ),
         None => (
@@ -172,30 +171,26 @@ fn generated(workdir: &Path, model: Option<&str>) -> Models {
             ],
         ),
     };
-    let yaml = match model {
-        Some(id) => yaml.replacen('{', &format!("{{model: {},", serde_json::json!(id)), 1),
-        None => yaml,
-    };
-    Models {
-        specs: BTreeMap::from([(entry.clone(), spec_of(&entry, &yaml))]),
+    Ok(Models {
+        specs: BTreeMap::from([(entry.clone(), spec_of(&entry, &yaml)?)]),
         entry,
         workdir: workdir.to_path_buf(),
         prompts: BTreeMap::new(),
         notices,
-    }
+    })
 }
 
 /// The validated entry `yaml` declares (the loader checks it as any pipeline's).
-fn spec_of(entry: &str, yaml: &str) -> ModelSpec {
-    let text = format!("version: 1\nname: models\nmodels:\n  {entry}: {yaml}\nsteps: {{}}\n");
-    let loaded = pipeline::load_str(
-        &text,
-        Path::new("<check>"),
-        Path::new("/"),
-        &Registry::builtin(),
-    )
-    .expect("the shipped models block is valid");
-    loaded.models[entry].clone()
+fn spec_of(entry: &str, yaml: &str) -> Result<ModelSpec, CheckError> {
+    let text = format!(
+        "version: 1\nname: models\nmodels:\n  {entry}: {yaml}\nsteps:\n  claims: {{uses: check-claims}}\n"
+    );
+    let registry = Registry::with(vec![Arc::new(CheckClaims {
+        records: Vec::new(),
+    })]);
+    let loaded = pipeline::load_str(&text, Path::new("<check>"), Path::new("/"), &registry)
+        .map_err(|diagnostics| CheckError::Input(format!("--model: {diagnostics}")))?;
+    Ok(loaded.models[entry].clone())
 }
 
 /// Asks `question` about `claims` for the range; one decision per claim.
@@ -339,10 +334,12 @@ fn repository_name(root: &Path) -> String {
             }
         })
         .collect();
-    if name.trim_matches(['-', '.']).is_empty() {
+    // Names become file names: no leading `.` or `-`.
+    let name = name.trim_start_matches(['-', '.']);
+    if name.is_empty() {
         "repository".to_string()
     } else {
-        name
+        name.to_string()
     }
 }
 
@@ -591,9 +588,9 @@ impl StepKind for CheckClaims {
     }
 
     fn items(&self, _ctx: &StepContext, _upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
-        Ok(vec![
-            ItemPlan::new("claims").params(JsonText::of(&self.records)),
-        ])
+        Ok(vec![ItemPlan::new("claims").params(
+            serde_json::to_value(&self.records).expect("claims serialize"),
+        )])
     }
 
     fn run(
