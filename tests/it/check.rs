@@ -508,3 +508,113 @@ fn a_claims_test_runs_at_the_ranges_end_with_the_parents_test_file_restored() {
         "the checkout is removed"
     );
 }
+
+fn anchored(id: &str, anchors: Vec<Anchor>) -> MemoryClaim {
+    MemoryClaim {
+        anchors,
+        test: None,
+        ..claim(id, "")
+    }
+}
+
+fn symbol(path: &str, name: &str) -> Anchor {
+    Anchor::Symbol {
+        path: path.into(),
+        name: name.into(),
+    }
+}
+
+#[test]
+fn a4_clears_only_what_it_can_see_untouched() {
+    let repo = repository();
+    let commits = repo.commits().to_vec();
+    let range = Range::open(
+        repo.path(),
+        &commits[0].to_string(),
+        &commits[1].to_string(),
+    )
+    .unwrap();
+    let options = CheckOptions {
+        repo: repo.path_buf(),
+        from: None,
+        to: None,
+        stages: vec![Stage::A4],
+        sources: Vec::new(),
+        discover: false,
+        model: ModelSettings::default(),
+        workdir: Some(tempfile::tempdir().unwrap().path().to_path_buf()),
+        timeout: Duration::from_secs(10),
+    };
+    let claims = [
+        // A name without its file, defined in an untouched class.
+        anchored("name-only", vec![symbol("", "push")]),
+        // A name without its file, whose definition changed.
+        anchored("name-touched", vec![symbol("", "parse_url")]),
+        // A class anchor is touched by a change to any of its members; Stack's did not change.
+        anchored("class", vec![symbol("pkg/stack.py", "Stack")]),
+        // A constant of the touched file whose own text did not change.
+        anchored("constant", vec![symbol("pkg/urls.py", "DEFAULT_SCHEME")]),
+        // Nothing at the range's end is called so: it cannot clear the claim.
+        anchored("dangling", vec![symbol("pkg/urls.py", "split_url")]),
+        anchored(
+            "no-file",
+            vec![Anchor::File {
+                path: "docs/guide.md".into(),
+            }],
+        ),
+        // A glob matching the touched module.
+        anchored(
+            "glob",
+            vec![Anchor::File {
+                path: "pkg/*.py".into(),
+            }],
+        ),
+        // One untouched and one touched anchor: passed on.
+        anchored(
+            "mixed",
+            vec![
+                symbol("pkg/stack.py", "Stack.pop"),
+                symbol("pkg/urls.py", "parse_url"),
+            ],
+        ),
+    ];
+    let outcome = check_claims(
+        &options,
+        &range,
+        &claims,
+        Arc::new(FixedEnvironment(crate::oracle::python::environment())),
+    )
+    .unwrap();
+    let got: Vec<(&str, Verdict)> = outcome
+        .results
+        .iter()
+        .map(|result| (result.id.as_str(), result.verdict))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("name-only", Verdict::Held),
+            ("name-touched", Verdict::None),
+            ("class", Verdict::Held),
+            ("constant", Verdict::Held),
+            ("dangling", Verdict::None),
+            ("no-file", Verdict::None),
+            ("glob", Verdict::None),
+            ("mixed", Verdict::None),
+        ],
+        "{:#?}",
+        outcome.results
+    );
+    assert!(
+        outcome.results[4]
+            .evidence
+            .contains("not defined at the range's end"),
+        "{}",
+        outcome.results[4].evidence
+    );
+    assert!(
+        outcome.results[1].evidence.contains("changed parse_url"),
+        "{}",
+        outcome.results[1].evidence
+    );
+}
