@@ -618,3 +618,72 @@ fn a4_clears_only_what_it_can_see_untouched() {
         outcome.results[1].evidence
     );
 }
+
+#[test]
+fn an_answer_without_a_verdict_is_no_verdict() {
+    let repo = repository();
+    let server = FakeServer::start(|_, _| {
+        Reply::json(answer(
+            claimflow::pipeline::Provider::Openai,
+            "It depends on the caller.",
+        ))
+    });
+    let project = project(&server);
+    let ran = run_check(&project, &repo, &[]);
+    let results = verdicts(&ran.stdout);
+    let asked: Vec<_> = results
+        .iter()
+        .filter(|(id, ..)| id == "url-anchored" || id == "loose")
+        .collect();
+    assert_eq!(asked.len(), 2);
+    for (_, verdict, stage) in asked {
+        assert_eq!(
+            (verdict.as_str(), stage.as_str()),
+            ("none", "-"),
+            "{}",
+            ran.stdout
+        );
+    }
+    assert!(
+        ran.stdout.contains("answer gave no verdict"),
+        "{}",
+        ran.stdout
+    );
+    // The check command's flip is still a flip.
+    assert_eq!(ran.code, 1);
+}
+
+#[test]
+fn calibration_prints_the_measured_cascade_and_refuses_stats_without_one() {
+    let repo = repository();
+    let server = judge();
+    let project = project(&server);
+    project.file(
+        "stats.json",
+        r#"{"arms": {"a4": {"step": {"strategy": "a4"}, "claims": 6, "precision": 0.5},
+                     "cascade": {"step": {"strategy": "cascade"}, "claims": 6, "precision": 0.75,
+                                 "precision_ci": [0.5, 1.0], "recall": 0.6, "coverage": 1.0,
+                                 "cost": {"per_claim": 0.00012}}}}"#,
+    );
+    let ran = run_check(
+        &project,
+        &repo,
+        &["--arm", "a4", "--calibration", "stats.json"],
+    );
+    assert!(
+        ran.stderr.contains("arm `cascade`, 6 claims): precision 0.750 (95% CI 0.500–1.000), recall 0.600, coverage 1.000, cost per claim $0.000120"),
+        "{}",
+        ran.stderr
+    );
+    project.file(
+        "other.json",
+        r#"{"arms": {"a4": {"step": {"strategy": "a4"}}}}"#,
+    );
+    let ran = run_check(&project, &repo, &["--calibration", "other.json"]);
+    assert_eq!(ran.code, 2, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("no arm of strategy `cascade`"),
+        "{}",
+        ran.stderr
+    );
+}
