@@ -109,6 +109,8 @@ pub enum Verb {
         /// The item's content key (`blake3:<hex>`).
         key: String,
     },
+    /// Which claims a commit made false: a coding agent's memories checked against a range.
+    Check(Box<crate::check::verb::CheckArgs>),
     /// Say which protections confine the test processes of mined repositories on this machine.
     Doctor,
     /// Manage the local model that model arms run on when no API key is set.
@@ -308,6 +310,7 @@ pub fn run(cli: Cli) -> Result<()> {
                     context_per_slot,
                 },
         } => serve(parallel, context_per_slot, verbosity),
+        Verb::Check(args) => crate::check::verb::run(*args, &root, cli.quiet),
         Verb::Worker { workdir, key } => worker(&root.join(workdir), &key, &registry),
     }
 }

@@ -52,6 +52,17 @@ fn run() -> u8 {
             {
                 return 0;
             }
+            // `check` found a claim flipped: the results said so.
+            if error
+                .downcast_ref::<claimflow::check::verb::Flipped>()
+                .is_some()
+            {
+                return 1;
+            }
+            if let Some(check) = error.downcast_ref::<claimflow::check::CheckError>() {
+                eprintln!("error: {error:#}");
+                return if check.is_input() { 2 } else { 1 };
+            }
             if let Some(diagnostics) = error.downcast_ref::<Diagnostics>() {
                 eprintln!("{diagnostics}");
                 return 2;

@@ -146,15 +146,28 @@ fn changed_definitions(change: &Change) -> Result<ChangedDefinitions, ArmError> 
         let [before, after] = definitions.as_slice() else {
             continue;
         };
-        for name in before.keys().chain(after.keys()) {
-            let text_before = before.get(name).map(|definition| &definition.text);
-            let text_after = after.get(name).map(|definition| &definition.text);
-            if text_before != text_after {
-                changed.names.insert(name.clone());
-            }
-        }
+        changed.names.extend(changed_names(before, after));
     }
     Ok(changed)
+}
+
+/// The definitions whose text differs between `before` and `after` (one file's definitions at
+/// the parent and the child), or that exist on one side only: what "a symbol's definition
+/// changed" means for A4 and for `check`'s anchors.
+pub fn changed_names(
+    before: &BTreeMap<String, Definition>,
+    after: &BTreeMap<String, Definition>,
+) -> BTreeSet<String> {
+    before
+        .keys()
+        .chain(after.keys())
+        .filter(|name| {
+            let text_before = before.get(*name).map(|definition| &definition.text);
+            let text_after = after.get(*name).map(|definition| &definition.text);
+            text_before != text_after
+        })
+        .cloned()
+        .collect()
 }
 
 /// Why the claim's own files could not be analysed.

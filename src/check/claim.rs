@@ -100,9 +100,10 @@ pub enum Verdict {
     None,
 }
 
-/// The stage of the cascade that decided a claim.
+/// The stage of the cascade that decided a claim; written as its name (`exec`, `a4`, `a6_risk`),
+/// the name `--cascade` and `--arm` take.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(into = "String", try_from = "String")]
 pub enum Stage {
     /// The claim's `test` or `check` was executed at the range's end.
     Exec,
@@ -110,6 +111,43 @@ pub enum Stage {
     A4,
     /// A model arm answered (its strategy id, e.g. `a6_risk`).
     Model(String),
+}
+
+impl Stage {
+    /// The stage's name: `exec`, `a4`, or the model arm's question (`a6_risk`).
+    pub fn name(&self) -> &str {
+        match self {
+            Stage::Exec => "exec",
+            Stage::A4 => "a4",
+            Stage::Model(question) => question,
+        }
+    }
+}
+
+impl std::fmt::Display for Stage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl From<Stage> for String {
+    fn from(stage: Stage) -> String {
+        stage.name().to_string()
+    }
+}
+
+impl TryFrom<String> for Stage {
+    type Error = String;
+
+    /// `exec`, `a4`, or a model arm's question; an empty name is no stage.
+    fn try_from(name: String) -> Result<Self, String> {
+        match name.as_str() {
+            "exec" => Ok(Stage::Exec),
+            "a4" => Ok(Stage::A4),
+            "" => Err("an empty stage name".to_string()),
+            _ => Ok(Stage::Model(name)),
+        }
+    }
 }
 
 /// What `check` says of one claim (one JSON Lines record on stdout).

@@ -4,6 +4,7 @@ pub mod arm;
 
 use std::sync::Arc;
 
+mod cascade;
 mod claim_groups;
 mod command;
 mod control_stats;
@@ -24,6 +25,7 @@ mod shuffle;
 mod stats;
 mod stratify;
 
+pub use cascade::CascadeStep;
 pub use command::CommandStep;
 pub use cutoff::CutoffStep;
 pub use llm_arm::LlmArm;
@@ -56,6 +58,7 @@ impl Registry {
         kinds.push(Arc::new(OracleStep::new(Arc::new(PythonEnvironments))));
         kinds.push(Arc::new(arm::Arm::default()));
         kinds.push(Arc::new(LlmArm::default()));
+        kinds.push(Arc::new(CascadeStep));
         kinds.push(Arc::new(ProseRender));
         kinds.push(Arc::new(Stratify));
         kinds.push(Arc::new(CutoffStep));

@@ -2,6 +2,7 @@
 
 mod arms;
 mod async_items;
+mod check;
 mod check_sources;
 mod chosen;
 mod claims;

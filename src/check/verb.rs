@@ -1,0 +1,220 @@
+//! The `check` verb at the command line's edge: its flags (doc comments are the help text), and
+//! where its output goes: results on stdout in the format asked, the table, notices and the
+//! calibration on stderr, the Markdown summary into `$GITHUB_STEP_SUMMARY` when a workflow sets
+//! it. The exit code says whether a claim flipped ([`Flipped`]).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use super::cascade::{DEFAULT_CASCADE, parse_stages};
+use super::command::{CheckOptions, CheckOutcome, check};
+use super::error::CheckError;
+use super::model_stage::ModelSettings;
+use super::report::{Counts, Format, jsonl, table};
+use crate::steps::PythonEnvironments;
+
+/// Which claims a commit made false: each claim of the sources goes through a cascade of stages,
+/// cheapest first (its own test or check command, then symbol anchoring, then a model arm), and
+/// is reported flipped, held, or without a verdict. Exit 0 when nothing flipped, 1 when a claim
+/// flipped, 2 on bad input.
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// The repository (any directory inside it; default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
+    /// The revision the claims held at (default HEAD^).
+    #[arg(long, value_name = "REV")]
+    pub from: Option<String>,
+    /// The revision to check them at (default HEAD). A range of several commits is judged as one
+    /// change.
+    #[arg(long, value_name = "REV")]
+    pub to: Option<String>,
+    /// The stages, in order: exec (the claim's test or check command), a4 (untouched anchors
+    /// clear a claim), and one model question (a6_risk, a6_base, a5c, a5).
+    #[arg(long, value_name = "STAGES", default_value = DEFAULT_CASCADE)]
+    pub cascade: String,
+    /// One stage alone, in place of the cascade.
+    #[arg(long, value_name = "STAGE", conflicts_with = "cascade")]
+    pub arm: Option<String>,
+    /// What stdout gets.
+    #[arg(long, value_enum, default_value = "jsonl")]
+    pub format: Format,
+    /// Find the repository's memory files (CLAUDE.md, AGENTS.md, .cursor/rules, …).
+    #[arg(long)]
+    pub discover: bool,
+    /// Mark each flipped claim where it lives (a note after a Markdown item; `invalidated_at` and
+    /// `invalidated_by` on a JSON record; Graphiti's `invalid_at`); nothing is deleted, and a
+    /// second write of the same range changes nothing.
+    #[arg(long)]
+    pub write: bool,
+    /// Ask the model stage through this pipeline's `models:` (and its workdir's cache).
+    #[arg(long, value_name = "PIPELINE")]
+    pub pipeline: Option<PathBuf>,
+    /// The `models:` entry of --pipeline to ask (default: the one its llm-arm step for the
+    /// question asks), or the model id of the hosted default.
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Ask no model: cached answers only; an uncached claim gets no verdict.
+    #[arg(long)]
+    pub offline: bool,
+    /// A stats.json whose cascade arm's measured precision, recall, coverage and cost to print.
+    #[arg(long, value_name = "STATS")]
+    pub calibration: Option<PathBuf>,
+    /// Seconds one check command or test run may take.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+    pub timeout: u64,
+    /// Where the check keeps its cache and checkouts (default: ~/.cache/claimflow/check/<repo>).
+    #[arg(long, value_name = "DIR")]
+    pub workdir: Option<PathBuf>,
+    /// Claim files: claimflow's JSON Lines (id, text, anchors, test, check), memory files.
+    #[arg(value_name = "CLAIM SOURCES")]
+    pub sources: Vec<PathBuf>,
+}
+
+/// A claim flipped: exit code 1, said by the results themselves (nothing more to print).
+#[derive(Debug, thiserror::Error)]
+#[error("{0} claims flipped")]
+pub struct Flipped(pub usize);
+
+/// Runs `check` from `root` (the directory claimflow runs in).
+pub fn run(args: CheckArgs, root: &Path, quiet: bool) -> Result<()> {
+    let stages = parse_stages(args.arm.as_deref().unwrap_or(&args.cascade))?;
+    let options = CheckOptions {
+        repo: root.join(args.repo.as_deref().unwrap_or(Path::new("."))),
+        from: args.from,
+        to: args.to,
+        stages: stages.clone(),
+        sources: args.sources.iter().map(|path| root.join(path)).collect(),
+        discover: args.discover,
+        write: args.write,
+        model: ModelSettings {
+            pipeline: args.pipeline,
+            model: args.model,
+            offline: args.offline,
+            project_root: root.to_path_buf(),
+        },
+        workdir: args.workdir.map(|dir| root.join(dir)),
+        timeout: Duration::from_secs(args.timeout),
+    };
+    let calibration = args
+        .calibration
+        .map(|file| calibration(&root.join(file)))
+        .transpose()?;
+    let outcome = check(&options, Arc::new(PythonEnvironments))?;
+    print(&outcome, &stages, args.format, quiet)?;
+    if !quiet && let Some(written) = &outcome.written {
+        eprintln!(
+            "marked {} flipped claims in {} files ({} already marked)",
+            written.marked.len(),
+            written.files.len(),
+            written.already_marked.len()
+        );
+    }
+    if !quiet && let Some(lines) = calibration {
+        eprint!("{lines}");
+    }
+    let flipped = Counts::of(&outcome.results).flipped;
+    if flipped > 0 {
+        return Err(Flipped(flipped).into());
+    }
+    Ok(())
+}
+
+fn print(
+    outcome: &CheckOutcome,
+    stages: &[super::claim::Stage],
+    format: Format,
+    quiet: bool,
+) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    match format {
+        Format::Jsonl => out.write_all(jsonl(&outcome.results).as_bytes())?,
+        Format::Github => {
+            out.write_all(super::github::annotations(&outcome.results, &outcome.range).as_bytes())?;
+            let summary = super::github::summary(&outcome.results, &outcome.range);
+            match std::env::var_os("GITHUB_STEP_SUMMARY").filter(|path| !path.is_empty()) {
+                Some(path) => {
+                    let mut file = std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(&path)
+                        .with_context(|| {
+                            format!(
+                                "open $GITHUB_STEP_SUMMARY {}",
+                                PathBuf::from(&path).display()
+                            )
+                        })?;
+                    file.write_all(summary.as_bytes())?;
+                }
+                None => out.write_all(summary.as_bytes())?,
+            }
+        }
+        Format::Sarif => {
+            serde_json::to_writer_pretty(
+                &mut out,
+                &super::sarif::log(&outcome.results, stages, &outcome.range),
+            )?;
+            writeln!(out)?;
+        }
+    }
+    out.flush()?;
+    if !quiet {
+        for notice in &outcome.notices {
+            eprintln!("{notice}");
+        }
+        eprint!("{}", table(&outcome.results, &outcome.range));
+    }
+    Ok(())
+}
+
+/// The measured figures of the cascade arms of a `stats.json`, as lines for stderr.
+fn calibration(file: &Path) -> Result<String, CheckError> {
+    let text = std::fs::read_to_string(file).map_err(|error| {
+        CheckError::Input(format!(
+            "--calibration: cannot read {}: {error}",
+            file.display()
+        ))
+    })?;
+    let stats: serde_json::Value = serde_json::from_str(&text).map_err(|error| {
+        CheckError::Input(format!(
+            "--calibration: {} is not a stats.json: {error}",
+            file.display()
+        ))
+    })?;
+    let arms = stats["arms"].as_object().ok_or_else(|| {
+        CheckError::Input(format!("--calibration: {} has no `arms`", file.display()))
+    })?;
+    let number = |value: &serde_json::Value| {
+        value
+            .as_f64()
+            .map_or("n/a".to_string(), |x| format!("{x:.3}"))
+    };
+    let mut lines = String::new();
+    for (step, arm) in arms {
+        if arm["step"]["strategy"].as_str() != Some("cascade") {
+            continue;
+        }
+        lines.push_str(&format!(
+            "measured ({}, arm `{step}`, {} claims): precision {} (95% CI {}–{}), recall {}, coverage {}, cost per claim {}\n",
+            file.display(),
+            arm["claims"],
+            number(&arm["precision"]),
+            number(&arm["precision_ci"][0]),
+            number(&arm["precision_ci"][1]),
+            number(&arm["recall"]),
+            number(&arm["coverage"]),
+            arm["cost"]["per_claim"].as_f64().map_or("n/a".to_string(), |x| format!("${x:.6}")),
+        ));
+    }
+    if lines.is_empty() {
+        return Err(CheckError::Input(format!(
+            "--calibration: {} has no arm of strategy `cascade`; score one with a `uses: cascade` step",
+            file.display()
+        )));
+    }
+    Ok(lines)
+}
