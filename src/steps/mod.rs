@@ -15,7 +15,7 @@ mod model_calls;
 mod oracle;
 mod paraphrase;
 mod prose_render;
-mod published;
+pub(crate) mod published;
 mod rank_commits;
 mod rename_class;
 mod report;
@@ -26,7 +26,7 @@ mod stratify;
 
 pub use command::CommandStep;
 pub use cutoff::CutoffStep;
-pub use llm_arm::LlmArm;
+pub use llm_arm::{LlmArm, LlmArmParams};
 pub use mine_claims::MineClaims;
 pub use oracle::{
     EnvironmentFailure, Environments, FixedEnvironment, OracleStep, PythonEnvironments,

@@ -1,0 +1,18 @@
+//! `claimflow view`: the results page a researcher reads claim by claim. Each run's `report` step
+//! writes `results/<name>/index.html`, one self-contained file (no network, everything inlined)
+//! with the report's tables and figures, a claims explorer and each claim's page; `claimflow view`
+//! prints its path, compares two runs, or serves the results directory on a loopback port.
+
+pub mod compare;
+pub mod error;
+pub mod escape;
+pub mod gather;
+pub mod model;
+pub mod page;
+pub mod serve;
+pub mod step;
+pub mod synthetic;
+
+pub use model::Inputs;
+pub use page::render;
+pub use error::ViewError;
