@@ -12,14 +12,17 @@ use serde_json::Value;
 use super::ViewError;
 use super::escape::html;
 use super::model::SCHEMA;
-use super::page::DATA_ID;
+use super::page::{DATA_ID, TEXT_ID};
 
 /// One run's page data.
 #[derive(Debug, Clone)]
 pub struct Run {
     /// What the comparison calls it (the results directory's name).
     pub name: String,
+    /// The page's index: claims, labels, verdicts.
     pub data: Value,
+    /// The page's text: sources, diffs, evidence.
+    pub text: Value,
 }
 
 impl Run {
@@ -39,20 +42,23 @@ impl Run {
                 });
             }
         };
-        let data = embedded(&text).map_err(|problem| ViewError::Data {
-            path: path.clone(),
-            problem,
-        })?;
+        let read = |id: &str| {
+            embedded(&text, id).map_err(|problem| ViewError::Data {
+                path: path.clone(),
+                problem,
+            })
+        };
+        let (data, text) = (read(DATA_ID)?, read(TEXT_ID)?);
         let name = results
             .file_name()
             .map_or_else(|| results.display().to_string(), |name| name.to_string_lossy().into_owned());
-        Ok(Run { name, data })
+        Ok(Run { name, data, text })
     }
 }
 
-/// The data a page embeds.
-pub fn embedded(page: &str) -> Result<Value, String> {
-    let open = format!("<script type=\"application/json\" id=\"{DATA_ID}\">");
+/// The data a page embeds in its `<script>` element `id`.
+pub fn embedded(page: &str, id: &str) -> Result<Value, String> {
+    let open = format!("<script type=\"application/json\" id=\"{id}\">");
     let start = page.find(&open).ok_or("no embedded claimflow data")? + open.len();
     let end = page[start..]
         .find("</script>")
@@ -97,7 +103,7 @@ fn arms(data: &Value) -> BTreeMap<&str, &Value> {
 }
 
 /// The evidence an arm gave for the claim at `index`, as text.
-fn evidence(data: &Value, arm: &Value, index: usize) -> String {
+fn evidence(run: &Run, arm: &Value, index: usize) -> String {
     let row = arm["predictions"]
         .as_array()
         .into_iter()
@@ -106,10 +112,19 @@ fn evidence(data: &Value, arm: &Value, index: usize) -> String {
     let Some(row) = row else {
         return "not judged".to_string();
     };
-    let evidence = &data["evidence"][row[1].as_u64().unwrap_or(0) as usize];
+    let evidence = &run.text["evidence"][row[1].as_u64().unwrap_or(0) as usize];
     match evidence.get("answer").and_then(Value::as_str) {
         Some(answer) => answer.to_string(),
         None => serde_json::to_string_pretty(evidence).expect("evidence serializes"),
+    }
+}
+
+fn label_name(letter: &str) -> &'static str {
+    match letter {
+        "f" => "flipped",
+        "h" => "held",
+        "d" => "discarded",
+        _ => "unlabelled",
     }
 }
 
@@ -155,8 +170,8 @@ fn changes<'a>(first: &'a Run, second: &'a Run, step: &str) -> Vec<Change<'a>> {
             label: seen.label,
             before,
             after,
-            before_evidence: evidence(&first.data, first_arm, *before_index),
-            after_evidence: evidence(&second.data, second_arm, *after_index),
+            before_evidence: evidence(first, first_arm, *before_index),
+            after_evidence: evidence(second, second_arm, *after_index),
         });
     }
     changed
@@ -262,7 +277,7 @@ fn arm_section(out: &mut String, step: &str, changed: &[Change], first: &Run, se
              <pre class=\"answer\">{}</pre><pre class=\"answer\">{}</pre></details></td></tr>",
             html(change.id),
             html(change.node),
-            html(change.label),
+            html(label_name(change.label)),
             change.before,
             verdict_name(change.before),
             change.after,
@@ -288,4 +303,50 @@ pub fn output_path(first: &Path, second: &Run) -> PathBuf {
         })
         .collect();
     first.join(format!("compare-{name}.html"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(name: &str, inputs: &crate::view::Inputs) -> Run {
+        let page = crate::view::render(inputs);
+        Run {
+            name: name.to_string(),
+            data: embedded(&page, DATA_ID).unwrap(),
+            text: embedded(&page, TEXT_ID).unwrap(),
+        }
+    }
+
+    #[test]
+    fn a_changed_verdict_is_listed_with_both_answers_and_an_unchanged_one_is_not() {
+        let before = crate::view::synthetic::inputs(40, 10, 4);
+        let mut after = before.clone();
+        let risk = after.arms.iter_mut().find(|arm| arm.step == "a6_risk").unwrap();
+        let prediction = risk
+            .predictions
+            .iter_mut()
+            .find(|prediction| prediction.verdict == crate::records::Verdict::Held)
+            .unwrap();
+        prediction.verdict = crate::records::Verdict::Flipped;
+        prediction.evidence = serde_json::json!({"answer": "now <flipped>"});
+        let changed_claim = prediction.claim.clone();
+        let (first, second) = (run("v1", &before), run("v2", &after));
+        let changed = changes(&first, &second, "a6_risk");
+        assert_eq!(changed.len(), 1);
+        assert_eq!(changed[0].id, changed_claim);
+        assert_eq!((changed[0].before, changed[0].after), ('h', 'f'));
+        assert_eq!(changed[0].after_evidence, "now <flipped>");
+        assert!(changes(&first, &second, "a4").is_empty());
+        let page = render(&first, &second);
+        assert!(page.contains("a6_risk: 1 changed"));
+        assert!(page.contains("now &lt;flipped&gt;"));
+    }
+
+    #[test]
+    fn a_page_without_claimflow_data_is_refused() {
+        assert!(embedded("<html></html>", DATA_ID).is_err());
+        let dir = tempfile::tempdir().unwrap();
+        assert!(matches!(Run::read(dir.path()), Err(ViewError::NoPage { .. })));
+    }
 }

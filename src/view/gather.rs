@@ -165,15 +165,11 @@ fn diffs(
 
 /// Where the results come from: the pipeline file's digest, its models, and the newest commit of
 /// the corpus as the date.
-fn provenance(ctx: &StepContext, commits: &[CommitRecord]) -> Result<Provenance, StepError> {
-    let bytes = std::fs::read(&ctx.pipeline.file).map_err(|source| StepError::Io {
-        context: format!("read the pipeline {}", ctx.pipeline.file.display()),
-        source,
-    })?;
-    Ok(Provenance {
+fn provenance(ctx: &StepContext, commits: &[CommitRecord]) -> Provenance {
+    Provenance {
         version: env!("CARGO_PKG_VERSION").to_string(),
         pipeline: ctx.pipeline.name.clone(),
-        pipeline_digest: crate::cache::Digest::of(&bytes).to_string(),
+        pipeline_digest: pipeline_digest(ctx),
         models: ctx
             .pipeline
             .models
@@ -181,12 +177,16 @@ fn provenance(ctx: &StepContext, commits: &[CommitRecord]) -> Result<Provenance,
             .map(|(name, spec)| (name.clone(), format!("{} {}", spec.provider, spec.model)))
             .collect(),
         latest_commit: commits.iter().map(|commit| commit.time).max(),
-    })
+    }
 }
 
-/// The digest of the pipeline file, for the page's key (the page shows it).
-pub fn pipeline_digest(ctx: &StepContext) -> Result<String, StepError> {
-    provenance(ctx, &[]).map(|provenance| provenance.pipeline_digest)
+/// The digest of the pipeline file (a pipeline built in memory has none to read: it says so).
+pub fn pipeline_digest(ctx: &StepContext) -> String {
+    match std::fs::read(&ctx.pipeline.file) {
+        Ok(bytes) => crate::cache::Digest::of(&bytes).to_string(),
+        // No path in the text: it enters the page's key.
+        Err(error) => format!("unknown: the pipeline file could not be read ({})", error.kind()),
+    }
 }
 
 /// Everything the page shows, from the outputs of the steps the report needs.
@@ -203,7 +203,7 @@ pub fn inputs(
     let diffs = diffs(ctx, &claims, &arms)?;
     Ok(Inputs {
         title: title.to_string(),
-        provenance: provenance(ctx, &commits)?,
+        provenance: provenance(ctx, &commits),
         repositories: ctx
             .pipeline
             .repos

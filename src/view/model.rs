@@ -236,8 +236,16 @@ fn runs(runs: &[RunRecord], strings: &mut Interned) -> Value {
     }
 }
 
+/// The embedded data, in two parts: the index the page reads as it loads (claims, labels,
+/// verdicts, commits) and the text it reads when a claim's page first opens (test sources, diffs,
+/// evidence), so the load parses what the overview and the explorer show and no more.
+pub struct Data {
+    pub index: Value,
+    pub text: Value,
+}
+
 /// The embedded data: see the module's doc, and `assets/view.js` for the reader.
-pub fn data(inputs: &Inputs) -> Value {
+pub fn data(inputs: &Inputs) -> Data {
     let claimed = Claimed::of(inputs);
     let mut strings = Interned::default();
     let repositories: Vec<&String> = inputs.repositories.keys().collect();
@@ -307,7 +315,6 @@ pub fn data(inputs: &Inputs) -> Value {
                 strings.maybe(truth.and_then(|truth| truth.reason.as_deref())),
                 truth.map(|truth| runs(&truth.parent_runs, &mut strings)),
                 truth.map(|truth| runs(&truth.child_runs, &mut strings)),
-                claim.map(|claim| claim.source.as_str()),
                 claim.map(|claim| assertion_lines(&claim.source, &claim.assertions)),
             ])
         })
@@ -325,17 +332,27 @@ pub fn data(inputs: &Inputs) -> Value {
         .map(|text| serde_json::from_str(text).expect("interned evidence is JSON"))
         .collect();
 
-    json!({
+    let sources: Vec<Option<&str>> = claimed
+        .ids
+        .iter()
+        .map(|id| claimed.claims.get(id).map(|claim| claim.source.as_str()))
+        .collect();
+    let index = json!({
         "schema": SCHEMA,
         "title": inputs.title,
         "repositories": inputs.repositories.iter().map(|(name, split)| json!([name, split])).collect::<Vec<_>>(),
         "commits": commits,
-        "diffs": diffs.values,
         "strings": strings.values,
         "claims": claims,
         "arms": arms,
+    });
+    let text = json!({
+        "schema": SCHEMA,
+        "sources": sources,
+        "diffs": diffs.values,
         "evidence": evidence,
-    })
+    });
+    Data { index, text }
 }
 
 /// One arm: what it is, one verdict letter per claim, and for each claim it judged
@@ -424,5 +441,91 @@ impl Cells {
             }
         }
         cells
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_data_holds_every_claim_every_arm_and_the_evidence_of_every_prediction() {
+        let inputs = crate::view::synthetic::inputs(200, 10, 7);
+        let Data { index, text } = data(&inputs);
+        let claims = index["claims"].as_array().unwrap();
+        assert_eq!(claims.len(), 200);
+        let ids: Vec<&str> = claims.iter().map(|claim| claim[0].as_str().unwrap()).collect();
+        let mut expected: Vec<&str> = inputs.claims.iter().map(|claim| claim.id.as_str()).collect();
+        expected.sort_unstable();
+        assert_eq!(ids, expected);
+        assert_eq!(text["sources"].as_array().unwrap().len(), 200);
+        let arms = index["arms"].as_array().unwrap();
+        assert_eq!(arms.len(), 10);
+        let evidence = text["evidence"].as_array().unwrap();
+        for (arm, view) in arms.iter().zip(&inputs.arms) {
+            assert_eq!(arm["step"], view.step.as_str());
+            let verdicts = arm["verdicts"].as_str().unwrap();
+            assert_eq!(verdicts.len(), 200);
+            let rows = arm["predictions"].as_array().unwrap();
+            assert_eq!(rows.len(), view.predictions.len());
+            for row in rows {
+                let claim = row[0].as_u64().unwrap() as usize;
+                let prediction = view
+                    .predictions
+                    .iter()
+                    .find(|prediction| prediction.claim == ids[claim])
+                    .unwrap();
+                assert_eq!(evidence[row[1].as_u64().unwrap() as usize], prediction.evidence);
+                assert_eq!(
+                    verdicts.as_bytes()[claim] as char,
+                    verdict_letter(Some(prediction.verdict))
+                );
+                if prediction.tokens_in.is_some() {
+                    assert_eq!(row[2], json!(prediction.tokens_in));
+                    assert_eq!(row[4], json!(prediction.cost));
+                }
+            }
+        }
+        // Each commit's diff is stored once, however many claims it has.
+        let commits = index["commits"].as_array().unwrap();
+        assert_eq!(commits.len(), inputs.commits.len());
+        assert_eq!(text["diffs"].as_array().unwrap().len(), inputs.diffs.len());
+    }
+
+    #[test]
+    fn an_unjudged_claim_is_a_dot_and_a_missing_verdict_stays_none() {
+        let mut inputs = crate::view::synthetic::inputs(20, 6, 3);
+        inputs.arms[5].predictions.truncate(10);
+        inputs.arms[5].predictions[0].verdict = Verdict::None;
+        let claimed = Claimed::of(&inputs);
+        let index = data(&inputs).index;
+        let verdicts = index["arms"][5]["verdicts"].as_str().unwrap();
+        let judged: Vec<usize> = inputs.arms[5]
+            .predictions
+            .iter()
+            .map(|p| claimed.ids.iter().position(|id| *id == p.claim).unwrap())
+            .collect();
+        for (position, letter) in verdicts.chars().enumerate() {
+            assert_eq!(letter == '.', !judged.contains(&position), "{verdicts}");
+        }
+        assert_eq!(verdicts.as_bytes()[judged[0]], b'n');
+    }
+
+    #[test]
+    fn assertion_lines_mark_each_assertion_statement_whole() {
+        let source = "def test_x():\n    value = 1\n    assert value == 1\n    assert (value\n            > 0)\n";
+        let assertions = vec!["assert value == 1".to_string(), "assert (value\n        > 0)".to_string()];
+        assert_eq!(assertion_lines(source, &assertions), vec![2, 3, 4]);
+    }
+
+    #[test]
+    fn cells_count_verdicts_against_labels_and_leave_discarded_claims_out() {
+        let inputs = crate::view::synthetic::inputs(300, 10, 5);
+        let claimed = Claimed::of(&inputs);
+        let cells = Cells::of("a0", &claimed);
+        let flipped = inputs.truth.iter().filter(|t| t.label == Label::Flipped).count() as u64;
+        let held = inputs.truth.iter().filter(|t| t.label == Label::Held).count() as u64;
+        // A0 says flipped of every claim.
+        assert_eq!((cells.tp, cells.fp, cells.false_negatives, cells.tn), (flipped, held, 0, 0));
     }
 }

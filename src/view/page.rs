@@ -14,14 +14,21 @@ use crate::stats::report::{Section, Table};
 const STYLE: &str = include_str!("assets/view.css");
 const SCRIPT: &str = include_str!("assets/view.js");
 
-/// The id of the `<script>` element holding the data (the comparison reads it back).
+/// The id of the `<script>` element holding the data's index (the comparison reads it back).
 pub const DATA_ID: &str = "claimflow-data";
+
+/// The id of the `<script>` element holding the data's text: sources, diffs, evidence.
+pub const TEXT_ID: &str = "claimflow-text";
 
 /// The whole page.
 pub fn render(inputs: &Inputs) -> String {
     let claimed = Claimed::of(inputs);
-    let data = json_in_script(&data(inputs).to_string());
-    let mut out = String::with_capacity(data.len() + 64 * 1024);
+    let data = data(inputs);
+    let (index, text) = (
+        json_in_script(&data.index.to_string()),
+        json_in_script(&data.text.to_string()),
+    );
+    let mut out = String::with_capacity(index.len() + text.len() + 64 * 1024);
     let title = html(&inputs.title);
     let _ = write!(
         out,
@@ -47,7 +54,8 @@ pub fn render(inputs: &Inputs) -> String {
     );
     let _ = write!(
         out,
-        "</main>\n<script type=\"application/json\" id=\"{DATA_ID}\">{data}</script>\n\
+        "</main>\n<script type=\"application/json\" id=\"{DATA_ID}\">{index}</script>\n\
+         <script type=\"application/json\" id=\"{TEXT_ID}\">{text}</script>\n\
          <script>\n{SCRIPT}</script>\n</body>\n</html>\n"
     );
     out
@@ -360,5 +368,68 @@ fn label_name(letter: char) -> &'static str {
         'h' => "held",
         'd' => "discarded",
         _ => "unlabelled",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::view::compare::embedded;
+
+    /// A results set whose claim source, commit subject, model answer and repository's split carry
+    /// markup and a `</script>`.
+    pub(crate) fn hostile() -> Inputs {
+        let mut inputs = crate::view::synthetic::inputs(30, 10, 2);
+        inputs.claims[0].source =
+            "def test_x():\n    assert '</script><script>alert(1)</script>' != '<b>bold</b>'\n".into();
+        inputs.commits[0].subject = "<img src=x onerror=alert(2)> & </script>".into();
+        let claim = inputs.claims[0].id.clone();
+        for arm in &mut inputs.arms {
+            for prediction in &mut arm.predictions {
+                if prediction.claim == claim {
+                    prediction.evidence = serde_json::json!({"answer": "</script><h1>owned</h1>\u{2028}"});
+                }
+            }
+        }
+        inputs.title = "<title>report</title>".into();
+        inputs
+    }
+
+    #[test]
+    fn hostile_text_stays_text_in_the_page() {
+        let inputs = hostile();
+        let page = render(&inputs);
+        // One script closes each script element the page opens, no more.
+        assert_eq!(page.matches("</script>").count(), 3, "a `</script>` broke out");
+        assert!(!page.contains("<h1>owned"));
+        assert!(!page.contains("<img src=x"));
+        assert!(!page.contains("<title>report</title>"));
+        assert!(page.contains("&lt;title&gt;report&lt;/title&gt;"));
+        // The data reads back as the very text.
+        let text = embedded(&page, TEXT_ID).unwrap();
+        let sources: Vec<&str> = text["sources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|source| source.as_str())
+            .collect();
+        assert!(sources.iter().any(|source| source.contains("</script><script>alert(1)")));
+        let index = embedded(&page, DATA_ID).unwrap();
+        assert!(index.to_string().contains("<img src=x onerror=alert(2)>"));
+    }
+
+    #[test]
+    fn the_same_inputs_render_the_same_bytes() {
+        let first = render(&crate::view::synthetic::inputs(120, 10, 9));
+        let second = render(&crate::view::synthetic::inputs(120, 10, 9));
+        assert!(first == second, "two renders differ");
+        assert!(!first.contains("http://") && !first.contains("https://"), "a network reference");
+    }
+
+    #[test]
+    fn dates_are_civil_days_in_utc() {
+        assert_eq!(date_of(0), "1970-01-01");
+        assert_eq!(date_of(1_709_164_800), "2024-02-29");
+        assert_eq!(date_of(-86_400), "1969-12-31");
     }
 }

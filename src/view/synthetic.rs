@@ -121,16 +121,22 @@ fn truth(random: &mut fastrand::Rng, claim: &ClaimRecord) -> TruthRecord {
 
 fn prediction(random: &mut fastrand::Rng, claim: &str, step: &str, model: bool) -> PredictionRecord {
     let verdict = match random.u32(0..20) {
+        _ if step == "a0" => Verdict::Flipped,
+        _ if step == "a1" => Verdict::Held,
         0 if model => Verdict::None,
         roll if roll < 7 => Verdict::Flipped,
         _ => Verdict::Held,
     };
     let (evidence, tokens_in, tokens_out, cost) = if model {
+        // Every answer its own, as a model's are: evidence is not shared between claims.
         let answer = format!(
-            "The change rewrites the helper the test calls; the assertion on its return value {} \
-             because the new code path returns a different value for the inputs the test builds. \
-             VERDICT: {}",
+            "The change rewrites helper_{} that {} calls; the assertion on its return value {} \
+             because the new code path returns a different value for the inputs the test builds \
+             (limit {}). VERDICT: {}",
+            random.u32(0..1000),
+            claim.rsplit("::").next().unwrap_or(claim),
             if verdict == Verdict::Flipped { "no longer holds" } else { "still holds" },
+            random.u32(0..100_000),
             if verdict == Verdict::Flipped { "FLIPPED" } else { "HELD" }
         );
         let evidence = json!({"question": step, "model": "synthetic-model", "answer": answer,

@@ -2,11 +2,16 @@
 // (layout in src/view/model.rs). Every text from the data enters the DOM as text, never as markup.
 (function () {
   "use strict";
+  // When the browser reached the script: the HTML before it is read and parsed (the bench reads it).
+  const started = Math.round(performance.now());
   document.documentElement.classList.add("js");
   const D = JSON.parse(document.getElementById("claimflow-data").textContent);
-  const C = D.claims, A = D.arms, S = D.strings, E = D.evidence;
+  const C = D.claims, A = D.arms, S = D.strings;
   const ID = 0, NODE = 1, REPO = 2, COMMIT = 3, LABEL = 4, REASON = 5, PARENT_RUNS = 6,
-    CHILD_RUNS = 7, SOURCE = 8, ASSERT_LINES = 9;
+    CHILD_RUNS = 7, ASSERT_LINES = 8;
+  // Sources, diffs and evidence: parsed when a claim's page first needs them, not at load.
+  let T = null;
+  const text = () => T || (T = JSON.parse(document.getElementById("claimflow-text").textContent));
   const LABELS = { f: "flipped", h: "held", d: "discarded", u: "unlabelled" };
   const VERDICTS = { f: "flipped", h: "held", n: "no verdict", ".": "not judged" };
   const PAGE = 250;
@@ -224,7 +229,7 @@
       wrong ? el("span", { class: "pill f", text: "disagrees with the label" }) : null]);
     const body = el("div", { class: "body" });
     if (row) {
-      body.appendChild(evidenceList(E[row[1]]));
+      body.appendChild(evidenceList(text().evidence[row[1]]));
       if (row.length > 2) {
         const facts = [];
         if (row[2] !== null) facts.push("tokens in " + row[2] + ", out " + row[3]);
@@ -250,9 +255,10 @@
         el("span", { class: "mono", text: claim[ID] })])]);
     const cards = [head];
     const source = el("div", { class: "card" }, [el("h2", { text: "The test at the parent" })]);
-    if (claim[SOURCE] !== null) {
+    const sourceText = text().sources[index];
+    if (sourceText !== null) {
       const marked = new Set(claim[ASSERT_LINES] || []);
-      source.appendChild(codeBlock(claim[SOURCE], (line, number) => marked.has(number) ? "assert" : ""));
+      source.appendChild(codeBlock(sourceText, (line, number) => marked.has(number) ? "assert" : ""));
       source.appendChild(el("p", { class: "note", text: marked.size + " assertion line(s) marked" }));
     } else source.appendChild(el("p", { class: "note", text: "The report does not need the claims step: no source." }));
     const oracle = el("div", { class: "card" }, [el("h2", { text: "The oracle's runs" }),
@@ -270,8 +276,8 @@
       for (const limit of limits) {
         const users = A.filter((a) => String(a.diff_limit) === limit).map((a) => a.step);
         change.appendChild(el("p", { class: "note", text: "As a model is shown it, cut at " + limit + " characters" + (users.length ? " (" + users.join(", ") + ")" : "") + "; test files left out." }));
-        const text = D.diffs[commit[5][limit]];
-        change.appendChild(text ? codeBlock(text, diffClass) : el("p", { class: "note", text: "The diff touches no source file." }));
+        const diff = text().diffs[commit[5][limit]];
+        change.appendChild(diff ? codeBlock(diff, diffClass) : el("p", { class: "note", text: "The diff touches no source file." }));
       }
     }
     cards.push(change);
@@ -293,5 +299,6 @@
   window.addEventListener("hashchange", route);
   route();
   performance.mark("claimflow-ready");
+  document.body.dataset.scriptMs = String(started);
   document.body.dataset.readyMs = String(Math.round(performance.now()));
 })();
