@@ -559,7 +559,7 @@ fn view(runs: &[PathBuf], serve: bool, port: u16, root: &Path, registry: &Regist
     let page = match runs.get(1) {
         None => {
             Run::read(&first).map_err(input)?;
-            first.join(crate::view::step::FILE)
+            first.join(crate::view::FILE)
         }
         Some(second) => {
             let (before, after) = (Run::read(&first), Run::read(&results(second)?));

@@ -13,12 +13,14 @@ mod llm_arm;
 mod mine_claims;
 mod model_calls;
 mod oracle;
+mod page_inputs;
 mod paraphrase;
 mod prose_render;
-pub(crate) mod published;
+mod published;
 mod rank_commits;
 mod rename_class;
 mod report;
+mod report_page;
 pub mod selection;
 mod shuffle;
 mod stats;
@@ -26,7 +28,7 @@ mod stratify;
 
 pub use command::CommandStep;
 pub use cutoff::CutoffStep;
-pub use llm_arm::{LlmArm, LlmArmParams};
+pub use llm_arm::LlmArm;
 pub use mine_claims::MineClaims;
 pub use oracle::{
     EnvironmentFailure, Environments, FixedEnvironment, OracleStep, PythonEnvironments,

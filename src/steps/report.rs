@@ -108,7 +108,7 @@ impl StepKind for ReportStep {
         }));
         Ok(vec![
             plan.read_outputs([stats]),
-            crate::view::step::plan(ctx, upstream)?,
+            super::report_page::plan(ctx, upstream)?,
         ])
     }
 
@@ -123,9 +123,9 @@ impl StepKind for ReportStep {
         let (title, document, config) = Self::document(ctx, params, stats)?;
         let files = report::render(&title, &document, &config)
             .map_err(|error| StepError::Message(format!("step `{}`: {error}", ctx.step.name)))?;
-        if item.id == crate::view::step::ITEM {
-            let parts = crate::view::step::report_parts(&document, &config, &files);
-            return crate::view::step::run(ctx, upstream, &title, parts);
+        if item.id == super::report_page::ITEM {
+            let parts = super::report_page::report_parts(&document, &config, &files);
+            return super::report_page::run(ctx, upstream, &title, parts);
         }
         let mut output = ItemOutput::default();
         for (path, bytes) in files {

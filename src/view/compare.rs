@@ -28,7 +28,7 @@ pub struct Run {
 impl Run {
     /// Reads the page `index.html` in `results`.
     pub fn read(results: &Path) -> Result<Self, ViewError> {
-        let path = results.join(super::step::FILE);
+        let path = results.join(super::FILE);
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {

@@ -6,13 +6,14 @@
 pub mod compare;
 pub mod error;
 pub mod escape;
-pub mod gather;
 pub mod model;
 pub mod page;
 pub mod serve;
-pub mod step;
 pub mod synthetic;
 
 pub use model::Inputs;
 pub use page::render;
 pub use error::ViewError;
+
+/// The page's file, relative to a results directory.
+pub const FILE: &str = "index.html";

@@ -2,7 +2,7 @@
 //!
 //! The inputs are what a run's cached outputs hold (claims, labels with their runs, each arm's
 //! predictions with evidence, the source-only diffs the model arms were shown, the report's
-//! tables and figures); [`gather`](super::gather) fills them from a step's upstream, and the
+//! tables and figures); the `report` step fills them from its upstream, and the
 //! synthetic bench fills them with made-up data, so both go through the same rendering.
 //!
 //! The embedded data must load fast at ten thousand claims and ten arms, and grow linearly with

@@ -68,7 +68,7 @@ pub fn resolve(root: &Path, target: &str) -> Option<PathBuf> {
     let path = target.split(['?', '#']).next()?;
     let path = path.strip_prefix('/')?;
     let path = if path.is_empty() || path.ends_with('/') {
-        format!("{path}{}", super::step::FILE)
+        format!("{path}{}", super::FILE)
     } else {
         path.to_string()
     };

@@ -25,3 +25,4 @@ mod shipped;
 mod signals;
 mod slurm;
 mod stats;
+mod view;

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use super::gather;
-use super::model::{ReportParts, SCHEMA};
+use super::page_inputs;
+use crate::view::model::{ReportParts, SCHEMA};
 use crate::engine::{ItemOutput, ItemPlan, StepContext, StepError, Upstream};
 use crate::stats::StatsDocument;
 use crate::stats::report::{ReportConfig, build, files::preamble};
@@ -16,7 +16,7 @@ use crate::stats::report::{ReportConfig, build, files::preamble};
 pub const ITEM: &str = "view";
 
 /// The page's file, relative to the results directory.
-pub const FILE: &str = "index.html";
+pub use crate::view::FILE;
 
 /// The page's item: it reads every needed step's output, and what else shapes the page: the
 /// renderer's version, the pipeline file (its digest is shown), the repositories' test-file
@@ -30,11 +30,11 @@ pub fn plan(ctx: &StepContext, upstream: &Upstream) -> Result<ItemPlan, StepErro
         .collect();
     let params = json!({
         "pipeline": ctx.pipeline.name,
-        "pipeline_digest": gather::pipeline_digest(ctx),
+        "pipeline_digest": page_inputs::pipeline_digest(ctx),
         "claimflow": env!("CARGO_PKG_VERSION"),
         "schema": SCHEMA,
         "repositories": repositories,
-        "diff_limits": gather::diff_limits(ctx, upstream),
+        "diff_limits": page_inputs::diff_limits(ctx, upstream),
     });
     Ok(ItemPlan::new(ITEM)
         .params(params)
@@ -68,8 +68,8 @@ pub fn run(
     title: &str,
     report: ReportParts,
 ) -> Result<ItemOutput, StepError> {
-    let inputs = gather::inputs(ctx, upstream, title, report)?;
-    let page = super::page::render(&inputs);
+    let inputs = page_inputs::inputs(ctx, upstream, title, report)?;
+    let page = crate::view::render(&inputs);
     let digest = ctx.store.put(page.as_bytes())?;
     let mut output = ItemOutput::default();
     output

@@ -1,4 +1,4 @@
-//! The page's inputs, gathered from the outputs of the steps the `report` step needs: the claims
+//! The results page's inputs (see [`crate::view`]), gathered from the outputs of the steps the `report` step needs: the claims
 //! of `mine-claims` steps, the commits of `rank-commits` steps, the labels of `oracle` steps, the
 //! predictions of every arm and control, and the source-only diffs the model arms were shown
 //! (computed again from the repositories, with the same function and limit, so they are what
@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 use crate::engine::{Role, StepContext, StepError, StepOutput, Upstream};
 use crate::mining::{DEFAULT_DIFF_LIMIT, TestFileRules, source_diff};
 use crate::records::{ClaimRecord, CommitRecord, PredictionRecord, TruthRecord};
-use crate::steps::LlmArmParams;
+use crate::view::model::{ArmView, DiffKey, Inputs, Provenance, ReportParts};
 
-use super::model::{ArmView, DiffKey, Inputs, Provenance, ReportParts};
+use super::llm_arm::LlmArmParams;
 
 /// What one scored step said about its claims: its predictions, the replicates of its calls and
 /// their agreement.
@@ -34,8 +34,8 @@ pub fn arm_predictions(ctx: &StepContext, output: &StepOutput) -> Result<ArmPred
             ..ArmPredictions::default()
         });
     }
-    let predictions = crate::steps::published::predictions(ctx, &output.step)?;
-    let agreement = crate::steps::published::agreement(ctx, &output.step)
+    let predictions = super::published::predictions(ctx, &output.step)?;
+    let agreement = super::published::agreement(ctx, &output.step)
         .map(|agreement| serde_json::to_value(agreement).expect("agreement serializes"));
     let mut replicates = Vec::new();
     let directory = ctx.results.join("replicates").join(&output.step);
