@@ -41,7 +41,7 @@ pub fn render(inputs: &Inputs) -> String {
          <a href=\"#claims\" data-tab=\"claim\" class=\"claim-tab\" hidden>Claim</a></nav></header>\n<main>\n",
         count = claimed.ids.len(),
     );
-    out.push_str("<section id=\"overview\" class=\"view\">\n");
+    out.push_str("<section id=\"view-overview\" class=\"view\">\n");
     provenance(&mut out, inputs);
     summary(&mut out, inputs, &claimed);
     verdicts(&mut out, inputs, &claimed);
@@ -50,7 +50,7 @@ pub fn render(inputs: &Inputs) -> String {
     out.push_str("</section>\n");
     claims(&mut out, inputs, &claimed);
     out.push_str(
-        "<section id=\"claim\" class=\"view\" hidden><div id=\"claim-page\"></div></section>\n",
+        "<section id=\"view-claim\" class=\"view\" hidden><div id=\"claim-page\"></div></section>\n",
     );
     let _ = write!(
         out,
@@ -145,13 +145,17 @@ fn summary(out: &mut String, inputs: &Inputs, claimed: &Claimed) {
     if labels[3] > 0 {
         stat(labels[3].to_string(), "unlabelled");
     }
-    let spent: f64 = inputs
+    let costs: Vec<f64> = inputs
         .arms
         .iter()
         .flat_map(|arm| arm.predictions.iter())
         .filter_map(|prediction| prediction.cost)
-        .sum();
-    stat(format!("${spent:.4}"), "model cost");
+        .collect();
+    if !costs.is_empty() {
+        // Summed from zero: an empty or all-zero sum must not print as -0.
+        let spent = costs.iter().fold(0.0, |sum, cost| sum + cost);
+        stat(format!("${spent:.4}"), "model cost");
+    }
     out.push_str("</div>");
     let model_arms: Vec<&ArmView> = inputs
         .arms
@@ -160,14 +164,18 @@ fn summary(out: &mut String, inputs: &Inputs, claimed: &Claimed) {
         .collect();
     if !model_arms.is_empty() {
         out.push_str(
-            "<table class=\"grid\"><thead><tr><th>model arm</th><th>model</th><th>claims</th>\
-             <th>tokens in</th><th>tokens out</th><th>cost</th></tr></thead><tbody>",
+            "<table class=\"grid\"><thead><tr><th>model arm</th><th>model</th><th class=\"num\">claims</th>\
+             <th class=\"num\">tokens in</th><th class=\"num\">tokens out</th><th class=\"num\">cost</th></tr></thead><tbody>",
         );
         for arm in model_arms {
             let sum = |read: fn(&crate::records::PredictionRecord) -> Option<u64>| -> u64 {
                 arm.predictions.iter().filter_map(read).sum()
             };
-            let cost: f64 = arm.predictions.iter().filter_map(|p| p.cost).sum();
+            let cost = arm
+                .predictions
+                .iter()
+                .filter_map(|p| p.cost)
+                .fold(0.0, |sum, cost| sum + cost);
             let _ = write!(
                 out,
                 "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
@@ -195,9 +203,12 @@ fn verdicts(out: &mut String, inputs: &Inputs, claimed: &Claimed) {
          <p class=\"note\">Over every labelled claim each step judged (discarded claims left out); \
          a control sits under the arm it wraps. Each count opens its claims.</p>\
          <table class=\"grid matrix\"><thead><tr><th>step</th><th>strategy</th>\
-         <th title=\"said flipped, label flipped\">TP</th><th title=\"said flipped, label held\">FP</th>\
-         <th title=\"said held, label flipped\">FN</th><th title=\"said held, label held\">TN</th>\
-         <th title=\"no verdict\">none</th><th>precision</th><th>recall</th></tr></thead><tbody>",
+         <th class=\"num\" title=\"said flipped, label flipped\">TP</th>\
+         <th class=\"num\" title=\"said flipped, label held\">FP</th>\
+         <th class=\"num\" title=\"said held, label flipped\">FN</th>\
+         <th class=\"num\" title=\"said held, label held\">TN</th>\
+         <th class=\"num\" title=\"no verdict\">none</th><th class=\"num\">precision</th>\
+         <th class=\"num\">recall</th></tr></thead><tbody>",
     );
     let top: Vec<&ArmView> = inputs
         .arms
@@ -331,7 +342,7 @@ fn table(out: &mut String, table: &Table) {
 /// (inside `<noscript>`, so a browser running the script does not build it).
 fn claims(out: &mut String, inputs: &Inputs, claimed: &Claimed) {
     out.push_str(
-        "<section id=\"claims\" class=\"view\"><div class=\"card\"><h2>Claims</h2>\
+        "<section id=\"view-claims\" class=\"view\"><div class=\"card\"><h2>Claims</h2>\
          <form id=\"filters\" class=\"filters js-only\" autocomplete=\"off\"></form>\
          <div id=\"claims-summary\" class=\"js-only\"></div><div id=\"claims-table\" class=\"js-only\"></div>\
          <noscript><table class=\"grid plain\"><thead><tr><th>claim</th><th>repository</th>\

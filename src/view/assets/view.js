@@ -55,7 +55,7 @@
     return { view: view === "claims" ? "claims" : "overview", params };
   }
   function show(view) {
-    for (const section of document.querySelectorAll("section.view")) section.hidden = section.id !== view;
+    for (const section of document.querySelectorAll("section.view")) section.hidden = section.id !== "view-" + view;
     for (const tab of document.querySelectorAll(".tabs a")) tab.classList.toggle("active", tab.dataset.tab === view);
     document.querySelector(".claim-tab").hidden = view !== "claim";
   }
@@ -197,12 +197,13 @@
     return "";
   }
   function runs(label, value) {
-    const cells = [];
+    const cells = [], details = new Map();
     if (value) [...value[0]].forEach((outcome, run) => {
       const detail = value[1] && value[1][run] >= 0 ? S[value[1][run]] : "";
       cells.push(el("span", { class: "run " + outcome, title: "run " + run + ": " + { p: "passed", f: "failed", u: "unknown" }[outcome] + (detail ? " (" + detail + ")" : ""), text: outcome.toUpperCase() }));
-      if (detail) cells.push(el("span", { class: "mono", text: detail + " " }));
+      if (detail) details.set(detail, (details.get(detail) || 0) + 1);
     });
+    for (const [detail, count] of details) cells.push(el("span", { class: "mono", text: " " + count + " × " + detail }));
     return [el("b", { text: label }), el("div", null, cells.length ? cells : ["no runs recorded"])];
   }
   function evidenceList(evidence) {
@@ -252,7 +253,8 @@
         claim[REASON] >= 0 ? el("span", null, ["reason ", el("b", { text: S[claim[REASON]] })]) : null,
         el("span", null, ["repository ", el("b", { text: repoName(claim) })]),
         splitOf(claim) ? el("span", null, ["split ", el("b", { text: splitOf(claim) })]) : null,
-        el("span", { class: "mono", text: claim[ID] })])]);
+        el("span", { class: "mono", text: claim[ID] })]),
+      el("div", { class: "meta" }, A.map((arm) => el("span", null, [arm.step + " ", pill(verdictOf(arm, index), VERDICTS)])))]);
     const cards = [head];
     const source = el("div", { class: "card" }, [el("h2", { text: "The test at the parent" })]);
     const sourceText = text().sources[index];
