@@ -5,9 +5,15 @@
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let out = args.next().expect("usage: view_bench OUT.html [CLAIMS] [ARMS]");
-    let claims: usize = args.next().map_or(10_000, |n| n.parse().expect("CLAIMS is a number"));
-    let arms: usize = args.next().map_or(10, |n| n.parse().expect("ARMS is a number"));
+    let out = args
+        .next()
+        .expect("usage: view_bench OUT.html [CLAIMS] [ARMS]");
+    let claims: usize = args
+        .next()
+        .map_or(10_000, |n| n.parse().expect("CLAIMS is a number"));
+    let arms: usize = args
+        .next()
+        .map_or(10, |n| n.parse().expect("ARMS is a number"));
     let started = std::time::Instant::now();
     let inputs = claimflow::view::synthetic::inputs(claims, arms, 1);
     let page = claimflow::view::render(&inputs);

@@ -552,7 +552,11 @@ fn view(runs: &[PathBuf], serve: bool, port: u16, root: &Path, registry: &Regist
     use crate::view::compare::{self, Run};
     let results = |run: &PathBuf| -> Result<PathBuf> {
         let path = root.join(run);
-        Ok(if path.is_dir() { path } else { load(&path, root, registry)?.results })
+        Ok(if path.is_dir() {
+            path
+        } else {
+            load(&path, root, registry)?.results
+        })
     };
     let input = |error: crate::view::ViewError| EngineError::Input(error.to_string());
     let first = results(&runs[0])?;
@@ -569,10 +573,18 @@ fn view(runs: &[PathBuf], serve: bool, port: u16, root: &Path, registry: &Regist
             path
         }
     };
-    writeln!(std::io::stdout().lock(), "{}", display_relative(&page, root))?;
+    writeln!(
+        std::io::stdout().lock(),
+        "{}",
+        display_relative(&page, root)
+    )?;
     if serve {
         let server = crate::view::serve::Server::bind(&first, port).map_err(input)?;
-        eprintln!("serving {} on http://127.0.0.1:{}/ ; Ctrl-C stops it", display_relative(&first, root), server.port());
+        eprintln!(
+            "serving {} on http://127.0.0.1:{}/ ; Ctrl-C stops it",
+            display_relative(&first, root),
+            server.port()
+        );
         server.run();
     }
     Ok(())

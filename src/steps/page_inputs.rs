@@ -27,7 +27,10 @@ pub struct ArmPredictions {
 /// page reads an arm's verdicts. A step whose items are predictions (the arms that read no
 /// model) holds them in its output; a model arm's items are its calls, and the verdicts it derived
 /// from them claim by claim are what it published in this run.
-pub fn arm_predictions(ctx: &StepContext, output: &StepOutput) -> Result<ArmPredictions, StepError> {
+pub fn arm_predictions(
+    ctx: &StepContext,
+    output: &StepOutput,
+) -> Result<ArmPredictions, StepError> {
     if let Ok(predictions) = output.decode_all::<PredictionRecord>() {
         return Ok(ArmPredictions {
             predictions,
@@ -185,7 +188,10 @@ pub fn pipeline_digest(ctx: &StepContext) -> String {
     match std::fs::read(&ctx.pipeline.file) {
         Ok(bytes) => crate::cache::Digest::of(&bytes).to_string(),
         // No path in the text: it enters the page's key.
-        Err(error) => format!("unknown: the pipeline file could not be read ({})", error.kind()),
+        Err(error) => format!(
+            "unknown: the pipeline file could not be read ({})",
+            error.kind()
+        ),
     }
 }
 

@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use super::page_inputs;
-use crate::view::model::{ReportParts, SCHEMA};
 use crate::engine::{ItemOutput, ItemPlan, StepContext, StepError, Upstream};
 use crate::stats::StatsDocument;
 use crate::stats::report::{ReportConfig, build, files::preamble};
+use crate::view::model::{ReportParts, SCHEMA};
 
 /// The item's id.
 pub const ITEM: &str = "view";
@@ -51,7 +51,10 @@ pub fn report_parts(
         .iter()
         .filter_map(|(path, bytes)| {
             let name = path.strip_prefix("figures/")?;
-            Some((name.to_string(), String::from_utf8_lossy(bytes).into_owned()))
+            Some((
+                name.to_string(),
+                String::from_utf8_lossy(bytes).into_owned(),
+            ))
         })
         .collect();
     ReportParts {
@@ -72,9 +75,7 @@ pub fn run(
     let page = crate::view::render(&inputs);
     let digest = ctx.store.put(page.as_bytes())?;
     let mut output = ItemOutput::default();
-    output
-        .records
-        .push(json!({"file": FILE, "digest": digest}));
+    output.records.push(json!({"file": FILE, "digest": digest}));
     output.blobs.insert(FILE.to_string(), digest);
     Ok(output)
 }

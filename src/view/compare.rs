@@ -49,9 +49,10 @@ impl Run {
             })
         };
         let (data, text) = (read(DATA_ID)?, read(TEXT_ID)?);
-        let name = results
-            .file_name()
-            .map_or_else(|| results.display().to_string(), |name| name.to_string_lossy().into_owned());
+        let name = results.file_name().map_or_else(
+            || results.display().to_string(),
+            |name| name.to_string_lossy().into_owned(),
+        );
         Ok(Run { name, data, text })
     }
 }
@@ -152,7 +153,13 @@ struct Change<'a> {
 fn changes<'a>(first: &'a Run, second: &'a Run, step: &str) -> Vec<Change<'a>> {
     let (first_claims, second_claims) = (claims(&first.data), claims(&second.data));
     let (first_arm, second_arm) = (arms(&first.data)[step], arms(&second.data)[step]);
-    let letters = |arm: &Value| arm["verdicts"].as_str().unwrap_or("").chars().collect::<Vec<_>>();
+    let letters = |arm: &Value| {
+        arm["verdicts"]
+            .as_str()
+            .unwrap_or("")
+            .chars()
+            .collect::<Vec<_>>()
+    };
     let (before_letters, after_letters) = (letters(first_arm), letters(second_arm));
     let mut changed = Vec::new();
     for (id, (before_index, _)) in &first_claims {
@@ -322,7 +329,11 @@ mod tests {
     fn a_changed_verdict_is_listed_with_both_answers_and_an_unchanged_one_is_not() {
         let before = crate::view::synthetic::inputs(40, 10, 4);
         let mut after = before.clone();
-        let risk = after.arms.iter_mut().find(|arm| arm.step == "a6_risk").unwrap();
+        let risk = after
+            .arms
+            .iter_mut()
+            .find(|arm| arm.step == "a6_risk")
+            .unwrap();
         let prediction = risk
             .predictions
             .iter_mut()
@@ -347,6 +358,9 @@ mod tests {
     fn a_page_without_claimflow_data_is_refused() {
         assert!(embedded("<html></html>", DATA_ID).is_err());
         let dir = tempfile::tempdir().unwrap();
-        assert!(matches!(Run::read(dir.path()), Err(ViewError::NoPage { .. })));
+        assert!(matches!(
+            Run::read(dir.path()),
+            Err(ViewError::NoPage { .. })
+        ));
     }
 }

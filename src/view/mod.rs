@@ -11,9 +11,9 @@ pub mod page;
 pub mod serve;
 pub mod synthetic;
 
+pub use error::ViewError;
 pub use model::Inputs;
 pub use page::render;
-pub use error::ViewError;
 
 /// The page's file, relative to a results directory.
 pub const FILE: &str = "index.html";

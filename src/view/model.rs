@@ -15,7 +15,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use crate::records::{ClaimRecord, CommitRecord, Label, Outcome, PredictionRecord, RunRecord, TruthRecord, Verdict};
+use crate::records::{
+    ClaimRecord, CommitRecord, Label, Outcome, PredictionRecord, RunRecord, TruthRecord, Verdict,
+};
 use crate::stats::report::Section;
 
 /// The version of the embedded data's layout (the page's script reads this one).
@@ -175,7 +177,11 @@ impl<'a> Claimed<'a> {
             })
             .collect();
         let mut ids: Vec<&str> = claims.keys().chain(truth.keys()).copied().collect();
-        ids.extend(predictions.values().flat_map(|by_claim| by_claim.keys().copied()));
+        ids.extend(
+            predictions
+                .values()
+                .flat_map(|by_claim| by_claim.keys().copied()),
+        );
         ids.sort_unstable();
         ids.dedup();
         Claimed {
@@ -191,7 +197,10 @@ impl<'a> Claimed<'a> {
     }
 
     pub fn verdict(&self, step: &str, id: &str) -> Option<Verdict> {
-        self.predictions.get(step)?.get(id).map(|prediction| prediction.verdict)
+        self.predictions
+            .get(step)?
+            .get(id)
+            .map(|prediction| prediction.verdict)
     }
 
     /// The repository of a claim: its record's, else the prefix of its id.
@@ -260,7 +269,13 @@ pub fn data(inputs: &Inputs) -> Data {
     let mut commit_keys: Vec<(&str, &str, &str)> = claimed
         .claims
         .values()
-        .map(|claim| (claim.repo.as_str(), claim.commit.as_str(), claim.parent.as_str()))
+        .map(|claim| {
+            (
+                claim.repo.as_str(),
+                claim.commit.as_str(),
+                claim.parent.as_str(),
+            )
+        })
         .collect();
     commit_keys.sort_unstable();
     commit_keys.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
@@ -310,7 +325,9 @@ pub fn data(inputs: &Inputs) -> Data {
                 id,
                 claim.map(|claim| claim.node.as_str()),
                 repository_index(claimed.repository(id)),
-                claim.and_then(|claim| commit_index.get(&(claim.repo.as_str(), claim.commit.as_str()))),
+                claim.and_then(
+                    |claim| commit_index.get(&(claim.repo.as_str(), claim.commit.as_str()))
+                ),
                 label_letter(truth.map(|truth| truth.label)).to_string(),
                 strings.maybe(truth.and_then(|truth| truth.reason.as_deref())),
                 truth.map(|truth| runs(&truth.parent_runs, &mut strings)),
@@ -454,8 +471,15 @@ mod tests {
         let Data { index, text } = data(&inputs);
         let claims = index["claims"].as_array().unwrap();
         assert_eq!(claims.len(), 200);
-        let ids: Vec<&str> = claims.iter().map(|claim| claim[0].as_str().unwrap()).collect();
-        let mut expected: Vec<&str> = inputs.claims.iter().map(|claim| claim.id.as_str()).collect();
+        let ids: Vec<&str> = claims
+            .iter()
+            .map(|claim| claim[0].as_str().unwrap())
+            .collect();
+        let mut expected: Vec<&str> = inputs
+            .claims
+            .iter()
+            .map(|claim| claim.id.as_str())
+            .collect();
         expected.sort_unstable();
         assert_eq!(ids, expected);
         assert_eq!(text["sources"].as_array().unwrap().len(), 200);
@@ -475,7 +499,10 @@ mod tests {
                     .iter()
                     .find(|prediction| prediction.claim == ids[claim])
                     .unwrap();
-                assert_eq!(evidence[row[1].as_u64().unwrap() as usize], prediction.evidence);
+                assert_eq!(
+                    evidence[row[1].as_u64().unwrap() as usize],
+                    prediction.evidence
+                );
                 assert_eq!(
                     verdicts.as_bytes()[claim] as char,
                     verdict_letter(Some(prediction.verdict))
@@ -514,7 +541,10 @@ mod tests {
     #[test]
     fn assertion_lines_mark_each_assertion_statement_whole() {
         let source = "def test_x():\n    value = 1\n    assert value == 1\n    assert (value\n            > 0)\n";
-        let assertions = vec!["assert value == 1".to_string(), "assert (value\n        > 0)".to_string()];
+        let assertions = vec![
+            "assert value == 1".to_string(),
+            "assert (value\n        > 0)".to_string(),
+        ];
         assert_eq!(assertion_lines(source, &assertions), vec![2, 3, 4]);
     }
 
@@ -523,9 +553,20 @@ mod tests {
         let inputs = crate::view::synthetic::inputs(300, 10, 5);
         let claimed = Claimed::of(&inputs);
         let cells = Cells::of("a0", &claimed);
-        let flipped = inputs.truth.iter().filter(|t| t.label == Label::Flipped).count() as u64;
-        let held = inputs.truth.iter().filter(|t| t.label == Label::Held).count() as u64;
+        let flipped = inputs
+            .truth
+            .iter()
+            .filter(|t| t.label == Label::Flipped)
+            .count() as u64;
+        let held = inputs
+            .truth
+            .iter()
+            .filter(|t| t.label == Label::Held)
+            .count() as u64;
         // A0 says flipped of every claim.
-        assert_eq!((cells.tp, cells.fp, cells.false_negatives, cells.tn), (flipped, held, 0, 0));
+        assert_eq!(
+            (cells.tp, cells.fp, cells.false_negatives, cells.tn),
+            (flipped, held, 0, 0)
+        );
     }
 }

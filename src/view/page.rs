@@ -85,7 +85,7 @@ fn provenance(out: &mut String, inputs: &Inputs) {
     );
     let date = provenance
         .latest_commit
-        .map_or_else(|| "unknown".to_string(), |time| date_of(time));
+        .map_or_else(|| "unknown".to_string(), date_of);
     fact("newest commit", &date);
     out.push_str("</dl>");
     for line in &inputs.report.preamble {
@@ -362,7 +362,11 @@ fn claims(out: &mut String, inputs: &Inputs, claimed: &Claimed) {
             html(claimed.repository(id)),
             html(claim.map_or("", |claim| &claim.commit[..claim.commit.len().min(10)])),
             label_name(label_letter(truth.map(|truth| truth.label))),
-            html(truth.and_then(|truth| truth.reason.as_deref()).unwrap_or("")),
+            html(
+                truth
+                    .and_then(|truth| truth.reason.as_deref())
+                    .unwrap_or("")
+            ),
         );
         for arm in &inputs.arms {
             let letter = verdict_letter(claimed.verdict(&arm.step, id));
@@ -392,13 +396,15 @@ mod tests {
     pub(crate) fn hostile() -> Inputs {
         let mut inputs = crate::view::synthetic::inputs(30, 10, 2);
         inputs.claims[0].source =
-            "def test_x():\n    assert '</script><script>alert(1)</script>' != '<b>bold</b>'\n".into();
+            "def test_x():\n    assert '</script><script>alert(1)</script>' != '<b>bold</b>'\n"
+                .into();
         inputs.commits[0].subject = "<img src=x onerror=alert(2)> & </script>".into();
         let claim = inputs.claims[0].id.clone();
         for arm in &mut inputs.arms {
             for prediction in &mut arm.predictions {
                 if prediction.claim == claim {
-                    prediction.evidence = serde_json::json!({"answer": "</script><h1>owned</h1>\u{2028}"});
+                    prediction.evidence =
+                        serde_json::json!({"answer": "</script><h1>owned</h1>\u{2028}"});
                 }
             }
         }
@@ -411,7 +417,11 @@ mod tests {
         let inputs = hostile();
         let page = render(&inputs);
         // One script closes each script element the page opens, no more.
-        assert_eq!(page.matches("</script>").count(), 3, "a `</script>` broke out");
+        assert_eq!(
+            page.matches("</script>").count(),
+            3,
+            "a `</script>` broke out"
+        );
         assert!(!page.contains("<h1>owned"));
         assert!(!page.contains("<img src=x"));
         assert!(!page.contains("<title>report</title>"));
@@ -424,7 +434,11 @@ mod tests {
             .iter()
             .filter_map(|source| source.as_str())
             .collect();
-        assert!(sources.iter().any(|source| source.contains("</script><script>alert(1)")));
+        assert!(
+            sources
+                .iter()
+                .any(|source| source.contains("</script><script>alert(1)"))
+        );
         let index = embedded(&page, DATA_ID).unwrap();
         assert!(index.to_string().contains("<img src=x onerror=alert(2)>"));
     }
@@ -434,7 +448,10 @@ mod tests {
         let first = render(&crate::view::synthetic::inputs(120, 10, 9));
         let second = render(&crate::view::synthetic::inputs(120, 10, 9));
         assert!(first == second, "two renders differ");
-        assert!(!first.contains("http://") && !first.contains("https://"), "a network reference");
+        assert!(
+            !first.contains("http://") && !first.contains("https://"),
+            "a network reference"
+        );
     }
 
     #[test]

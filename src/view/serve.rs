@@ -32,7 +32,9 @@ impl Server {
 
     /// The port it listens on.
     pub fn port(&self) -> u16 {
-        self.listener.local_addr().map_or(0, |address| address.port())
+        self.listener
+            .local_addr()
+            .map_or(0, |address| address.port())
     }
 
     /// Answers requests until the process stops; a broken connection only ends that request.
@@ -56,7 +58,13 @@ impl Server {
             return respond(&mut stream, 404, "text/plain", b"not found\n", true);
         };
         match std::fs::read(&path) {
-            Ok(bytes) => respond(&mut stream, 200, content_type(&path), &bytes, method == "GET"),
+            Ok(bytes) => respond(
+                &mut stream,
+                200,
+                content_type(&path),
+                &bytes,
+                method == "GET",
+            ),
             Err(_) => respond(&mut stream, 404, "text/plain", b"not found\n", true),
         }
     }
@@ -80,7 +88,10 @@ pub fn resolve(root: &Path, target: &str) -> Option<PathBuf> {
         return None;
     }
     let full = root.join(relative);
-    let inside = full.canonicalize().ok()?.starts_with(root.canonicalize().ok()?);
+    let inside = full
+        .canonicalize()
+        .ok()?
+        .starts_with(root.canonicalize().ok()?);
     inside.then_some(full)
 }
 

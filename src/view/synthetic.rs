@@ -27,7 +27,12 @@ const ARMS: [(&str, &str, bool); 10] = [
     ("prose", "prose", true),
 ];
 
-const REASONS: [&str; 4] = ["flaky", "unknown: collection error", "unknown: timeout", "child broken"];
+const REASONS: [&str; 4] = [
+    "flaky",
+    "unknown: collection error",
+    "unknown: timeout",
+    "child broken",
+];
 
 fn hex(random: &mut fastrand::Rng) -> String {
     (0..40)
@@ -44,7 +49,10 @@ fn diff_text(random: &mut fastrand::Rng, commit: usize) -> String {
             "diff --git a/{path} b/{path}\nindex 1111111..2222222 100644\n--- a/{path}\n+++ b/{path}\n"
         ));
         for hunk in 0..random.usize(1..5) {
-            text.push_str(&format!("@@ -{0},7 +{0},8 @@ def helper_{hunk}(value):\n", 10 + hunk * 40));
+            text.push_str(&format!(
+                "@@ -{0},7 +{0},8 @@ def helper_{hunk}(value):\n",
+                10 + hunk * 40
+            ));
             for line in 0..random.usize(6..40) {
                 let mark = [' ', ' ', '+', '-'][random.usize(0..4)];
                 text.push_str(&format!(
@@ -83,11 +91,17 @@ fn claim(random: &mut fastrand::Rng, commit: &CommitRecord, index: usize) -> Cla
         format!("assert compute(value_{index}) == {}", index % 13),
         "assert result.is_valid()".to_string(),
     ];
-    let mut source = format!("def test_case_{index}(fixture):\n    value_{index} = build({index})\n");
+    let mut source =
+        format!("def test_case_{index}(fixture):\n    value_{index} = build({index})\n");
     for line in 0..random.usize(4..14) {
-        source.push_str(&format!("    step_{line} = fixture.call({line}, value_{index})\n"));
+        source.push_str(&format!(
+            "    step_{line} = fixture.call({line}, value_{index})\n"
+        ));
     }
-    source.push_str(&format!("    {}\n    result = make(step_0)\n    {}\n", assertions[0], assertions[1]));
+    source.push_str(&format!(
+        "    {}\n    result = make(step_0)\n    {}\n",
+        assertions[0], assertions[1]
+    ));
     ClaimRecord {
         id: crate::records::claim_id(&commit.repo, &commit.parent, &node),
         repo: commit.repo.clone(),
@@ -103,12 +117,20 @@ fn claim(random: &mut fastrand::Rng, commit: &CommitRecord, index: usize) -> Cla
 fn truth(random: &mut fastrand::Rng, claim: &ClaimRecord) -> TruthRecord {
     let roll = random.u32(0..100);
     let (label, reason, child) = if roll < 20 {
-        (Label::Flipped, Some("AssertionError"), runs(Outcome::Failed, Some("AssertionError")))
+        (
+            Label::Flipped,
+            Some("AssertionError"),
+            runs(Outcome::Failed, Some("AssertionError")),
+        )
     } else if roll < 80 {
         (Label::Held, None, runs(Outcome::Passed, None))
     } else {
         let reason = REASONS[random.usize(0..REASONS.len())];
-        (Label::Discarded, Some(reason), runs(Outcome::Unknown, Some(reason)))
+        (
+            Label::Discarded,
+            Some(reason),
+            runs(Outcome::Unknown, Some(reason)),
+        )
     };
     TruthRecord {
         claim: claim.id.clone(),
@@ -119,7 +141,12 @@ fn truth(random: &mut fastrand::Rng, claim: &ClaimRecord) -> TruthRecord {
     }
 }
 
-fn prediction(random: &mut fastrand::Rng, claim: &str, step: &str, model: bool) -> PredictionRecord {
+fn prediction(
+    random: &mut fastrand::Rng,
+    claim: &str,
+    step: &str,
+    model: bool,
+) -> PredictionRecord {
     let verdict = match random.u32(0..20) {
         _ if step == "a0" => Verdict::Flipped,
         _ if step == "a1" => Verdict::Held,
@@ -135,9 +162,17 @@ fn prediction(random: &mut fastrand::Rng, claim: &str, step: &str, model: bool) 
              (limit {}). VERDICT: {}",
             random.u32(0..1000),
             claim.rsplit("::").next().unwrap_or(claim),
-            if verdict == Verdict::Flipped { "no longer holds" } else { "still holds" },
+            if verdict == Verdict::Flipped {
+                "no longer holds"
+            } else {
+                "still holds"
+            },
             random.u32(0..100_000),
-            if verdict == Verdict::Flipped { "FLIPPED" } else { "HELD" }
+            if verdict == Verdict::Flipped {
+                "FLIPPED"
+            } else {
+                "HELD"
+            }
         );
         let evidence = json!({"question": step, "model": "synthetic-model", "answer": answer,
                                "problem": null, "stop": "stop", "shared_call": false});
@@ -146,8 +181,12 @@ fn prediction(random: &mut fastrand::Rng, claim: &str, step: &str, model: bool) 
         (evidence, Some(tokens_in), Some(tokens_out), Some(cost))
     } else {
         let evidence = match step {
-            "a4" => json!({"changed": ["pkg.module.compute"], "referenced": ["pkg.module.compute", "pkg.module.make"], "via_fixture": []}),
-            "a4b" => json!({"tracked": true, "selected": verdict == Verdict::Flipped, "selected_tests": 3, "tracked_tests": 40}),
+            "a4" => {
+                json!({"changed": ["pkg.module.compute"], "referenced": ["pkg.module.compute", "pkg.module.make"], "via_fixture": []})
+            }
+            "a4b" => {
+                json!({"tracked": true, "selected": verdict == Verdict::Flipped, "selected_tests": 3, "tracked_tests": 40})
+            }
             "a3" => json!({"touched": ["src/pkg/module.py"], "imported": ["pkg.module"]}),
             _ => json!({"constant": step}),
         };
@@ -207,7 +246,10 @@ pub fn inputs(claims: usize, arms: usize, seed: u64) -> Inputs {
         }
         commits.push(commit);
     }
-    let truth = claim_records.iter().map(|claim| truth(&mut random, claim)).collect();
+    let truth = claim_records
+        .iter()
+        .map(|claim| truth(&mut random, claim))
+        .collect();
     let arms = ARMS[..arms.min(ARMS.len())]
         .iter()
         .map(|(step, strategy, model)| ArmView {

@@ -136,7 +136,11 @@ fn a_demo_run_writes_a_page_with_every_claim_and_verdict_the_same_bytes_every_ti
             let at = ids.iter().position(|id| *id == prediction.claim).unwrap();
             let row = rows.iter().find(|row| row[0] == at).unwrap();
             let evidence = &text["evidence"][row[1].as_u64().unwrap() as usize];
-            assert_eq!(evidence, &prediction.evidence, "{step} {}", prediction.claim);
+            assert_eq!(
+                evidence, &prediction.evidence,
+                "{step} {}",
+                prediction.claim
+            );
         }
     }
     // Each claim's commit has its source-only diff, and each claim its source.
@@ -148,7 +152,10 @@ fn a_demo_run_writes_a_page_with_every_claim_and_verdict_the_same_bytes_every_ti
 
     // Re-runs: from the cache, and rendered again, the same bytes.
     project.ok(&["run", "pipeline.yaml", "-q"]);
-    assert!(project.read("results/demo/index.html") == page, "a re-run changed the page");
+    assert!(
+        project.read("results/demo/index.html") == page,
+        "a re-run changed the page"
+    );
     std::fs::remove_file(project.path("results/demo/index.html")).unwrap();
     project.ok(&["run", "pipeline.yaml", "-q", "--force", "report"]);
     assert!(
@@ -159,13 +166,19 @@ fn a_demo_run_writes_a_page_with_every_claim_and_verdict_the_same_bytes_every_ti
     // `claimflow view` prints the page's path; two runs give a comparison page.
     let printed = project.ok(&["view", "pipeline.yaml"]).stdout;
     assert_eq!(printed.trim(), "results/demo/index.html");
-    let compared = project.ok(&["view", "pipeline.yaml", "results/demo"]).stdout;
+    let compared = project
+        .ok(&["view", "pipeline.yaml", "results/demo"])
+        .stdout;
     let comparison = project.read(compared.trim());
     assert!(comparison.contains("a4: 0 changed"), "{comparison}");
     std::fs::create_dir_all(project.path("results/nothing")).unwrap();
     let missing = project.run(&["view", "results/nothing"]);
     assert_eq!(missing.code, 2, "{}", missing.stderr);
-    assert!(missing.stderr.contains("no results page"), "{}", missing.stderr);
+    assert!(
+        missing.stderr.contains("no results page"),
+        "{}",
+        missing.stderr
+    );
 
     browse_the_demo(&project, &index);
 }
@@ -222,7 +235,10 @@ fn browse_the_demo(project: &Project, index: &serde_json::Value) {
         assert!(dom.contains(shown), "`{shown}` not on the claim's page");
     }
     for step in ["a0", "a3", "a4"] {
-        assert!(dom.contains(&format!("<b>{step}</b>")), "{step} not on the claim's page");
+        assert!(
+            dom.contains(&format!("<b>{step}</b>")),
+            "{step} not on the claim's page"
+        );
     }
 
     // Screenshots, kept as the CI's artifact.
@@ -243,7 +259,11 @@ fn browse_the_demo(project: &Project, index: &serde_json::Value) {
             ],
         );
         let bytes = std::fs::read(&shot).unwrap();
-        assert!(bytes.starts_with(b"\x89PNG"), "{} is not a PNG", shot.display());
+        assert!(
+            bytes.starts_with(b"\x89PNG"),
+            "{} is not a PNG",
+            shot.display()
+        );
     }
     std::fs::copy(&page, kept.join("index.html")).unwrap();
 }
@@ -277,7 +297,10 @@ fn hostile_text_renders_as_text_in_the_browser() {
         &["--dump-dom"],
     );
     assert!(!dom.contains("<h1 id=\"owned\""), "an element was injected");
-    assert!(!dom.contains("<img id=\"owned-img\""), "an element was injected");
+    assert!(
+        !dom.contains("<img id=\"owned-img\""),
+        "an element was injected"
+    );
     assert!(!dom.contains("<title>owned"), "a script ran");
     assert!(
         dom.contains("&lt;/script&gt;&lt;h1 id=\"owned\"&gt;owned&lt;/h1&gt;"),
