@@ -224,3 +224,80 @@ pub fn inputs(
         report,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::cache::{Digest, Store};
+    use crate::engine::{ItemOutput, ItemPlan, ItemResult};
+
+    fn write_jsonl(path: &Path, records: &[PredictionRecord]) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let lines: Vec<String> = records
+            .iter()
+            .map(|record| serde_json::to_string(record).unwrap())
+            .collect();
+        std::fs::write(path, lines.join("\n") + "\n").unwrap();
+    }
+
+    #[test]
+    fn a_model_arms_verdicts_are_what_it_published_with_its_replicates_and_its_diff_limit() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("prompts")).unwrap();
+        std::fs::write(root.path().join("prompts/a6.txt"), "judge").unwrap();
+        let yaml = "version: 1\nname: t\nmodels:\n  judge: {provider: llama-server}\nsteps:\n  \
+                    a6: {uses: llm-arm, with: {question: a6_risk, prompt: prompts/a6.txt, \
+                    model: judge, replicates: 2, diff_limit: 500}}\n";
+        let registry = crate::steps::Registry::builtin();
+        let pipeline =
+            crate::pipeline::load_str(yaml, Path::new("pipeline.yaml"), root.path(), &registry)
+                .unwrap_or_else(|problems| panic!("{problems}"));
+        let store = Store::open(root.path().join("cache")).unwrap();
+        let step = pipeline.step("a6").unwrap();
+        let ctx = StepContext::new(&pipeline, step, &store);
+        let prediction = |verdict| PredictionRecord {
+            claim: "demo@abc::tests/test_a.py::test_a".into(),
+            verdict,
+            evidence: serde_json::json!({"answer": "VERDICT: FLIPPED"}),
+            tokens_in: Some(10),
+            tokens_out: Some(2),
+            cost: Some(0.0),
+        };
+        let results = &pipeline.results;
+        write_jsonl(
+            &results.join("predictions/a6.jsonl"),
+            &[prediction(crate::records::Verdict::Flipped)],
+        );
+        write_jsonl(
+            &results.join("replicates/a6/1.jsonl"),
+            &[prediction(crate::records::Verdict::Held)],
+        );
+        // The step's items are its calls, not predictions.
+        let call = ItemOutput::records([serde_json::json!({"provider": "llama-server"})]);
+        let output = StepOutput {
+            step: "a6".into(),
+            kind: "llm-arm".into(),
+            role: step.role.clone(),
+            items: vec![ItemResult {
+                plan: ItemPlan::new("demo@abc::tests/test_a.py::test_a"),
+                digest: Digest::of(b"call"),
+                output: Arc::new(call),
+                cached: false,
+                in_place: false,
+            }],
+        };
+        let read = arm_predictions(&ctx, &output).unwrap();
+        assert_eq!(
+            read.predictions,
+            [prediction(crate::records::Verdict::Flipped)]
+        );
+        assert_eq!(
+            read.replicates,
+            [vec![prediction(crate::records::Verdict::Held)]]
+        );
+        assert_eq!(diff_limit(&ctx, "a6"), Some(500));
+    }
+}
