@@ -92,6 +92,20 @@ pub enum Verb {
         #[arg(long, value_enum, default_value = "dot")]
         format: GraphFormat,
     },
+    /// Print the path of a run's results page (`index.html`, written by its `report` step); with
+    /// two runs, write a page of the claims whose verdict changed between them and print its path.
+    View {
+        /// A pipeline file or a results directory; a second one to compare the first with.
+        #[arg(num_args = 1..=2, required = true, value_name = "PIPELINE|RESULTS")]
+        runs: Vec<PathBuf>,
+        /// Serve the (first) results directory on 127.0.0.1 until Ctrl-C, for browsers that
+        /// restrict pages opened from files.
+        #[arg(long)]
+        serve: bool,
+        /// The port to serve on (default: any free port).
+        #[arg(long, value_name = "N", default_value_t = 0, requires = "serve")]
+        port: u16,
+    },
     /// Print the JSON Schema of a pipeline file (its sections, and each step kind's `with:`), for
     /// editors' YAML servers.
     Schema,
@@ -286,6 +300,7 @@ pub fn run(cli: Cli) -> Result<()> {
         }
         Verb::Schema => print_json(&crate::pipeline::sections::file_schema(registry.schema())),
         Verb::Cache { action } => cache(action, &root, &registry),
+        Verb::View { runs, serve, port } => view(&runs, serve, port, &root, &registry),
         Verb::Doctor => {
             let mut out = std::io::stdout().lock();
             write!(out, "{}", render_doctor(crate::sandbox::protections()))?;
@@ -658,6 +673,61 @@ fn verify(out: &mut impl Write, store: &Store, workdir: &Path) -> Result<()> {
         out,
         "no corrupt object, no broken action record, no missing object"
     )?;
+    Ok(())
+}
+
+/// `claimflow view`: the page's path, or the comparison's, or the results served.
+fn view(runs: &[PathBuf], serve: bool, port: u16, root: &Path, registry: &Registry) -> Result<()> {
+    use crate::view::compare::{self, Run};
+    let results = |run: &PathBuf| -> Result<PathBuf> {
+        let path = root.join(run);
+        Ok(if path.is_dir() {
+            path
+        } else {
+            load(&path, root, registry)?.results
+        })
+    };
+    let input = |error: crate::view::ViewError| EngineError::Input(error.to_string());
+    let first = results(&runs[0])?;
+    let page = match runs.get(1) {
+        None => {
+            Run::read(&first).map_err(input)?;
+            first.join(crate::view::FILE)
+        }
+        Some(second) => {
+            let (before, after) = (Run::read(&first), Run::read(&results(second)?));
+            let (before, after) = (before.map_err(input)?, after.map_err(input)?);
+            let path = compare::output_path(&first, &after);
+            write_whole(&path, compare::render(&before, &after).as_bytes())?;
+            path
+        }
+    };
+    writeln!(
+        std::io::stdout().lock(),
+        "{}",
+        display_relative(&page, root)
+    )?;
+    if serve {
+        let server = crate::view::serve::Server::bind(&first, port).map_err(input)?;
+        eprintln!(
+            "serving {} on http://127.0.0.1:{}/ ; Ctrl-C stops it",
+            display_relative(&first, root),
+            server.port()
+        );
+        server.run();
+    }
+    Ok(())
+}
+
+/// Writes `path` through a temporary file beside it, so no half-written file is left behind.
+fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
+    let directory = path.parent().unwrap_or(Path::new("."));
+    let mut file = tempfile::NamedTempFile::new_in(directory)
+        .with_context(|| format!("cannot write in {}", directory.display()))?;
+    file.write_all(bytes)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    file.persist(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
 }
 

@@ -31,3 +31,4 @@ pub mod slurm;
 pub mod stats;
 pub mod steps;
 pub mod syntax;
+pub mod view;

@@ -2,6 +2,9 @@
 //!
 //! The rendering is one item reading the stats step's output digest; the files are stored as blobs
 //! in the cache and written out by `publish`, so a cached report is restored without rendering.
+//! A second item renders the results page, `index.html` (see [`crate::view`]), from the outputs
+//! of every step the report needs: the claims, labels and arms it should show are listed in its
+//! `needs:` beside `stats`.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -48,6 +51,32 @@ impl ReportStep {
     }
 }
 
+impl ReportStep {
+    /// The report's title, the statistics and which arms each table compares.
+    fn document(
+        ctx: &StepContext,
+        params: &ReportParams,
+        stats: &crate::engine::StepOutput,
+    ) -> Result<(String, StatsDocument, ReportConfig), StepError> {
+        let document: StatsDocument = stats
+            .decode_all::<StatsDocument>()?
+            .into_iter()
+            .next()
+            .ok_or_else(|| {
+                StepError::Invariant(format!("step `{}` produced no statistics", stats.step))
+            })?;
+        let title = params
+            .title
+            .clone()
+            .unwrap_or_else(|| format!("claimflow report: {}", ctx.pipeline.name));
+        let config = params
+            .tables
+            .clone()
+            .unwrap_or_else(|| ReportConfig::declared(&document));
+        Ok((title, document, config))
+    }
+}
+
 impl StepKind for ReportStep {
     fn name(&self) -> &'static str {
         "report"
@@ -60,7 +89,7 @@ impl StepKind for ReportStep {
     }
 
     fn about(&self) -> &'static str {
-        "the paper's tables as Markdown and CSV, and SVG figures, from stats.json"
+        "the paper's tables as Markdown and CSV, SVG figures, and the results page index.html"
     }
 
     fn params(&self) -> ParamsDecl {
@@ -77,34 +106,27 @@ impl StepKind for ReportStep {
         let plan = ItemPlan::new("report").params(serde_json::json!({
             "pipeline": ctx.pipeline.name,
         }));
-        Ok(vec![plan.read_outputs([stats])])
+        Ok(vec![
+            plan.read_outputs([stats]),
+            super::report_page::plan(ctx, upstream)?,
+        ])
     }
 
     fn run(
         &self,
         ctx: &StepContext,
-        _item: &ItemPlan,
+        item: &ItemPlan,
         upstream: &Upstream,
     ) -> Result<ItemOutput, StepError> {
         let params: &ReportParams = ctx.params()?;
         let stats = Self::stats(ctx, upstream)?;
-        let document: StatsDocument = stats
-            .decode_all::<StatsDocument>()?
-            .into_iter()
-            .next()
-            .ok_or_else(|| {
-                StepError::Invariant(format!("step `{}` produced no statistics", stats.step))
-            })?;
-        let title = params
-            .title
-            .clone()
-            .unwrap_or_else(|| format!("claimflow report: {}", ctx.pipeline.name));
-        let config = params
-            .tables
-            .clone()
-            .unwrap_or_else(|| ReportConfig::declared(&document));
+        let (title, document, config) = Self::document(ctx, params, stats)?;
         let files = report::render(&title, &document, &config)
             .map_err(|error| StepError::failed(format!("step `{}`", ctx.step.name), error))?;
+        if item.id == super::report_page::ITEM {
+            let parts = super::report_page::report_parts(&document, &config, &files);
+            return super::report_page::run(ctx, upstream, &title, parts);
+        }
         let mut output = ItemOutput::default();
         for (path, bytes) in files {
             let digest = ctx.store.put(&bytes)?;

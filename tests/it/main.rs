@@ -28,3 +28,4 @@ mod shipped;
 mod signals;
 mod slurm;
 mod stats;
+mod view;

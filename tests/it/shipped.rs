@@ -157,7 +157,19 @@ fn check_the_papers_dag(pipeline: &Pipeline) {
     }
     let report = pipeline.step("report").expect("a report step");
     assert_eq!(report.role, Role::Report, "{file}");
-    assert_eq!(report.needs, ["stats"], "{file}");
+    // The report reads the statistics, and the results page shows the claims, the labels and
+    // every arm's verdicts: it needs each step they come from.
+    assert_eq!(report.needs[0], "stats", "{file}");
+    for step in &pipeline.steps {
+        let shown = step.role.is_scored() || matches!(step.role, Role::Claims | Role::Labels);
+        if shown {
+            assert!(
+                report.needs.contains(&step.name),
+                "{file}: the results page does not show `{}`",
+                step.name
+            );
+        }
+    }
 }
 
 /// The held-out split: at least eight public libraries besides the development pair, every arm and

@@ -131,7 +131,8 @@ fn render_sections(
     Ok(files)
 }
 
-fn preamble(document: &StatsDocument) -> String {
+/// The line under the title: where the labels come from, how many, the natural rate.
+pub fn preamble(document: &StatsDocument) -> String {
     let sample = &document.sample;
     let mut line = format!(
         "Labels from step `{}`; {} labelled claims from {} repositories and {} commits.",
