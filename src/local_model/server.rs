@@ -317,12 +317,13 @@ mod tests {
                 let _ = stream.read(&mut request).unwrap();
                 assert!(request.starts_with(b"GET /health HTTP/1.1\r\n"));
                 let body = r#"{"status":"ok"}"#;
-                write!(
-                    stream,
+                // One write: `write!` writes piece by piece, and the client closes as soon as it
+                // has the status line, so a later piece could meet a closed socket (EPIPE).
+                let response = format!(
                     "HTTP/1.1 {status}\r\nContent-Length: {}\r\n\r\n{body}",
                     body.len()
-                )
-                .unwrap();
+                );
+                stream.write_all(response.as_bytes()).unwrap();
             }
         });
         // Timeouts a loaded machine cannot hit: the answering thread may wait seconds for a core.

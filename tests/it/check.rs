@@ -750,3 +750,146 @@ fn write_marks_the_flipped_claims_in_their_file_once_and_deletes_nothing() {
     );
     assert_eq!(std::fs::read_to_string(&claims).unwrap(), after);
 }
+
+/// The fixture of every memory-file kind (CLAUDE.md, a Cursor rule, Copilot JSON, JSON Lines),
+/// then a commit that makes `parse_url` return a dict.
+fn memory_files_repository() -> FixtureRepo {
+    let mut repo = crate::check_sources::fixture_repository();
+    let parse = std::fs::read_to_string(repo.path().join("src/urlkit/parse.py")).unwrap();
+    let returns_a_dict = parse.replace(
+        "return Url(scheme, host.lower(), \"/\" + path)",
+        "return {\"scheme\": scheme, \"host\": host.lower(), \"path\": \"/\" + path}",
+    );
+    assert_ne!(
+        parse, returns_a_dict,
+        "the fixture's parse_url changed its shape"
+    );
+    repo.commit(
+        "parse_url returns a dict",
+        &[("src/urlkit/parse.py", Some(returns_a_dict.as_str()))],
+    );
+    repo.checkout();
+    repo
+}
+
+#[test]
+fn memory_files_of_every_kind_go_through_the_cascade_and_write_marks_markdown_once() {
+    let repo = memory_files_repository();
+    let server = FakeServer::start(|_, request| {
+        let flipped = request.body.contains("tuple of scheme, host and path");
+        let verdict = if flipped { "flipped" } else { "held" };
+        Reply::json(answer(
+            claimflow::pipeline::Provider::Openai,
+            &format!("{{\"verdict\": \"{verdict}\"}}"),
+        ))
+    });
+    let project = project(&server);
+    let check = |extra: &[&str]| {
+        let repo_dir = repo.path().display().to_string();
+        let pipeline = project.path("models.yaml").display().to_string();
+        let mut args = vec![
+            "check",
+            "--repo",
+            &repo_dir,
+            "--pipeline",
+            &pipeline,
+            "--cascade",
+            "a4,a6_risk",
+            "--discover",
+        ];
+        args.extend_from_slice(extra);
+        args.extend(["memory.json", "claims.jsonl"]);
+        let output = project
+            .command(&args)
+            .current_dir(repo.path())
+            .env("CLAIMFLOW_IT_CHECK_KEY", KEY)
+            .env("CLAIMFLOW_CACHE_DIR", project.path("cache"))
+            .output()
+            .expect("claimflow runs");
+        Ran {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    };
+    let ran = check(&[]);
+    assert_eq!(ran.code, 1, "{}\n{}", ran.stdout, ran.stderr);
+    let results: Vec<Value> = ran
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let at = |source: &str| {
+        results
+            .iter()
+            .find(|result| result["source"] == source)
+            .unwrap_or_else(|| panic!("no claim at {source}: {}", ran.stdout))
+    };
+    // Every kind of file was read.
+    for file in [
+        "CLAUDE.md:",
+        ".cursor/rules/python.mdc:",
+        "memory.json:",
+        "claims.jsonl:",
+    ] {
+        assert!(
+            results
+                .iter()
+                .any(|result| result["source"].as_str().unwrap().starts_with(file)),
+            "nothing read from {file}: {}",
+            ran.stdout
+        );
+    }
+    // The claim the commit falsified, decided by the model; claims whose anchors the commit
+    // left alone cleared by A4 without a call.
+    assert_eq!(at("CLAUDE.md:7")["verdict"], "flipped");
+    assert_eq!(at("CLAUDE.md:7")["decided_by"], "a6_risk");
+    assert_eq!(at("CLAUDE.md:8")["verdict"], "held");
+    assert_eq!(at("CLAUDE.md:8")["decided_by"], "a4");
+    assert_eq!(at("claims.jsonl:2")["decided_by"], "a4");
+    let flipped = results
+        .iter()
+        .filter(|result| result["verdict"] == "flipped")
+        .count();
+    assert_eq!(flipped, 1, "{}", ran.stdout);
+    let asked = server.count();
+    assert!(asked < results.len(), "A4 cleared nothing: {asked} calls");
+
+    // --write marks the Markdown item after its line; a second write changes nothing; the
+    // change to the file is additions only.
+    let written = check(&["--write"]);
+    assert_eq!(written.code, 1, "{}", written.stderr);
+    assert_eq!(
+        server.count(),
+        asked,
+        "a repeated check asked the model again"
+    );
+    let memory = std::fs::read_to_string(repo.path().join("CLAUDE.md")).unwrap();
+    let lines: Vec<&str> = memory.lines().collect();
+    assert!(
+        lines[6].contains("`parse_url()` returns a `Url` tuple"),
+        "{memory}"
+    );
+    assert!(
+        lines[7]
+            .trim_start()
+            .starts_with("<!-- claimflow: false since "),
+        "{memory}"
+    );
+    assert_eq!(memory.matches("<!-- claimflow:").count(), 1, "{memory}");
+    let again = check(&["--write"]);
+    assert_eq!(again.code, 1, "{}", again.stderr);
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("CLAUDE.md")).unwrap(),
+        memory
+    );
+    let diff = std::process::Command::new("git")
+        .args(["diff", "--numstat", "--", "CLAUDE.md"])
+        .current_dir(repo.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&diff.stdout).trim(),
+        "1\t0\tCLAUDE.md"
+    );
+}

@@ -35,7 +35,7 @@ fn fixture_files() -> Vec<(String, String)> {
     files
 }
 
-fn fixture_repository() -> FixtureRepo {
+pub(crate) fn fixture_repository() -> FixtureRepo {
     let files = fixture_files();
     let changes: Vec<(&str, Option<&str>)> = files
         .iter()
