@@ -95,6 +95,8 @@ steps:
     with:
       run: echo "key=${CLAIMFLOW_IT_COMMAND_KEY:-unset} other=${CLAIMFLOW_IT_OTHER:-unset}" > env.txt
       outputs: [env.txt]
+      # Named, the other variable passes; the model's key never does, even when named.
+      env: [CLAIMFLOW_IT_OTHER, CLAIMFLOW_IT_COMMAND_KEY]
 "#,
     );
     let ran = project
