@@ -24,6 +24,9 @@ use futures_util::{FutureExt, StreamExt};
 use std::panic::AssertUnwindSafe;
 use tokio_util::sync::CancellationToken;
 
+mod reduction;
+mod schedule;
+
 /// How a run is carried out. None of it enters a key.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
@@ -552,136 +555,6 @@ impl<'a> Engine<'a> {
         Ok((hits, misses))
     }
 
-    /// Computes the items `misses` (indices into `plans`) in their pools: on threads, or as
-    /// futures on the runtime. Returns their results in item order, or the step's failure when
-    /// any failed (each reported as it failed).
-    fn schedule(
-        &self,
-        job: &Job,
-        plans: &[ItemPlan],
-        keys: &[Digest],
-        misses: &[usize],
-    ) -> Result<Vec<ItemResult>, Failure> {
-        let computed: Mutex<Vec<(usize, ItemResult)>> = Mutex::new(Vec::new());
-        let failures: Mutex<Vec<ErrorClass>> = Mutex::new(Vec::new());
-        let finish = |index: usize, outcome: Result<ItemResult, StepError>, started: Instant| {
-            let plan = &plans[index];
-            match outcome {
-                Ok(result) => {
-                    self.reporter.event(&Event::ItemFinished {
-                        step: job.step.name.clone(),
-                        item: plan.id.clone(),
-                        cached: result.cached,
-                        elapsed: started.elapsed(),
-                    });
-                    computed.lock().expect("results lock").push((index, result));
-                }
-                Err(error) => {
-                    failures.lock().expect("results lock").push(error.class());
-                    self.reporter.event(&Event::ItemFailed {
-                        step: job.step.name.clone(),
-                        item: plan.id.clone(),
-                        error: error.chain(),
-                        class: error.class(),
-                    });
-                }
-            }
-        };
-        let items = Items {
-            plans,
-            keys,
-            misses,
-        };
-        match job.kind.execution() {
-            Execution::Blocking => self.schedule_blocking(job, &items, &finish),
-            Execution::Async => self.schedule_async(job, &items, &finish),
-        }
-        let failures = failures.into_inner().expect("results lock");
-        if !failures.is_empty() {
-            let class = if failures.contains(&ErrorClass::Input) {
-                ErrorClass::Input
-            } else if failures.contains(&ErrorClass::Cancelled) {
-                ErrorClass::Cancelled
-            } else {
-                ErrorClass::Failure
-            };
-            return Err(Failure {
-                message: format!("{} of {} items failed", failures.len(), keys.len()),
-                class,
-            });
-        }
-        let mut computed = computed.into_inner().expect("results lock");
-        computed.sort_unstable_by_key(|(index, _)| *index);
-        Ok(computed.into_iter().map(|(_, result)| result).collect())
-    }
-
-    /// Computes the items to compute on as many threads as their pools allow.
-    fn schedule_blocking(&self, job: &Job, items: &Items, finish: &Finish) {
-        let next = AtomicUsize::new(0);
-        let workers = items
-            .misses
-            .iter()
-            .map(|&index| job.pools.capacity(&items.plans[index].pool))
-            .max()
-            .unwrap_or(0)
-            .min(items.misses.len());
-        std::thread::scope(|scope| {
-            for _ in 0..workers {
-                scope.spawn(|| {
-                    loop {
-                        let position = next.fetch_add(1, Ordering::SeqCst);
-                        let Some(&index) = items.misses.get(position) else {
-                            break;
-                        };
-                        let (plan, key) = (&items.plans[index], &items.keys[index]);
-                        let record = key_parts(job.kind, job.step.params.key(), plan).to_record();
-                        let item_started = Instant::now();
-                        let outcome = self.compute(job, plan, (&record, key));
-                        finish(index, outcome, item_started);
-                    }
-                });
-            }
-        });
-    }
-
-    /// Computes the items to compute as futures on the engine's runtime.
-    fn schedule_async(&self, job: &Job, items: &Items, finish: &Finish) {
-        // An item holds its key's lock (an open file) while it waits for its pool's slot, so the
-        // items started at once are bounded, not all of them: twenty thousand model calls started
-        // together ran out of file descriptors. Twice the slots of the pools they use keeps every
-        // slot busy.
-        let pools_used: BTreeSet<&Pool> = items
-            .misses
-            .iter()
-            .map(|&index| &items.plans[index].pool)
-            .collect();
-        let in_flight = 2 * pools_used
-            .iter()
-            .map(|pool| job.pools.capacity(pool))
-            .sum::<usize>()
-            .max(1);
-        let start = |index: usize| {
-            let (plan, key) = (&items.plans[index], &items.keys[index]);
-            let record = key_parts(job.kind, job.step.params.key(), plan).to_record();
-            async move {
-                let item_started = Instant::now();
-                let outcome = self.compute_async(job, plan, (&record, key)).await;
-                (index, outcome, item_started)
-            }
-        };
-        super::runtime::runtime().block_on(async {
-            let mut waiting = items.misses.iter().copied();
-            let mut running: FuturesUnordered<_> =
-                waiting.by_ref().take(in_flight).map(start).collect();
-            while let Some((index, outcome, item_started)) = running.next().await {
-                finish(index, outcome, item_started);
-                if let Some(next) = waiting.next() {
-                    running.push(start(next));
-                }
-            }
-        });
-    }
-
     /// Publishes a step's result files from its items (and reduction), records its run state,
     /// and reports it finished.
     fn publish(
@@ -724,88 +597,6 @@ impl<'a> Engine<'a> {
             reduced: ctx.reduced.clone(),
         };
         Ok((output, computed_count, cached))
-    }
-
-    /// The step's items reduced into its one output, for a kind with a
-    /// [reduction](StepKind::reduction): taken from the cache when its key (the items' output
-    /// digests, the plan's digest, the reduction's version) is there, else reduced and stored. A
-    /// forced step reduces again.
-    fn reduce(
-        &self,
-        kind: &dyn StepKind,
-        ctx: &StepContext,
-        plan: Digest,
-        items: &[ItemResult],
-        force: bool,
-    ) -> Result<Option<Reduced>, StepError> {
-        let Some(record) = reduction_record(kind, ctx.step, plan, items) else {
-            return Ok(None);
-        };
-        let key = record.digest();
-        let cached = if force {
-            None
-        } else {
-            self.cached_reduction(&key)?
-        };
-        let reduced = match cached {
-            Some(reduced) => reduced,
-            None => {
-                let started = Instant::now();
-                let output = kind.reduce(ctx, items)?;
-                let plan = ItemPlan::new(REDUCTION);
-                let digest = store_result(
-                    &self.store,
-                    &ctx.step.name,
-                    &plan,
-                    (&record, &key),
-                    &output,
-                    started.elapsed(),
-                )?;
-                Reduced {
-                    digest,
-                    output: Arc::new(output),
-                }
-            }
-        };
-        self.state
-            .save_reduction(&ctx.step.name, &ctx.step.uses, key, reduced.digest)?;
-        Ok(Some(reduced))
-    }
-
-    /// The cached reduction under `key`, if any.
-    fn cached_reduction(&self, key: &Digest) -> Result<Option<Reduced>, StoreError> {
-        Ok(
-            decode_output(&self.store, self.store.cached_output(key)?, &|_| None)?.map(
-                |(digest, output, _)| Reduced {
-                    digest,
-                    output: Arc::new(output),
-                },
-            ),
-        )
-    }
-
-    /// The reduction of a step whose items are all cached, for `plan` and `explain`: the cache's,
-    /// else made here and not stored (a dry run stores nothing). The flag is true when cached.
-    pub(crate) fn reduction(
-        &self,
-        kind: &dyn StepKind,
-        ctx: &StepContext,
-        plan: Digest,
-        items: &[ItemResult],
-    ) -> Result<Option<(Reduced, bool)>, StepError> {
-        let Some(record) = reduction_record(kind, ctx.step, plan, items) else {
-            return Ok(None);
-        };
-        if let Some(reduced) = self.cached_reduction(&record.digest())? {
-            return Ok(Some((reduced, true)));
-        }
-        let output = kind.reduce(ctx, items)?;
-        let bytes = serde_json::to_vec(&output).expect("item outputs serialize");
-        let reduced = Reduced {
-            digest: Digest::of(&bytes),
-            output: Arc::new(output),
-        };
-        Ok(Some((reduced, false)))
     }
 
     /// The cached output of a content key of a step of `kind`, if present, and whether its blobs
