@@ -144,13 +144,27 @@ fn project(server: &FakeServer) -> Project {
 }
 
 fn run_check(project: &Project, repo: &FixtureRepo, extra: &[&str]) -> Ran {
-    let repo_dir = repo.path().display().to_string();
     let claims = repo.path().join("claims.jsonl").display().to_string();
-    let mut args = vec!["check", "--repo", &repo_dir, "--pipeline", "models.yaml"];
+    check_in(project, repo, project.path("."), extra, &[&claims])
+}
+
+/// `claimflow check` on `repo` from `directory`, asking the models of the project's
+/// `models.yaml`, with `extra` flags and the claim `sources`.
+fn check_in(
+    project: &Project,
+    repo: &FixtureRepo,
+    directory: impl AsRef<Path>,
+    extra: &[&str],
+    sources: &[&str],
+) -> Ran {
+    let repo_dir = repo.path().display().to_string();
+    let pipeline = project.path("models.yaml").display().to_string();
+    let mut args = vec!["check", "--repo", &repo_dir, "--pipeline", &pipeline];
     args.extend_from_slice(extra);
-    args.push(&claims);
+    args.extend_from_slice(sources);
     let output = project
         .command(&args)
+        .current_dir(directory.as_ref())
         .env("CLAIMFLOW_IT_CHECK_KEY", KEY)
         .env("CLAIMFLOW_CACHE_DIR", project.path("cache"))
         .output()
@@ -785,32 +799,15 @@ fn memory_files_of_every_kind_go_through_the_cascade_and_write_marks_markdown_on
     });
     let project = project(&server);
     let check = |extra: &[&str]| {
-        let repo_dir = repo.path().display().to_string();
-        let pipeline = project.path("models.yaml").display().to_string();
-        let mut args = vec![
-            "check",
-            "--repo",
-            &repo_dir,
-            "--pipeline",
-            &pipeline,
-            "--cascade",
-            "a4,a6_risk",
-            "--discover",
-        ];
-        args.extend_from_slice(extra);
-        args.extend(["memory.json", "claims.jsonl"]);
-        let output = project
-            .command(&args)
-            .current_dir(repo.path())
-            .env("CLAIMFLOW_IT_CHECK_KEY", KEY)
-            .env("CLAIMFLOW_CACHE_DIR", project.path("cache"))
-            .output()
-            .expect("claimflow runs");
-        Ran {
-            code: output.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        }
+        let mut flags = vec!["--cascade", "a4,a6_risk", "--discover"];
+        flags.extend_from_slice(extra);
+        check_in(
+            &project,
+            &repo,
+            repo.path(),
+            &flags,
+            &["memory.json", "claims.jsonl"],
+        )
     };
     let ran = check(&[]);
     assert_eq!(ran.code, 1, "{}\n{}", ran.stdout, ran.stderr);
