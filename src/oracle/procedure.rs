@@ -37,6 +37,8 @@ use super::command::RunFiles;
 use super::lineage::Lineage;
 use super::runner::{RunRequest, RunnerError, run_pytest};
 use super::worktree::{Worktree, WorktreeError, touched_test_files};
+
+mod merged;
 use crate::mining::TestFileRules;
 use crate::python::Environment;
 use crate::records::{ClaimRecord, Label, Outcome, RunRecord, TruthRecord};
@@ -343,7 +345,7 @@ impl ChildGate<'_> {
         files: &[String],
     ) -> Result<Option<(Cause, String)>, GateError> {
         let runs = self.settings.runs;
-        let own = Stage::new(self.settings, self.environment, slot).run_files_once(files)?;
+        let mut own = Stage::new(self.settings, self.environment, slot).run_files_once(files)?;
         let mut failing: BTreeMap<String, String> = BTreeMap::new();
         let mut unknown = Vec::new();
         for (node, verdicts) in &own.verdicts {
@@ -394,6 +396,12 @@ impl ChildGate<'_> {
                 }
             }
         }
+
+        // A merge's failures that another parent already had came in with that parent.
+        let inherited = self.inherited_from_merged_parents(slot, &failing, &own.broken_files)?;
+        failing.retain(|node, _| !inherited.nodes.contains(node));
+        own.broken_files
+            .retain(|file, _| !inherited.files.contains(file));
 
         // A kept claim passed N of N at the parent: its failure is the child's.
         let mut new_failures: Vec<String> = failing
@@ -455,11 +463,19 @@ impl ChildGate<'_> {
         } else {
             format!("; flaky at the child, not counted: {}", flaky.join(", "))
         };
+        let inherited_note = if inherited.notes.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; brought in by a merged parent, not counted: {}",
+                inherited.notes.join(", ")
+            )
+        };
         if !new_failures.is_empty() {
             return Ok(Some((
                 Cause::BrokenChild,
                 format!(
-                    "the child is broken: its own version of {}{flaky_note}",
+                    "the child is broken: its own version of {}{flaky_note}{inherited_note}",
                     new_failures.join("; ")
                 ),
             )));

@@ -12,6 +12,7 @@ pub struct FixtureRepo {
 }
 
 /// A change to one file: new content, or removal.
+#[derive(Clone, Copy)]
 pub enum Change<'a> {
     Write(&'a str, &'a str),
     Remove(&'a str),
@@ -29,10 +30,21 @@ impl FixtureRepo {
 
     /// Commits `changes` on top of `parent` (or as a root commit) and returns the new commit.
     pub fn commit(&mut self, parent: Option<Oid>, message: &str, changes: &[Change]) -> Oid {
+        let parents: Vec<Oid> = parent.into_iter().collect();
+        self.merge(&parents, message, changes)
+    }
+
+    /// Commits `changes` on top of the first of `parents`' trees with every one of them as a
+    /// parent (a merge commit when there are two): the merge's tree is the first parent's with
+    /// `changes` applied, so a test writes the merged result it wants.
+    pub fn merge(&mut self, parents: &[Oid], message: &str, changes: &[Change]) -> Oid {
         let repository = &self.repository;
         let mut index = git2::Index::new().expect("an in-memory index");
-        let parent_commit = parent.map(|id| repository.find_commit(id).expect("parent commit"));
-        if let Some(parent) = &parent_commit {
+        let parent_commits: Vec<git2::Commit> = parents
+            .iter()
+            .map(|id| repository.find_commit(*id).expect("parent commit"))
+            .collect();
+        if let Some(parent) = parent_commits.first() {
             index
                 .read_tree(&parent.tree().expect("parent tree"))
                 .expect("read the parent tree");
@@ -69,7 +81,7 @@ impl FixtureRepo {
             &Time::new(self.clock, 0),
         )
         .expect("a signature");
-        let parents: Vec<&git2::Commit> = parent_commit.iter().collect();
+        let parents: Vec<&git2::Commit> = parent_commits.iter().collect();
         repository
             .commit(None, &signature, &signature, message, &tree, &parents)
             .expect("commit")

@@ -6,7 +6,8 @@
 
 use std::path::Path;
 
-use claimflow::oracle::{ImportErrorPolicy, Judgement};
+use claimflow::oracle::{Cause, ImportErrorPolicy, Judgement};
+use claimflow::records::Label;
 use git2::Oid;
 
 use super::fixture::{Change, FixtureRepo};
@@ -178,6 +179,104 @@ fn a_failing_test_the_child_adds_makes_the_child_broken() {
         ],
     );
     insta::assert_snapshot!(render(&gate.judge(dir.path(), case)));
+}
+
+/// The branch of the merge tests below: `add` counts from one, its test updated, and a new test
+/// that fails at the branch's own tip.
+const FROM_ONE_TEST_MORE: &str =
+    "from pkg.core import add\n\n\ndef test_add_zero():\n    assert add(0, 0) == 0\n";
+
+impl Gate {
+    /// A mainline commit and a branch (`add` counts from one, with `extra` files), both on the
+    /// base; returns the mainline commit and the merge of the branch into it, whose tree is the
+    /// branch's files over the mainline, plus `in_merge`, written by the merge itself.
+    fn merge_of_a_branch(&mut self, extra: &[Change], in_merge: &[Change]) -> Case {
+        let from_one = CORE.replace("return a + b", "return a + b + 1");
+        let test_core = TEST_CORE.replace("add(1, 2) == 3", "add(1, 2) == 4");
+        let mut branch_changes = vec![
+            Change::Write("pkg/core.py", &from_one),
+            Change::Write("tests/test_core.py", &test_core),
+        ];
+        branch_changes.extend_from_slice(extra);
+        let branch = self
+            .repo
+            .commit(Some(self.base), "add counts from one", &branch_changes);
+        let mainline = self.repo.commit(
+            Some(self.base),
+            "Document the package",
+            &[Change::Write("pkg/__init__.py", "# Arithmetic.\n")],
+        );
+        branch_changes.extend_from_slice(in_merge);
+        let merge = self.repo.merge(
+            &[mainline, branch],
+            "Merge branch 'from-one'",
+            &branch_changes,
+        );
+        Case {
+            parent: mainline,
+            commit: merge,
+        }
+    }
+}
+
+/// Regression (marshmallow 8237781990, "Merge branch 'deserialization-and-refactor' into dev",
+/// 183 claims discarded): the merge's own tests failed only where the merged branch's tip already
+/// failed them, the same way (four tests of its new `tests/test_serializer.py`), and the gate,
+/// which looked failures up at the first parent alone, called the merge broken. A failure the
+/// merge shares with another of its parents came in with that parent: the merge did not cause it.
+#[test]
+fn a_failure_a_merge_brings_in_from_its_other_parent_does_not_make_the_merge_broken() {
+    let (dir, mut gate) = setup();
+    let case = gate.merge_of_a_branch(
+        &[Change::Write("tests/test_more.py", FROM_ONE_TEST_MORE)],
+        &[],
+    );
+    let judgements = gate.judge(dir.path(), case);
+    let rendered = render(&judgements);
+    let labels: Vec<(&str, Label, Option<Cause>)> = judgements
+        .iter()
+        .map(|judgement| {
+            let node = judgement
+                .truth
+                .claim
+                .split_once("::")
+                .map_or("", |(_, node)| node);
+            (node, judgement.truth.label, judgement.cause)
+        })
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            ("tests/test_core.py::test_add", Label::Flipped, None),
+            ("tests/test_core.py::test_mul", Label::Held, None),
+        ],
+        "{rendered}"
+    );
+}
+
+/// A failure that neither parent has, written by the merge itself (the marshmallow a8f1024206
+/// merge left a test calling a helper whose import the other side had removed), is the merge's.
+#[test]
+fn a_failure_the_merge_itself_introduces_makes_the_merge_broken() {
+    let (dir, mut gate) = setup();
+    let case = gate.merge_of_a_branch(
+        &[],
+        &[Change::Write("tests/test_more.py", FROM_ONE_TEST_MORE)],
+    );
+    let judgements = gate.judge(dir.path(), case);
+    let rendered = render(&judgements);
+    assert_eq!(judgements.len(), 2, "{rendered}");
+    for judgement in &judgements {
+        assert_eq!(judgement.cause, Some(Cause::BrokenChild), "{rendered}");
+        assert!(
+            judgement
+                .truth
+                .reason
+                .as_deref()
+                .is_some_and(|reason| reason.contains("tests/test_more.py::test_add_zero fails")),
+            "{rendered}"
+        );
+    }
 }
 
 #[test]
