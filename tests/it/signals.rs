@@ -8,12 +8,85 @@ use std::time::{Duration, Instant};
 use crate::common::project::Project;
 use crate::environments::{TEST, dated_repository};
 
-/// Whether `pid` runs (a zombie nobody has reaped yet does not).
-fn alive(pid: &str) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        let state = stat.rsplit_once(") ").map(|(_, rest)| rest.chars().next());
-        state != Some(Some('Z'))
-    })
+/// A process a test started, told apart from a later one that got the same pid: the suite starts
+/// thousands of processes beside these tests, and a pid freed by a killed child can be handed to
+/// one of them while the test still watches it.
+struct Watched {
+    pid: String,
+    /// Its start time (clock ticks since boot) when it was first seen; None if it had already gone.
+    started: Option<u64>,
+}
+
+impl Watched {
+    fn new(pid: &str) -> Self {
+        let pid = pid.trim().to_string();
+        let started = stat(&pid).and_then(|fields| start_time(&fields));
+        Watched { pid, started }
+    }
+
+    /// A pid read after the run ended: watched only if what runs under it now is `ours` (its command
+    /// line contains that text), since the pid may have been handed to another process meanwhile.
+    fn if_ours(pid: &str, ours: &str) -> Self {
+        let watched = Watched::new(pid);
+        let cmdline = std::fs::read(format!("/proc/{}/cmdline", watched.pid)).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(ours) {
+            watched
+        } else {
+            Watched {
+                started: None,
+                ..watched
+            }
+        }
+    }
+
+    /// Whether the process still runs: the same pid, the same start time, not a zombie.
+    fn alive(&self) -> bool {
+        let Some(started) = self.started else {
+            return false;
+        };
+        stat(&self.pid).is_some_and(|fields| {
+            fields.first().map(String::as_str) != Some("Z") && start_time(&fields) == Some(started)
+        })
+    }
+
+    /// What a survivor is, for the failure message.
+    fn describe(&self) -> String {
+        let cmdline = std::fs::read(format!("/proc/{}/cmdline", self.pid))
+            .map(|bytes| String::from_utf8_lossy(&bytes).replace('\0', " "))
+            .unwrap_or_default();
+        format!("pid {} ({cmdline}) {:?}", self.pid, stat(&self.pid))
+    }
+}
+
+/// The fields of /proc/<pid>/stat after the command name (state first), if the process exists.
+fn stat(pid: &str) -> Option<Vec<String>> {
+    if pid.is_empty() {
+        return None;
+    }
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(") ")?;
+    Some(rest.split_whitespace().map(str::to_string).collect())
+}
+
+/// The start time, field 22 of /proc/<pid>/stat (the 20th after the command name).
+fn start_time(fields: &[String]) -> Option<u64> {
+    fields.get(19)?.parse().ok()
+}
+
+/// Waits until none of `processes` runs, naming the survivors if some outlive the wait.
+fn wait_for_death(what: &str, processes: &[Watched]) {
+    let started = Instant::now();
+    while processes.iter().any(Watched::alive) {
+        if started.elapsed() > Duration::from_secs(120) {
+            let survivors: Vec<String> = processes
+                .iter()
+                .filter(|process| process.alive())
+                .map(Watched::describe)
+                .collect();
+            panic!("timed out waiting for {what}: {}", survivors.join("; "));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
@@ -68,12 +141,23 @@ fn stop_while_building(signal: libc::c_int) -> (i32, String) {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let read = |name: &str| std::fs::read_to_string(scratch.path().join(name)).ok();
+    // A pid file counts once its line is whole (the shell creates it before it writes).
+    let read = |name: &str| {
+        std::fs::read_to_string(scratch.path().join(name))
+            .ok()
+            .filter(|text| text.ends_with('\n'))
+    };
     wait_for("the environment build to start", || {
         read("child").is_some() && read("grandchild").is_some()
     });
-    let child = read("child").unwrap().trim().to_string();
-    let grandchild = read("grandchild").unwrap().trim().to_string();
+    let building_processes = [
+        Watched::new(&read("child").unwrap()),
+        Watched::new(&read("grandchild").unwrap()),
+    ];
+    assert!(
+        building_processes.iter().all(Watched::alive),
+        "the build's processes run when the signal is sent"
+    );
     let building = cache.join("envs/.building");
     assert_eq!(std::fs::read_dir(&building).unwrap().count(), 1);
     // SAFETY: signals the claimflow process this test started.
@@ -82,9 +166,7 @@ fn stop_while_building(signal: libc::c_int) -> (i32, String) {
     }
     let status = claimflow.wait().unwrap();
     let stderr = std::io::read_to_string(claimflow.stderr.take().unwrap()).unwrap();
-    wait_for("the children to die", || {
-        !alive(&child) && !alive(&grandchild)
-    });
+    wait_for_death("the children to die", &building_processes);
     assert_eq!(
         std::fs::read_dir(&building).unwrap().count(),
         0,
@@ -130,8 +212,14 @@ fn ctrl_c_stops_a_command_step_and_what_it_started() {
     wait_for("the command to start", || {
         read("child").is_some() && read("grandchild").is_some()
     });
-    let child = read("child").unwrap().trim().to_string();
-    let grandchild = read("grandchild").unwrap().trim().to_string();
+    let command_processes = [
+        Watched::new(&read("child").unwrap()),
+        Watched::new(&read("grandchild").unwrap()),
+    ];
+    assert!(
+        command_processes.iter().all(Watched::alive),
+        "the command's processes run when the signal is sent"
+    );
     // SAFETY: signals the claimflow process this test started.
     unsafe {
         libc::kill(claimflow.id() as libc::pid_t, libc::SIGINT);
@@ -139,9 +227,7 @@ fn ctrl_c_stops_a_command_step_and_what_it_started() {
     let status = claimflow.wait().unwrap();
     let stderr = std::io::read_to_string(claimflow.stderr.take().unwrap()).unwrap();
     assert_eq!(status.code(), Some(130), "{stderr}");
-    wait_for("the command and its child to die", || {
-        !alive(&child) && !alive(&grandchild)
-    });
+    wait_for_death("the command and its child to die", &command_processes);
 }
 
 /// Ctrl-C while a step's workers start commands one after another: every command that started
@@ -186,19 +272,17 @@ fn ctrl_c_while_workers_start_commands_leaves_none_of_them_behind() {
     let status = claimflow.wait().unwrap();
     let stderr = std::io::read_to_string(claimflow.stderr.take().unwrap()).unwrap();
     assert_eq!(status.code(), Some(130), "{stderr}");
-    let pids: Vec<String> = std::fs::read_dir(project.path("pids"))
+    let pids: Vec<Watched> = std::fs::read_dir(project.path("pids"))
         .unwrap()
         .flatten()
         .filter_map(|entry| std::fs::read_to_string(entry.path()).ok())
-        .map(|pid| pid.trim().to_string())
-        .filter(|pid| !pid.is_empty())
+        .filter(|pid| !pid.trim().is_empty())
+        .map(|pid| Watched::if_ours(&pid, "pids/"))
         .collect();
     assert!(pids.len() >= 100, "{} pids", pids.len());
     assert!(
         pids.len() < quick.len() + slow.len(),
         "the run was stopped before every item started"
     );
-    wait_for("every started command to die", || {
-        pids.iter().all(|pid| !alive(pid))
-    });
+    wait_for_death("every started command to die", &pids);
 }
