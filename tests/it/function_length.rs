@@ -30,9 +30,6 @@ const NOT_YET_SPLIT: &[&str] = &[
     "python::interpreters::choose_interpreters_at",      // 123 lines
     "python::mine::mine_commit",                         // 101 lines
     "slurm::worker::work",                               // 106 lines
-    "stats::figures::arms",                              // 149 lines
-    "stats::figures::question_information",              // 158 lines
-    "stats::figures::cost",                              // 146 lines
     "stats::rankings::compare",                          // 150 lines
     "stats::report::tables::rankings::rankings",         // 111 lines
     "steps::arm::Arm::items",                            // 104 lines
