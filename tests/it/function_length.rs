@@ -30,8 +30,6 @@ const NOT_YET_SPLIT: &[&str] = &[
     "python::interpreters::choose_interpreters_at",      // 123 lines
     "python::mine::mine_commit",                         // 101 lines
     "slurm::worker::work",                               // 106 lines
-    "stats::rankings::compare",                          // 150 lines
-    "stats::report::tables::rankings::rankings",         // 111 lines
     "steps::arm::Arm::items",                            // 104 lines
     "steps::llm_arm::LlmArm::plan",                      // 102 lines
     "steps::paraphrase::ParaphraseStep::rewrite_commit", // 120 lines
