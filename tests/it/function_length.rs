@@ -22,9 +22,6 @@ const NOT_YET_SPLIT: &[&str] = &[
     "local_model::provision::Work::server",              // 108 lines
     "oracle::procedure::judge_commit",                   // 161 lines
     "oracle::procedure::ChildGate::judge",               // 149 lines
-    "pipeline::validate::document::validate",            // 108 lines
-    "pipeline::validate::steps::check",                  // 125 lines
-    "pipeline::yaml::Builder::on_event",                 // 102 lines
     "progress::Progress::event",                         // 111 lines
     "python::install::build",                            // 101 lines
     "python::interpreters::choose_interpreters_at",      // 123 lines
