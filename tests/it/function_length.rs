@@ -18,7 +18,6 @@ const MAX_BODY_LINES: usize = 100;
 /// when they were listed.
 const NOT_YET_SPLIT: &[&str] = &[
     "controls::paraphrase::paraphrase",                  // 125 lines
-    "corpus::expected::parse_expected",                  // 102 lines
     "local_model::provision::Work::server",              // 108 lines
     "oracle::procedure::judge_commit",                   // 161 lines
     "oracle::procedure::ChildGate::judge",               // 149 lines
@@ -30,7 +29,6 @@ const NOT_YET_SPLIT: &[&str] = &[
     "steps::arm::Arm::items",                            // 104 lines
     "steps::llm_arm::LlmArm::plan",                      // 102 lines
     "steps::paraphrase::ParaphraseStep::rewrite_commit", // 120 lines
-    "view::model::data",                                 // 117 lines
 ];
 
 /// One function or method whose body was measured.
