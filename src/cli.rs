@@ -288,16 +288,7 @@ pub fn run(cli: Cli) -> Result<()> {
             };
             explain(target, &step, item, json)
         }
-        Verb::Graph { pipeline, format } => {
-            let pipeline = load(&pipeline, &root, &registry)?;
-            let dag = Dag::new(&pipeline).map_err(|source| InputError::Graph { source })?;
-            let text = match format {
-                GraphFormat::Dot => dag.dot(),
-                GraphFormat::Mermaid => dag.mermaid(),
-            };
-            write!(std::io::stdout().lock(), "{text}")?;
-            Ok(())
-        }
+        Verb::Graph { pipeline, format } => graph(&pipeline, format, &root, &registry),
         Verb::Schema => print_json(&crate::pipeline::sections::file_schema(registry.schema())),
         Verb::Cache { action } => cache(action, &root, &registry),
         Verb::View { runs, serve, port } => view(&runs, serve, port, &root, &registry),
@@ -308,16 +299,7 @@ pub fn run(cli: Cli) -> Result<()> {
         }
         Verb::Models {
             action: ModelsAction::Provision,
-        } => {
-            let provisioned = provision_local_model(verbosity)?;
-            let mut out = std::io::stdout().lock();
-            writeln!(out, "server: {}", provisioned.server.display())?;
-            writeln!(out, "model:  {}", provisioned.model.display())?;
-            for (name, value) in provisioned.fingerprint() {
-                writeln!(out, "{name}: {value}")?;
-            }
-            Ok(())
-        }
+        } => provision(verbosity),
         Verb::Models {
             action:
                 ModelsAction::Serve {
@@ -328,6 +310,31 @@ pub fn run(cli: Cli) -> Result<()> {
         Verb::Check(args) => crate::check::verb::run(*args, &root, cli.quiet),
         Verb::Worker { workdir, key } => worker(&root.join(workdir), &key, &registry),
     }
+}
+
+/// `graph`: the pipeline's steps and their needs, as Graphviz dot or Mermaid.
+fn graph(pipeline: &Path, format: GraphFormat, root: &Path, registry: &Registry) -> Result<()> {
+    let pipeline = load(pipeline, root, registry)?;
+    let dag = Dag::new(&pipeline).map_err(|source| InputError::Graph { source })?;
+    let text = match format {
+        GraphFormat::Dot => dag.dot(),
+        GraphFormat::Mermaid => dag.mermaid(),
+    };
+    write!(std::io::stdout().lock(), "{text}")?;
+    Ok(())
+}
+
+/// `models provision`: the local model server and model, provisioned if missing; prints where they
+/// are and their fingerprint.
+fn provision(verbosity: Verbosity) -> Result<()> {
+    let provisioned = provision_local_model(verbosity)?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "server: {}", provisioned.server.display())?;
+    writeln!(out, "model:  {}", provisioned.model.display())?;
+    for (name, value) in provisioned.fingerprint() {
+        writeln!(out, "{name}: {value}")?;
+    }
+    Ok(())
 }
 
 /// The project root: `-C DIR` (which must be a directory), else the current directory.

@@ -116,11 +116,6 @@ fn parse_expected(path: &Path, text: &str) -> Result<Expected, CorpusError> {
     let mut section = Section::Other;
     let mut header_seen = false;
     for (index, line) in text.lines().enumerate() {
-        let invalid = |message: String| CorpusError::Invalid {
-            path: path.to_path_buf(),
-            line: Some(index + 1),
-            message,
-        };
         if let Some(heading) = line.strip_prefix("## ") {
             section = match heading.trim() {
                 "Commits" => Section::Commits,
@@ -151,63 +146,73 @@ fn parse_expected(path: &Path, text: &str) -> Result<Expected, CorpusError> {
             .split('|')
             .map(|cell| cell.trim().trim_matches('`'))
             .collect();
-        let width = match section {
-            Section::Commits => 4,
-            Section::Claims => 6,
-            Section::OwnFailures => 3,
-            Section::Other => unreachable!("rows outside the tables are skipped above"),
-        };
-        if cells.len() != width {
-            return Err(invalid(format!(
-                "this table has {width} columns, the row has {}",
-                cells.len()
-            )));
-        }
-        let runs = |cell: &str| {
-            ExpectedRuns::parse(cell).ok_or_else(|| {
-                invalid(format!(
-                    "`{cell}` is not an outcome (passed, failed: how, unknown: why, flaky)"
-                ))
-            })
-        };
-        match section {
-            Section::Commits => expected.commits.push(ExpectedCommit {
-                name: cells[0].to_string(),
-                case: (cells[1] != "-").then(|| cells[1].to_string()),
-                candidate: match cells[2] {
-                    "yes" => true,
-                    "no" => false,
-                    other => return Err(invalid(format!("candidate is yes or no, not `{other}`"))),
-                },
-                summary: cells[3].to_string(),
-            }),
-            Section::Claims => {
-                let label = match cells[4] {
-                    "flipped" => Label::Flipped,
-                    "held" => Label::Held,
-                    "discarded" => Label::Discarded,
-                    other => return Err(invalid(format!("`{other}` is not a label"))),
-                };
-                let claim = ExpectedClaim {
-                    commit: cells[0].to_string(),
-                    node: cells[1].to_string(),
-                    parent: runs(cells[2])?,
-                    child: runs(cells[3])?,
-                    label,
-                    reason: cells[5].to_string(),
-                };
-                check_label(&claim).map_err(invalid)?;
-                expected.claims.push(claim);
-            }
-            Section::OwnFailures => expected.own_failures.push(OwnFailure {
-                commit: cells[0].to_string(),
-                node: cells[1].to_string(),
-                child: runs(cells[2])?,
-            }),
-            Section::Other => unreachable!("rows outside the tables are skipped above"),
-        }
+        add_row(&mut expected, section, &cells).map_err(|message| CorpusError::Invalid {
+            path: path.to_path_buf(),
+            line: Some(index + 1),
+            message,
+        })?;
     }
     Ok(expected)
+}
+
+/// One row of a table of `section`, its cells trimmed; the error says what is wrong with it.
+fn add_row(expected: &mut Expected, section: Section, cells: &[&str]) -> Result<(), String> {
+    let width = match section {
+        Section::Commits => 4,
+        Section::Claims => 6,
+        Section::OwnFailures => 3,
+        Section::Other => unreachable!("rows outside the tables are skipped"),
+    };
+    if cells.len() != width {
+        return Err(format!(
+            "this table has {width} columns, the row has {}",
+            cells.len()
+        ));
+    }
+    match section {
+        Section::Commits => expected.commits.push(ExpectedCommit {
+            name: cells[0].to_string(),
+            case: (cells[1] != "-").then(|| cells[1].to_string()),
+            candidate: match cells[2] {
+                "yes" => true,
+                "no" => false,
+                other => return Err(format!("candidate is yes or no, not `{other}`")),
+            },
+            summary: cells[3].to_string(),
+        }),
+        Section::Claims => {
+            let label = match cells[4] {
+                "flipped" => Label::Flipped,
+                "held" => Label::Held,
+                "discarded" => Label::Discarded,
+                other => return Err(format!("`{other}` is not a label")),
+            };
+            let claim = ExpectedClaim {
+                commit: cells[0].to_string(),
+                node: cells[1].to_string(),
+                parent: runs(cells[2])?,
+                child: runs(cells[3])?,
+                label,
+                reason: cells[5].to_string(),
+            };
+            check_label(&claim)?;
+            expected.claims.push(claim);
+        }
+        Section::OwnFailures => expected.own_failures.push(OwnFailure {
+            commit: cells[0].to_string(),
+            node: cells[1].to_string(),
+            child: runs(cells[2])?,
+        }),
+        Section::Other => unreachable!("rows outside the tables are skipped"),
+    }
+    Ok(())
+}
+
+/// A cell of outcomes.
+fn runs(cell: &str) -> Result<ExpectedRuns, String> {
+    ExpectedRuns::parse(cell).ok_or_else(|| {
+        format!("`{cell}` is not an outcome (passed, failed: how, unknown: why, flaky)")
+    })
 }
 
 /// A label must follow from the outcomes as the oracle decides it; only `discarded` may

@@ -335,9 +335,31 @@ impl<'a> Engine<'a> {
             cancel: options.cancel.clone(),
             offline: options.offline,
         };
-        let pools = Pools::new(PoolSizes {
+        let pools = self.pools(options);
+        let board = Board {
+            finished: Mutex::new(BTreeMap::new()),
+            changed: Condvar::new(),
+            statuses: Mutex::new(BTreeMap::new()),
+        };
+        std::thread::scope(|scope| {
+            for step in &self.pipeline.steps {
+                let (board, pools, selected, run) = (&board, &pools, &selected, &run);
+                scope.spawn(move || self.run_on_board(step, board, pools, selected, options, run));
+            }
+        });
+        // Only a shortcut for the next run: failing to write it fails nothing.
+        let _ = self.store.save_file_digests();
+        self.summarize(
+            board.statuses.into_inner().expect("run lock"),
+            tally.spent(),
+        )
+    }
+
+    /// The run's pools: `--jobs` CPU slots, the pytest slots (on Slurm, the jobs in flight; the
+    /// cluster schedules them), and each model's concurrency.
+    fn pools(&self, options: &RunOptions) -> Pools {
+        Pools::new(PoolSizes {
             cpu: options.jobs,
-            // On Slurm the pytest pool is the jobs in flight; the cluster schedules them.
             pytest: self
                 .slurm
                 .as_ref()
@@ -348,54 +370,47 @@ impl<'a> Engine<'a> {
                 .iter()
                 .map(|(name, model)| (name.clone(), model.concurrency))
                 .collect(),
-        });
-        let board = Board {
-            finished: Mutex::new(BTreeMap::new()),
-            changed: Condvar::new(),
-            statuses: Mutex::new(BTreeMap::new()),
-        };
-        std::thread::scope(|scope| {
-            for step in &self.pipeline.steps {
-                let (board, pools, selected, run) = (&board, &pools, &selected, &run);
-                scope.spawn(move || {
-                    let (result, status) = match board.upstream_of(step, selected) {
-                        Err(because) => {
-                            self.reporter.event(&Event::StepSkipped {
-                                step: step.name.clone(),
-                                because: because.clone(),
-                            });
-                            (Finished::Skipped, StepStatus::Skipped(because))
-                        }
-                        Ok(upstream) => {
-                            match self.run_step_unwinding(step, &upstream, pools, options, run) {
-                                Ok((output, computed, cached)) => (
-                                    Finished::Done(Arc::new(output)),
-                                    StepStatus::Done { computed, cached },
-                                ),
-                                Err(failure) => {
-                                    self.reporter.event(&Event::StepFailed {
-                                        step: step.name.clone(),
-                                        error: failure.message.clone(),
-                                        class: failure.class,
-                                    });
-                                    (
-                                        Finished::Failed,
-                                        StepStatus::Failed(failure.message, failure.class),
-                                    )
-                                }
-                            }
-                        }
-                    };
-                    board.finish(&step.name, result, status);
+        })
+    }
+
+    /// Runs `step` once every step it needs has ended, or skips it (left out by `--until`, or a
+    /// step it needs did not finish), and posts how it ended on `board`.
+    fn run_on_board(
+        &self,
+        step: &StepSpec,
+        board: &Board,
+        pools: &Pools,
+        selected: &BTreeSet<String>,
+        options: &RunOptions,
+        run: &Scope,
+    ) {
+        let (result, status) = match board.upstream_of(step, selected) {
+            Err(because) => {
+                self.reporter.event(&Event::StepSkipped {
+                    step: step.name.clone(),
+                    because: because.clone(),
                 });
+                (Finished::Skipped, StepStatus::Skipped(because))
             }
-        });
-        // Only a shortcut for the next run: failing to write it fails nothing.
-        let _ = self.store.save_file_digests();
-        self.summarize(
-            board.statuses.into_inner().expect("run lock"),
-            tally.spent(),
-        )
+            Ok(upstream) => match self.run_step_unwinding(step, &upstream, pools, options, run) {
+                Ok((output, computed, cached)) => (
+                    Finished::Done(Arc::new(output)),
+                    StepStatus::Done { computed, cached },
+                ),
+                Err(failure) => {
+                    self.reporter.event(&Event::StepFailed {
+                        step: step.name.clone(),
+                        error: failure.message.clone(),
+                        class: failure.class,
+                    });
+                    (
+                        Finished::Failed,
+                        StepStatus::Failed(failure.message, failure.class),
+                    )
+                }
+            },
+        };
+        board.finish(&step.name, result, status);
     }
 
     /// The run's outcome from how each step ended: the steps that rejected the input (exit 2)

@@ -144,48 +144,10 @@ impl MarkedEventReceiver for Builder {
     fn on_event(&mut self, event: Event, marker: Marker) {
         let mark = Mark::from_marker(marker);
         match event {
-            Event::DocumentStart => {
-                self.documents += 1;
-                if self.documents == 2 {
-                    self.problems.push(Problem {
-                        mark,
-                        message: "a pipeline file holds one YAML document, found a second one"
-                            .into(),
-                        hint: "remove the `---` line and merge the documents, or split them \
-                               into two pipeline files"
-                            .into(),
-                    });
-                }
-            }
+            Event::DocumentStart => self.start_document(mark),
             Event::Scalar(text, style, anchor, tag) => {
-                // Keys are names as written: `1.10:` is the key "1.10", not a number.
-                if let Some(Frame::Map {
-                    key: key @ None, ..
-                }) = self.stack.last_mut()
-                {
-                    if text == "<<" && style == TScalarStyle::Plain {
-                        // A merge key would make an entry's position ambiguous (where is a
-                        // merged key written?), and YAML 1.2 dropped merge keys anyway.
-                        *key = Some((None, mark));
-                        self.problems.push(Problem {
-                            mark,
-                            message: "YAML merge keys (`<<`) are not supported".into(),
-                            hint: "write the keys out; an anchor can still stand for a whole \
-                                   value, e.g. `inputs: *files`"
-                                .into(),
-                        });
-                    } else {
-                        *key = Some((Some(text), mark));
-                    }
-                    return;
-                }
                 let explicit_string = tag.is_some_and(|tag| tag.suffix == "str");
-                let value = if style == TScalarStyle::Plain && !explicit_string {
-                    resolve_plain(&text)
-                } else {
-                    Value::String(text)
-                };
-                self.finish(Node { mark, value }, anchor);
+                self.scalar(text, style, explicit_string, anchor, mark);
             }
             Event::Alias(anchor) => {
                 // The parser rejects aliases to unknown anchors, so the lookup only misses for an
@@ -207,45 +169,101 @@ impl MarkedEventReceiver for Builder {
                 entries: Vec::new(),
                 key: None,
             }),
-            Event::SequenceEnd | Event::MappingEnd => {
-                let (node, anchor) = match self.stack.pop() {
-                    Some(Frame::List {
-                        mark,
-                        anchor,
-                        items,
-                    }) => (
-                        Node {
-                            mark,
-                            value: Value::List(items),
-                        },
-                        anchor,
-                    ),
-                    Some(Frame::Map {
-                        mark,
-                        anchor,
-                        entries,
-                        ..
-                    }) => (
-                        Node {
-                            // A block map's start event is marked where its first key's `:` is
-                            // seen; the map starts at that key.
-                            mark: entries
-                                .first()
-                                .map_or(mark, |first| mark.min(first.key_mark)),
-                            value: Value::Map(entries),
-                        },
-                        anchor,
-                    ),
-                    None => return,
-                };
-                self.finish(node, anchor);
-            }
+            Event::SequenceEnd | Event::MappingEnd => self.end_collection(),
             Event::Nothing | Event::StreamStart | Event::StreamEnd | Event::DocumentEnd => {}
         }
     }
 }
 
 impl Builder {
+    /// Counts a document; a second one is a problem.
+    fn start_document(&mut self, mark: Mark) {
+        self.documents += 1;
+        if self.documents == 2 {
+            self.problems.push(Problem {
+                mark,
+                message: "a pipeline file holds one YAML document, found a second one".into(),
+                hint: "remove the `---` line and merge the documents, or split them into two \
+                       pipeline files"
+                    .into(),
+            });
+        }
+    }
+
+    /// A scalar: the key a map waits for, or else a value, resolved by the core schema when
+    /// plain and not tagged `!!str`.
+    fn scalar(
+        &mut self,
+        text: String,
+        style: TScalarStyle,
+        explicit_string: bool,
+        anchor: usize,
+        mark: Mark,
+    ) {
+        // Keys are names as written: `1.10:` is the key "1.10", not a number.
+        if let Some(Frame::Map {
+            key: key @ None, ..
+        }) = self.stack.last_mut()
+        {
+            if text == "<<" && style == TScalarStyle::Plain {
+                // A merge key would make an entry's position ambiguous (where is a merged key
+                // written?), and YAML 1.2 dropped merge keys anyway.
+                *key = Some((None, mark));
+                self.problems.push(Problem {
+                    mark,
+                    message: "YAML merge keys (`<<`) are not supported".into(),
+                    hint: "write the keys out; an anchor can still stand for a whole value, e.g. \
+                           `inputs: *files`"
+                        .into(),
+                });
+            } else {
+                *key = Some((Some(text), mark));
+            }
+            return;
+        }
+        let value = if style == TScalarStyle::Plain && !explicit_string {
+            resolve_plain(&text)
+        } else {
+            Value::String(text)
+        };
+        self.finish(Node { mark, value }, anchor);
+    }
+
+    /// Closes the list or map being built and places it.
+    fn end_collection(&mut self) {
+        let (node, anchor) = match self.stack.pop() {
+            Some(Frame::List {
+                mark,
+                anchor,
+                items,
+            }) => (
+                Node {
+                    mark,
+                    value: Value::List(items),
+                },
+                anchor,
+            ),
+            Some(Frame::Map {
+                mark,
+                anchor,
+                entries,
+                ..
+            }) => (
+                Node {
+                    // A block map's start event is marked where its first key's `:` is seen; the
+                    // map starts at that key.
+                    mark: entries
+                        .first()
+                        .map_or(mark, |first| mark.min(first.key_mark)),
+                    value: Value::Map(entries),
+                },
+                anchor,
+            ),
+            None => return,
+        };
+        self.finish(node, anchor);
+    }
+
     /// Places a finished node into the collection being built, or makes it the root.
     fn finish(&mut self, node: Node, anchor: usize) {
         if anchor != 0 {

@@ -68,15 +68,7 @@ pub fn analyze(
     let on_same_claims: BTreeMap<&str, OnSameClaims> = paired
         .iter()
         .zip(paired_intervals)
-        .map(|((control, kept), bounds)| {
-            let confusion = Confusion::count(labels.iter().copied().zip(kept));
-            let same = OnSameClaims {
-                precision: confusion.precision(),
-                precision_ci: bounds.precision,
-                fire_rate: confusion.fire_rate(),
-            };
-            (*control, same)
-        })
+        .map(|((control, kept), bounds)| (*control, on_same_claims(&labels, kept, bounds)))
         .collect();
 
     let natural = options.natural_rate.as_ref().map(|rate| rate.value);
@@ -94,20 +86,7 @@ pub fn analyze(
 
     let comparisons = comparisons(evaluation, &labels, &arms);
 
-    let loro = options
-        .loro
-        .iter()
-        .filter(|(first, second)| arms.contains_key(first) && arms.contains_key(second))
-        .map(|(first, second)| {
-            loro::leave_one_out(
-                first,
-                second,
-                &evaluation.claims,
-                &evaluation.verdicts[first],
-                &evaluation.verdicts[second],
-            )
-        })
-        .collect();
+    let loro = leave_one_out(evaluation, &options.loro, &arms);
 
     let frontier = frontier(&arms);
     let by_repository = by_repository(evaluation);
@@ -137,6 +116,37 @@ pub fn analyze(
         rename_class: None,
         post_cutoff: None,
     }
+}
+
+/// A control's arm scored on the claims the control kept, against `labels`.
+fn on_same_claims(labels: &[bool], kept: &[Verdict], bounds: ArmIntervals) -> OnSameClaims {
+    let confusion = Confusion::count(labels.iter().copied().zip(kept));
+    OnSameClaims {
+        precision: confusion.precision(),
+        precision_ci: bounds.precision,
+        fire_rate: confusion.fire_rate(),
+    }
+}
+
+/// Leave-one-repository-out for each pair of `pairs` whose two arms were both analysed.
+fn leave_one_out(
+    evaluation: &Evaluation,
+    pairs: &[(String, String)],
+    arms: &BTreeMap<String, ArmStats>,
+) -> Vec<loro::Loro> {
+    pairs
+        .iter()
+        .filter(|(first, second)| arms.contains_key(first) && arms.contains_key(second))
+        .map(|(first, second)| {
+            loro::leave_one_out(
+                first,
+                second,
+                &evaluation.claims,
+                &evaluation.verdicts[first],
+                &evaluation.verdicts[second],
+            )
+        })
+        .collect()
 }
 
 /// Each claim's cell of the confusion matrix under `verdicts`.

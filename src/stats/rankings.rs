@@ -167,151 +167,205 @@ pub fn compare(
     let keep = |repository: &str| repositories.is_none_or(|keep| keep.contains(repository));
     let origins = Origins::default();
     // Per ranking, its commits (`repo@commit`) with their counts.
-    let mut per_ranking: Vec<BTreeMap<String, CommitCounts>> = Vec::new();
-    for ranking in rankings {
-        let mut by_parent: BTreeMap<(&str, &str), String> = BTreeMap::new();
-        let mut counts: BTreeMap<String, CommitCounts> = BTreeMap::new();
-        for commit in ranking.commits.iter().filter(|commit| keep(&commit.repo)) {
-            let key = format!("{}@{}", commit.repo, commit.commit);
-            by_parent.insert((&commit.repo, &commit.parent), key.clone());
-            counts.entry(key).or_default();
-        }
-        let mut seen = BTreeSet::new();
-        for record in ranking.truth {
-            let origin = origins.of(&record.claim)?;
-            if !keep(&origin.repository) {
-                continue;
-            }
-            if !seen.insert(record.claim.as_str()) {
-                return Err(RankingError::DuplicateLabel {
-                    claim: record.claim.clone(),
-                    oracle: ranking.labels_from.to_string(),
-                });
-            }
-            let key = by_parent
-                .get(&(origin.repository.as_str(), origin.parent.as_str()))
-                .ok_or_else(|| RankingError::Unranked {
-                    claim: record.claim.clone(),
-                    oracle: ranking.labels_from.to_string(),
-                    ranking: ranking.step.to_string(),
-                })?;
-            let entry = counts.get_mut(key).expect("every ranked commit has counts");
-            match record.label {
-                Label::Flipped => entry.flipped += 1,
-                Label::Held => entry.held += 1,
-                Label::Discarded => entry.discarded += 1,
-            }
-        }
-        per_ranking.push(counts);
-    }
-
+    let per_ranking = rankings
+        .iter()
+        .map(|ranking| commit_counts(ranking, &keep, &origins))
+        .collect::<Result<Vec<_>, _>>()?;
     let union: BTreeSet<&String> = per_ranking.iter().flat_map(BTreeMap::keys).collect();
-    let width = COLUMNS * rankings.len();
-    let mut rows = Vec::with_capacity(union.len() * width);
-    for commit in &union {
-        for counts in &per_ranking {
-            match counts.get(*commit) {
-                Some(found) => rows.extend([
-                    1,
-                    found.flipped + found.held,
-                    found.flipped,
-                    u32::from(found.flipped > 0),
-                ]),
-                None => rows.extend([0; COLUMNS]),
-            }
-        }
-    }
-    let mut totals = vec![0u32; width];
-    for row in rows.chunks(width.max(1)) {
-        for (total, count) in totals.iter_mut().zip(row) {
-            *total += count;
-        }
-    }
-    let resampled = if width == 0 {
-        Vec::new()
-    } else {
-        ClusterCounts::from_rows(width, rows).resample(settings.resamples as usize, settings.seed)
-    };
-    let tail = (1.0 - settings.confidence) / 2.0;
-
+    let samples = Samples::draw(&per_ranking, &union, settings);
     let steps = rankings
         .iter()
         .zip(&per_ranking)
         .enumerate()
-        .map(|(index, (ranking, counts))| {
-            let point = Density::of(&totals, index);
-            let [flips_per_commit_ci, flip_rate_ci, flip_commit_share_ci] =
-                rate_intervals(&resampled, width, tail, |row| {
-                    Density::of(row, index).rates()
-                });
-            let sum = |pick: fn(&CommitCounts) -> u32| {
-                counts.values().map(|found| u64::from(pick(found))).sum()
-            };
-            let flipped = sum(|found| found.flipped);
-            let held = sum(|found| found.held);
-            RankingStats {
-                step: ranking.step.to_string(),
-                by: ranking.by.to_string(),
-                labels_from: ranking.labels_from.to_string(),
-                commits: counts.len() as u64,
-                commits_labelled: counts
-                    .values()
-                    .filter(|found| found.flipped + found.held > 0)
-                    .count() as u64,
-                commits_with_flips: counts.values().filter(|found| found.flipped > 0).count()
-                    as u64,
-                claims: flipped + held,
-                flipped,
-                held,
-                discarded: sum(|found| found.discarded),
-                flips_per_commit: point.flips_per_commit,
-                flips_per_commit_ci,
-                flip_rate: point.flip_rate,
-                flip_rate_ci,
-                flip_commit_share: point.flip_commit_share,
-                flip_commit_share_ci,
-            }
-        })
+        .map(|(index, (ranking, counts))| ranking_stats(ranking, counts, index, &samples))
         .collect();
-
     let mut differences = Vec::new();
     for first in 0..rankings.len() {
         for second in first + 1..rankings.len() {
-            let gap = |row: &[u32]| {
-                let (one, two) = (Density::of(row, first), Density::of(row, second));
-                let minus = |left: Option<f64>, right: Option<f64>| Some(left? - right?);
-                [
-                    minus(one.flips_per_commit, two.flips_per_commit),
-                    minus(one.flip_rate, two.flip_rate),
-                    minus(one.flip_commit_share, two.flip_commit_share),
-                ]
-            };
-            let [flips_per_commit, flip_rate, flip_commit_share] = gap(&totals);
-            let [flips_per_commit_ci, flip_rate_ci, flip_commit_share_ci] =
-                rate_intervals(&resampled, width, tail, gap);
             let shared = per_ranking[first]
                 .keys()
                 .filter(|commit| per_ranking[second].contains_key(*commit))
                 .count();
-            differences.push(RankingDifference {
-                ranking: rankings[first].step.to_string(),
-                other: rankings[second].step.to_string(),
-                shared_commits: shared as u64,
-                flips_per_commit,
-                flips_per_commit_ci,
-                flip_rate,
-                flip_rate_ci,
-                flip_commit_share,
-                flip_commit_share_ci,
-            });
+            let pair = [rankings[first].step, rankings[second].step];
+            differences.push(difference(pair, (first, second), shared, &samples));
         }
     }
-
     Ok(RankingComparison {
         commits: union.len() as u64,
         steps,
         differences,
     })
+}
+
+/// One ranking's commits (`repo@commit`, those `keep` accepts) with the counts of its oracle's
+/// labels.
+fn commit_counts(
+    ranking: &RankingInput,
+    keep: &impl Fn(&str) -> bool,
+    origins: &Origins,
+) -> Result<BTreeMap<String, CommitCounts>, RankingError> {
+    let mut by_parent: BTreeMap<(&str, &str), String> = BTreeMap::new();
+    let mut counts: BTreeMap<String, CommitCounts> = BTreeMap::new();
+    for commit in ranking.commits.iter().filter(|commit| keep(&commit.repo)) {
+        let key = format!("{}@{}", commit.repo, commit.commit);
+        by_parent.insert((&commit.repo, &commit.parent), key.clone());
+        counts.entry(key).or_default();
+    }
+    let mut seen = BTreeSet::new();
+    for record in ranking.truth {
+        let origin = origins.of(&record.claim)?;
+        if !keep(&origin.repository) {
+            continue;
+        }
+        if !seen.insert(record.claim.as_str()) {
+            return Err(RankingError::DuplicateLabel {
+                claim: record.claim.clone(),
+                oracle: ranking.labels_from.to_string(),
+            });
+        }
+        let key = by_parent
+            .get(&(origin.repository.as_str(), origin.parent.as_str()))
+            .ok_or_else(|| RankingError::Unranked {
+                claim: record.claim.clone(),
+                oracle: ranking.labels_from.to_string(),
+                ranking: ranking.step.to_string(),
+            })?;
+        let entry = counts.get_mut(key).expect("every ranked commit has counts");
+        match record.label {
+            Label::Flipped => entry.flipped += 1,
+            Label::Held => entry.held += 1,
+            Label::Discarded => entry.discarded += 1,
+        }
+    }
+    Ok(counts)
+}
+
+/// The summed counts of every ranking and their bootstrap resamples: rows of `width` counts,
+/// `COLUMNS` per ranking.
+struct Samples {
+    width: usize,
+    totals: Vec<u32>,
+    resampled: Vec<u32>,
+    /// The share left out on each side of an interval.
+    tail: f64,
+}
+
+impl Samples {
+    /// One row per commit of `union` (zeros for a ranking that did not pick it), summed and
+    /// resampled by commit.
+    fn draw(
+        per_ranking: &[BTreeMap<String, CommitCounts>],
+        union: &BTreeSet<&String>,
+        settings: &DensitySettings,
+    ) -> Self {
+        let width = COLUMNS * per_ranking.len();
+        let mut rows = Vec::with_capacity(union.len() * width);
+        for commit in union {
+            for counts in per_ranking {
+                match counts.get(*commit) {
+                    Some(found) => rows.extend([
+                        1,
+                        found.flipped + found.held,
+                        found.flipped,
+                        u32::from(found.flipped > 0),
+                    ]),
+                    None => rows.extend([0; COLUMNS]),
+                }
+            }
+        }
+        let mut totals = vec![0u32; width];
+        for row in rows.chunks(width.max(1)) {
+            for (total, count) in totals.iter_mut().zip(row) {
+                *total += count;
+            }
+        }
+        let resampled = if width == 0 {
+            Vec::new()
+        } else {
+            ClusterCounts::from_rows(width, rows)
+                .resample(settings.resamples as usize, settings.seed)
+        };
+        Samples {
+            width,
+            totals,
+            resampled,
+            tail: (1.0 - settings.confidence) / 2.0,
+        }
+    }
+
+    /// Intervals of three rates over the resamples (see [`rate_intervals`]).
+    fn intervals(&self, rates: impl Fn(&[u32]) -> [Option<f64>; 3]) -> [Option<Interval>; 3] {
+        rate_intervals(&self.resampled, self.width, self.tail, rates)
+    }
+}
+
+/// The flip density of the ranking at `index`, with its counts.
+fn ranking_stats(
+    ranking: &RankingInput,
+    counts: &BTreeMap<String, CommitCounts>,
+    index: usize,
+    samples: &Samples,
+) -> RankingStats {
+    let point = Density::of(&samples.totals, index);
+    let [flips_per_commit_ci, flip_rate_ci, flip_commit_share_ci] =
+        samples.intervals(|row| Density::of(row, index).rates());
+    let sum =
+        |pick: fn(&CommitCounts) -> u32| counts.values().map(|found| u64::from(pick(found))).sum();
+    let flipped = sum(|found| found.flipped);
+    let held = sum(|found| found.held);
+    RankingStats {
+        step: ranking.step.to_string(),
+        by: ranking.by.to_string(),
+        labels_from: ranking.labels_from.to_string(),
+        commits: counts.len() as u64,
+        commits_labelled: counts
+            .values()
+            .filter(|found| found.flipped + found.held > 0)
+            .count() as u64,
+        commits_with_flips: counts.values().filter(|found| found.flipped > 0).count() as u64,
+        claims: flipped + held,
+        flipped,
+        held,
+        discarded: sum(|found| found.discarded),
+        flips_per_commit: point.flips_per_commit,
+        flips_per_commit_ci,
+        flip_rate: point.flip_rate,
+        flip_rate_ci,
+        flip_commit_share: point.flip_commit_share,
+        flip_commit_share_ci,
+    }
+}
+
+/// The ranking at index `first` minus the one at `second` (named `ranking` and `other`), which picked
+/// `shared` commits in common.
+fn difference(
+    [ranking, other]: [&str; 2],
+    (first, second): (usize, usize),
+    shared: usize,
+    samples: &Samples,
+) -> RankingDifference {
+    let gap = |row: &[u32]| {
+        let (one, two) = (Density::of(row, first), Density::of(row, second));
+        let minus = |left: Option<f64>, right: Option<f64>| Some(left? - right?);
+        [
+            minus(one.flips_per_commit, two.flips_per_commit),
+            minus(one.flip_rate, two.flip_rate),
+            minus(one.flip_commit_share, two.flip_commit_share),
+        ]
+    };
+    let [flips_per_commit, flip_rate, flip_commit_share] = gap(&samples.totals);
+    let [flips_per_commit_ci, flip_rate_ci, flip_commit_share_ci] = samples.intervals(gap);
+    RankingDifference {
+        ranking: ranking.to_string(),
+        other: other.to_string(),
+        shared_commits: shared as u64,
+        flips_per_commit,
+        flips_per_commit_ci,
+        flip_rate,
+        flip_rate_ci,
+        flip_commit_share,
+        flip_commit_share_ci,
+    }
 }
 
 /// Percentile intervals of three rates over resampled count rows of `width`, leaving `tail` out

@@ -259,14 +259,50 @@ pub fn data(inputs: &Inputs) -> Data {
     let mut strings = Interned::default();
     let repositories: Vec<&String> = inputs.repositories.keys().collect();
     let repository_index = |name: &str| repositories.iter().position(|known| *known == name);
-
-    // Commits: every (repository, commit) a claim names, in order, with its record when known.
-    let records: BTreeMap<(&str, &str), &CommitRecord> = inputs
-        .commits
+    let commit_keys = commit_keys(&claimed);
+    let mut diffs = Interned::default();
+    let commits = commits_data(inputs, &commit_keys, &repository_index, &mut diffs);
+    let claims = claims_data(&claimed, &commit_keys, &repository_index, &mut strings);
+    let mut evidence = Interned::default();
+    let arms: Vec<Value> = inputs
+        .arms
         .iter()
-        .map(|commit| ((commit.repo.as_str(), commit.commit.as_str()), commit))
+        .map(|arm| arm_data(arm, &claimed, &mut evidence))
         .collect();
-    let mut commit_keys: Vec<(&str, &str, &str)> = claimed
+    let evidence: Vec<Value> = evidence
+        .values
+        .iter()
+        .map(|text| serde_json::from_str(text).expect("interned evidence is JSON"))
+        .collect();
+    let sources: Vec<Option<&str>> = claimed
+        .ids
+        .iter()
+        .map(|id| claimed.claims.get(id).map(|claim| claim.source.as_str()))
+        .collect();
+    let index = json!({
+        "schema": SCHEMA,
+        "title": inputs.title,
+        "repositories": inputs.repositories.iter().map(|(name, split)| json!([name, split])).collect::<Vec<_>>(),
+        "commits": commits,
+        "strings": strings.values,
+        "claims": claims,
+        "arms": arms,
+    });
+    let text = json!({
+        "schema": SCHEMA,
+        "sources": sources,
+        "diffs": diffs.values,
+        "evidence": evidence,
+    });
+    Data { index, text }
+}
+
+/// A commit a claim names: repository, commit and parent.
+type CommitKey<'a> = (&'a str, &'a str, &'a str);
+
+/// Every (repository, commit) a claim names, once each, in order.
+fn commit_keys<'a>(claimed: &Claimed<'a>) -> Vec<CommitKey<'a>> {
+    let mut commit_keys: Vec<CommitKey> = claimed
         .claims
         .values()
         .map(|claim| {
@@ -279,8 +315,23 @@ pub fn data(inputs: &Inputs) -> Data {
         .collect();
     commit_keys.sort_unstable();
     commit_keys.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
-    let mut diffs = Interned::default();
-    let commits: Vec<Value> = commit_keys
+    commit_keys
+}
+
+/// One row per commit of `commit_keys`: its repository's index, ids, subject and time when its
+/// record is known, and the index in `diffs` of each diff shown of it, by limit.
+fn commits_data(
+    inputs: &Inputs,
+    commit_keys: &[CommitKey],
+    repository_index: &impl Fn(&str) -> Option<usize>,
+    diffs: &mut Interned,
+) -> Vec<Value> {
+    let records: BTreeMap<(&str, &str), &CommitRecord> = inputs
+        .commits
+        .iter()
+        .map(|commit| ((commit.repo.as_str(), commit.commit.as_str()), commit))
+        .collect();
+    commit_keys
         .iter()
         .map(|(repository, commit, parent)| {
             let record = records.get(&(*repository, *commit));
@@ -308,14 +359,23 @@ pub fn data(inputs: &Inputs) -> Data {
                 shown,
             ])
         })
-        .collect();
+        .collect()
+}
+
+/// One row per claim: its id, node, repository and commit (as indexes), label, discard reason and
+/// runs (strings interned in `strings`), and its assertions' lines.
+fn claims_data(
+    claimed: &Claimed,
+    commit_keys: &[CommitKey],
+    repository_index: &impl Fn(&str) -> Option<usize>,
+    strings: &mut Interned,
+) -> Vec<Value> {
     let commit_index: BTreeMap<(&str, &str), usize> = commit_keys
         .iter()
         .enumerate()
         .map(|(index, (repository, commit, _))| ((*repository, *commit), index))
         .collect();
-
-    let claims: Vec<Value> = claimed
+    claimed
         .ids
         .iter()
         .map(|id| {
@@ -330,46 +390,12 @@ pub fn data(inputs: &Inputs) -> Data {
                 ),
                 label_letter(truth.map(|truth| truth.label)).to_string(),
                 strings.maybe(truth.and_then(|truth| truth.reason.as_deref())),
-                truth.map(|truth| runs(&truth.parent_runs, &mut strings)),
-                truth.map(|truth| runs(&truth.child_runs, &mut strings)),
+                truth.map(|truth| runs(&truth.parent_runs, strings)),
+                truth.map(|truth| runs(&truth.child_runs, strings)),
                 claim.map(|claim| assertion_lines(&claim.source, &claim.assertions)),
             ])
         })
-        .collect();
-
-    let mut evidence = Interned::default();
-    let arms: Vec<Value> = inputs
-        .arms
-        .iter()
-        .map(|arm| arm_data(arm, &claimed, &mut evidence))
-        .collect();
-    let evidence: Vec<Value> = evidence
-        .values
-        .iter()
-        .map(|text| serde_json::from_str(text).expect("interned evidence is JSON"))
-        .collect();
-
-    let sources: Vec<Option<&str>> = claimed
-        .ids
-        .iter()
-        .map(|id| claimed.claims.get(id).map(|claim| claim.source.as_str()))
-        .collect();
-    let index = json!({
-        "schema": SCHEMA,
-        "title": inputs.title,
-        "repositories": inputs.repositories.iter().map(|(name, split)| json!([name, split])).collect::<Vec<_>>(),
-        "commits": commits,
-        "strings": strings.values,
-        "claims": claims,
-        "arms": arms,
-    });
-    let text = json!({
-        "schema": SCHEMA,
-        "sources": sources,
-        "diffs": diffs.values,
-        "evidence": evidence,
-    });
-    Data { index, text }
+        .collect()
 }
 
 /// One arm: what it is, one verdict letter per claim, and for each claim it judged

@@ -16,6 +16,7 @@ mod environments;
 mod faults;
 mod figures;
 mod foreach_keys;
+mod function_length;
 mod hostile;
 mod invariants;
 mod layering;

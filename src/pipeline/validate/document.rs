@@ -7,7 +7,8 @@ use super::checker::{Checker, Fields};
 use super::{cycles, duplicates, executor, ladder, models, repos, roles, steps};
 use crate::pipeline::ExecutorSpec;
 use crate::pipeline::Kinds;
-use crate::pipeline::yaml::{Document, Mark, Node, Value};
+use crate::pipeline::StepSpec;
+use crate::pipeline::yaml::{Document, Entry, Mark, Node, Value};
 use crate::pipeline::{Diagnostic, Pipeline};
 
 /// The keys a pipeline may have at its top level.
@@ -33,29 +34,7 @@ pub fn validate(
             Some(problem.hint.clone()),
         );
     }
-    let top = match &document.root {
-        None
-        | Some(Node {
-            value: Value::Null, ..
-        }) => {
-            checker.error(
-                Mark::START,
-                "the pipeline is empty",
-                Some("a pipeline starts with `version: 1`, a `name:` and its `steps:`".to_string()),
-            );
-            return Err(checker.finish());
-        }
-        Some(node) => node,
-    };
-    let Value::Map(entries) = &top.value else {
-        checker.error(
-            top.mark,
-            format!(
-                "the top level of a pipeline must be a map, found {}",
-                top.value.kind()
-            ),
-            Some("a pipeline starts with `version: 1`, a `name:` and its `steps:`".to_string()),
-        );
+    let Some((top, entries)) = top_map(&mut checker, document) else {
         return Err(checker.finish());
     };
     duplicates::check(&mut checker, top, "");
@@ -65,14 +44,7 @@ pub fn validate(
     let version = version(&mut checker, &fields);
     let name = name(&mut checker, &fields);
     let workdir = path(&mut checker, &fields, "workdir").or_else(|| Some(root.join(".claimflow")));
-    let results = match (path(&mut checker, &fields, "results"), &name) {
-        (Some(results), _) => Some(results),
-        (None, Some(name)) if fields.get("results").is_none() => {
-            Some(root.join("results").join(name))
-        }
-        _ => None,
-    };
-
+    let results = results(&mut checker, &fields, root, name.as_deref());
     let repositories = match fields.get("repos") {
         Some(node) => repos::check(&mut checker, node),
         None => repos::Checked::default(),
@@ -85,26 +57,11 @@ pub fn validate(
         Some(node) => executor::check(&mut checker, node, &registry.names()),
         None => Some(ExecutorSpec::default()),
     };
-    let (steps, places) = match checker.required(
-        &fields,
-        "steps",
-        "the pipeline",
-        top.mark,
-        "add a `steps:` map, e.g. `steps: {rank: {uses: rank-commits}}`",
-    ) {
-        Some(node) => {
-            let known = steps::Known {
-                repos: &repositories.names,
-                models: &models.names,
-            };
-            let mut steps = steps::check(&mut checker, node, &known, registry);
-            cycles::check(&mut checker, &steps);
-            let mut specs = ladder::expand(steps.specs, &mut steps.places);
-            roles::declare(&mut specs, registry);
-            (specs, steps.places)
-        }
-        None => (Vec::new(), BTreeMap::new()),
+    let known = steps::Known {
+        repos: &repositories.names,
+        models: &models.names,
     };
+    let (steps, places) = steps_section(&mut checker, &fields, top.mark, &known, registry);
 
     match (version, name, workdir, results, executor) {
         (Some(version), Some(name), Some(workdir), Some(results), Some(executor))
@@ -131,6 +88,76 @@ pub fn validate(
         }
         _ => Err(checker.finish()),
     }
+}
+
+/// The file's top-level map and its entries; an empty file, or a top level that is not a map, is
+/// reported.
+fn top_map<'a>(checker: &mut Checker, document: &'a Document) -> Option<(&'a Node, &'a [Entry])> {
+    let hint =
+        || Some("a pipeline starts with `version: 1`, a `name:` and its `steps:`".to_string());
+    let top = match &document.root {
+        None
+        | Some(Node {
+            value: Value::Null, ..
+        }) => {
+            checker.error(Mark::START, "the pipeline is empty", hint());
+            return None;
+        }
+        Some(node) => node,
+    };
+    let Value::Map(entries) = &top.value else {
+        checker.error(
+            top.mark,
+            format!(
+                "the top level of a pipeline must be a map, found {}",
+                top.value.kind()
+            ),
+            hint(),
+        );
+        return None;
+    };
+    Some((top, entries))
+}
+
+/// `results:`, by default `results/<name>` under the root (when the name is valid).
+fn results(
+    checker: &mut Checker,
+    fields: &Fields,
+    root: &Path,
+    name: Option<&str>,
+) -> Option<PathBuf> {
+    match (path(checker, fields, "results"), name) {
+        (Some(results), _) => Some(results),
+        (None, Some(name)) if fields.get("results").is_none() => {
+            Some(root.join("results").join(name))
+        }
+        _ => None,
+    }
+}
+
+/// The required `steps:` section: its valid steps once the cycle check passed, expanded (ladders)
+/// and with their roles declared, and where each is written.
+fn steps_section(
+    checker: &mut Checker,
+    fields: &Fields,
+    top: Mark,
+    known: &steps::Known,
+    registry: &dyn Kinds,
+) -> (Vec<StepSpec>, BTreeMap<String, steps::Places>) {
+    let Some(node) = checker.required(
+        fields,
+        "steps",
+        "the pipeline",
+        top,
+        "add a `steps:` map, e.g. `steps: {rank: {uses: rank-commits}}`",
+    ) else {
+        return (Vec::new(), BTreeMap::new());
+    };
+    let mut steps = steps::check(checker, node, known, registry);
+    cycles::check(checker, &steps);
+    let mut specs = ladder::expand(steps.specs, &mut steps.places);
+    roles::declare(&mut specs, registry);
+    (specs, steps.places)
 }
 
 /// What each step kind checks once the whole pipeline is valid: how its steps relate to others.

@@ -6,7 +6,7 @@ use crate::pipeline::Kinds;
 use crate::pipeline::Role;
 use crate::pipeline::StepSpec;
 use crate::pipeline::suggest;
-use crate::pipeline::yaml::{Mark, Node, Value};
+use crate::pipeline::yaml::{Entry, Mark, Node, Value};
 
 /// The keys a step may have.
 const KEYS: &[&str] = &["uses", "needs", "with"];
@@ -80,116 +80,145 @@ pub fn check(checker: &mut Checker, node: &Node, known: &Known, registry: &dyn K
         );
         return checked;
     }
+    let declared = Declared {
+        names: &names,
+        known,
+        registry,
+    };
     for entry in steps.entries() {
-        let name = &entry.key;
-        let owner = format!("step `{name}`");
-        let valid_name = checker.file_name(name, entry.key_mark, "step");
-        let Value::Map(step_entries) = &entry.value.value else {
-            let hint = match &entry.value.value {
-                Value::String(kind) => Some(format!("write `{name}: {{uses: {kind}}}`")),
-                _ => Some(format!("write `{name}: {{uses: <kind>, needs: [...]}}`")),
-            };
-            checker.error(
-                entry.value.mark,
-                format!("{owner} must be a map, found {}", entry.value.value.kind()),
-                hint,
-            );
-            checked.graph.push(Edges {
-                name: name.clone(),
-                mark: entry.key_mark,
-                needs: Vec::new(),
-            });
-            continue;
-        };
-        let fields = Fields::of(entry.value.mark, step_entries);
-        checker.unknown_keys(&fields, KEYS, &owner);
+        check_step(checker, entry, &declared, &mut checked);
+    }
+    checked
+}
 
-        let uses = checker
-            .required(
-                &fields,
-                "uses",
-                &owner,
-                entry.key_mark,
-                &format!(
-                    "add `uses:` naming a step kind: {}",
-                    suggest::quoted_list(&registry.names())
-                ),
-            )
-            .and_then(|node| {
-                let kind = checker.string(node, &format!("`uses` of {owner}"))?;
-                if registry.declaration(&kind).is_some() {
-                    return Some(kind);
-                }
-                let known = registry.names();
-                let list = format!("known kinds: {}", suggest::quoted_list(&known));
-                let hint = match suggest::nearest(&kind, known.iter().copied()) {
-                    Some(near) => format!("did you mean `{near}`? {list}"),
-                    None => list,
-                };
-                checker.error(
-                    node.mark,
-                    format!("unknown step kind `{kind}` in {owner}"),
-                    Some(hint),
-                );
-                None
-            });
+/// What a step is checked against: every step's name, the other sections' names, the kinds.
+struct Declared<'a> {
+    names: &'a [String],
+    known: &'a Known<'a>,
+    registry: &'a dyn Kinds,
+}
 
-        let (needs, existing) = match fields.get("needs") {
-            Some(node) => needs(checker, node, &owner, &names),
-            None => (Some(Vec::new()), Vec::new()),
-        };
+/// One step: its name, `uses:`, `needs:` and `with:`. A valid step joins `checked.specs`; every
+/// step joins the graph the cycle check reads.
+fn check_step(checker: &mut Checker, entry: &Entry, declared: &Declared, checked: &mut Checked) {
+    let name = &entry.key;
+    let owner = format!("step `{name}`");
+    let valid_name = checker.file_name(name, entry.key_mark, "step");
+    let Value::Map(step_entries) = &entry.value.value else {
+        not_a_map(checker, entry, &owner);
         checked.graph.push(Edges {
             name: name.clone(),
             mark: entry.key_mark,
-            needs: existing,
+            needs: Vec::new(),
         });
-
-        let context = params::Context {
-            repos: known.repos,
-            models: known.models,
-            steps: &names,
-            needs: needs.as_deref(),
+        return;
+    };
+    let fields = Fields::of(entry.value.mark, step_entries);
+    checker.unknown_keys(&fields, KEYS, &owner);
+    let uses = uses(checker, &fields, &owner, entry.key_mark, declared.registry);
+    let (needs, existing) = match fields.get("needs") {
+        Some(node) => needs(checker, node, &owner, declared.names),
+        None => (Some(Vec::new()), Vec::new()),
+    };
+    checked.graph.push(Edges {
+        name: name.clone(),
+        mark: entry.key_mark,
+        needs: existing,
+    });
+    let context = params::Context {
+        repos: declared.known.repos,
+        models: declared.known.models,
+        steps: declared.names,
+        needs: needs.as_deref(),
+    };
+    let declaration = uses
+        .as_deref()
+        .and_then(|kind| declared.registry.declaration(kind));
+    let with = match declaration {
+        Some(kind) => params::check(
+            checker,
+            fields.entry("with"),
+            kind.as_ref(),
+            &owner,
+            entry.key_mark,
+            &context,
+        ),
+        // Without a known kind the parameters cannot be checked; their shape still can.
+        None => fields.get("with").and_then(|node| {
+            checker.map(node, &format!("`with` of {owner}"))?;
+            None
+        }),
+    };
+    if let (true, Some(uses), Some(needs), Some((with, params))) = (valid_name, uses, needs, with) {
+        let places = Places {
+            step: entry.key_mark,
+            with: fields.get("with").cloned(),
         };
-        let with = match uses.as_deref().and_then(|kind| registry.declaration(kind)) {
-            Some(kind) => params::check(
-                checker,
-                fields.entry("with"),
-                kind.as_ref(),
-                &owner,
-                entry.key_mark,
-                &context,
-            ),
-            // Without a known kind the parameters cannot be checked; their shape still can.
-            None => fields.get("with").and_then(|node| {
-                checker.map(node, &format!("`with` of {owner}"))?;
-                None
-            }),
+        checked.places.insert(name.clone(), places);
+        let mut spec = StepSpec {
+            name: name.clone(),
+            uses,
+            needs,
+            with,
+            params,
+            role: Role::Other,
+            line: entry.key_mark.line,
         };
-
-        if let (true, Some(uses), Some(needs), Some((with, params))) =
-            (valid_name, uses, needs, with)
-        {
-            let places = Places {
-                step: entry.key_mark,
-                with: fields.get("with").cloned(),
-            };
-            checked.places.insert(name.clone(), places);
-            let mut spec = StepSpec {
-                name: name.clone(),
-                uses,
-                needs,
-                with,
-                params,
-                role: Role::Other,
-                line: entry.key_mark.line,
-            };
-            if let Some(kind) = registry.declaration(&spec.uses) {
-                spec.role = kind.role(&spec);
-            }
-            checked.specs.push(spec);
+        if let Some(kind) = declared.registry.declaration(&spec.uses) {
+            spec.role = kind.role(&spec);
         }
+        checked.specs.push(spec);
     }
-    checked
+}
+
+/// A step written as something other than a map, with the map it likely meant.
+fn not_a_map(checker: &mut Checker, entry: &Entry, owner: &str) {
+    let name = &entry.key;
+    let hint = match &entry.value.value {
+        Value::String(kind) => Some(format!("write `{name}: {{uses: {kind}}}`")),
+        _ => Some(format!("write `{name}: {{uses: <kind>, needs: [...]}}`")),
+    };
+    checker.error(
+        entry.value.mark,
+        format!("{owner} must be a map, found {}", entry.value.value.kind()),
+        hint,
+    );
+}
+
+/// `uses:`, the step's kind, which must be registered; a misspelt kind gets the nearest name.
+fn uses(
+    checker: &mut Checker,
+    fields: &Fields,
+    owner: &str,
+    step: Mark,
+    registry: &dyn Kinds,
+) -> Option<String> {
+    let node = checker.required(
+        fields,
+        "uses",
+        owner,
+        step,
+        &format!(
+            "add `uses:` naming a step kind: {}",
+            suggest::quoted_list(&registry.names())
+        ),
+    )?;
+    let kind = checker.string(node, &format!("`uses` of {owner}"))?;
+    if registry.declaration(&kind).is_some() {
+        return Some(kind);
+    }
+    let known = registry.names();
+    let list = format!("known kinds: {}", suggest::quoted_list(&known));
+    let hint = match suggest::nearest(&kind, known.iter().copied()) {
+        Some(near) => format!("did you mean `{near}`? {list}"),
+        None => list,
+    };
+    checker.error(
+        node.mark,
+        format!("unknown step kind `{kind}` in {owner}"),
+        Some(hint),
+    );
+    None
 }
 
 /// `needs:`, a list of step names. Returns the list if it is valid, and the names that exist (for
