@@ -36,6 +36,7 @@ mod setup_script;
 mod specifier;
 mod test_imports;
 mod version;
+mod version_file;
 mod worktree;
 
 pub use assertions::{assertion_statements, dedent};
@@ -68,4 +69,6 @@ pub use requirements::{
 };
 pub use specifier::{SpecifierParseError, SpecifierSet};
 pub use version::{PythonVersion, VersionParseError};
-pub use worktree::{CheckoutError, checkout_commit, clear as clear_directory, register_project};
+pub use worktree::{
+    CheckoutError, checkout_commit, clear as clear_directory, prepare_checkout, register_project,
+};
