@@ -30,6 +30,7 @@ mod install;
 mod interpreters;
 mod metadata;
 mod mine;
+mod optional_requirements;
 mod pytest_era;
 mod requirements;
 mod setup_script;
