@@ -298,8 +298,8 @@ pub fn judge_commit(
     Ok(ordered(under_test.claims, judgements))
 }
 
-/// Checks `commit` out into the slot, the project registered as a distribution (see
-/// [`crate::python::register_project`]).
+/// Checks `commit` out into the slot, prepared as its tests expect of an installed project (see
+/// [`crate::python::prepare_checkout`]).
 pub fn check_out(
     slot: &mut Slot,
     repository: &Repository,
@@ -307,8 +307,8 @@ pub fn check_out(
 ) -> Result<(), WorktreeError> {
     slot.worktree.checkout(repository, commit)?;
     let dir = slot.worktree.dir();
-    crate::python::register_project(dir).map_err(|source| WorktreeError::Io {
-        action: "register the project in",
+    crate::python::prepare_checkout(dir).map_err(|source| WorktreeError::Io {
+        action: "prepare the checkout",
         path: dir.to_path_buf(),
         source,
     })

@@ -28,7 +28,9 @@ use super::interpreters::interpreter_for;
 /// 2: extras and dependency groups named `test…`/`dev` or installed by tox, dotted TOML keys,
 /// tox's `-r` files, `requirements.txt` entries the tests import; interpreters released more than
 /// a year after the parent commit tried last.
-pub const DISCOVERY_RULES: u32 = 2;
+/// 3: what the tests import optionally and the project declares anywhere is installed where it can
+/// be; the version files a build backend writes are written into each checkout.
+pub const DISCOVERY_RULES: u32 = 3;
 /// A scratch build this old was abandoned by a killed process.
 const ABANDONED_AFTER: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
 /// The file that describes a finished environment; written last, before the rename.
@@ -259,6 +261,7 @@ mod tests {
                     source: "test extras".into(),
                 })
                 .collect(),
+            optional: vec![],
             installer: Installer::Pip,
         }
     }

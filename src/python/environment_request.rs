@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::interpreters::Interpreter;
 use super::metadata::ProjectMetadata;
+use super::optional_requirements::optional_requirements;
 use super::pytest_era::pytest_for_project;
 use super::requirements::{
     Requirement, declared_pytest, discover_requirements, hold_to_pytest, requirement_name,
@@ -73,6 +74,10 @@ pub struct EnvironmentRequest {
     pub pytest: String,
     /// Further requirements: the repository's pins first, then those the commit declares.
     pub requirements: Vec<Requirement>,
+    /// What the tests import optionally and the project declares somewhere (see
+    /// [`super::optional_requirements`]): installed after the rest where a build exists, left out
+    /// where none does.
+    pub optional: Vec<Requirement>,
     pub installer: Installer,
 }
 
@@ -119,10 +124,16 @@ impl EnvironmentRequest {
                 .filter(|found| !pinned_names.contains(&requirement_name(&found.spec))),
         );
         let requirements = hold_to_pytest(requirements, &pytest, interpreter.version);
+        let optional = hold_to_pytest(
+            optional_requirements(worktree, &metadata, &requirements),
+            &pytest,
+            interpreter.version,
+        );
         EnvironmentRequest {
             interpreter: interpreter.clone(),
             pytest,
             requirements,
+            optional,
             installer: Installer::detect().for_interpreter(interpreter.version),
         }
     }
@@ -153,6 +164,13 @@ impl EnvironmentRequest {
             &self.pytest,
             self.interpreter.version,
         ));
+        let required: Vec<Option<String>> = self
+            .requirements
+            .iter()
+            .map(|requirement| requirement_name(&requirement.spec))
+            .collect();
+        self.optional
+            .retain(|optional| !required.contains(&requirement_name(&optional.spec)));
         self
     }
 
@@ -166,8 +184,8 @@ impl EnvironmentRequest {
     }
 
     /// The content address: blake3 over the interpreter version, the sorted specs, the installer,
-    /// and which specs are the repository's pins (those are never dropped when they will not
-    /// install, so an environment with them is built differently).
+    /// which specs are the repository's pins (those are never dropped when they will not
+    /// install, so an environment with them is built differently), and the optional specs.
     pub fn digest(&self) -> Digest {
         #[derive(Serialize)]
         struct Key<'a> {
@@ -178,6 +196,9 @@ impl EnvironmentRequest {
             #[serde(skip_serializing_if = "Vec::is_empty")]
             pinned: Vec<&'a str>,
             installer: &'a Installer,
+            // Left out when empty, so environments without optional requirements keep theirs.
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            optional: Vec<&'a str>,
         }
         let mut pinned: Vec<&str> = self
             .requirements
@@ -186,12 +207,20 @@ impl EnvironmentRequest {
             .map(|requirement| requirement.spec.as_str())
             .collect();
         pinned.sort_unstable();
+        let mut optional: Vec<&str> = self
+            .optional
+            .iter()
+            .map(|requirement| requirement.spec.as_str())
+            .collect();
+        optional.sort_unstable();
+        optional.dedup();
         let key = Key {
             schema: ENVIRONMENT_SCHEMA,
             python: self.interpreter.version.to_string(),
             requirements: self.specs(),
             pinned,
             installer: &self.installer,
+            optional,
         };
         Digest::of(&serde_json::to_vec(&key).expect("keys serialize"))
     }

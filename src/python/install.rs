@@ -1,11 +1,12 @@
 //! Building an environment in a scratch directory: `python -m venv` (or `uv venv`), then one
-//! install of pytest and the requirements. A requirement the commit merely declares that will not
-//! install is dropped and recorded (old pins vanish from indexes); pytest and the repository's own
-//! pins may not be dropped. pip and uv get an allow-listed environment: index and proxy settings,
+//! install of pytest and the requirements, then one of the optional requirements (what the tests
+//! import only if they can). A requirement the commit merely declares that will not install is
+//! dropped and recorded (old pins vanish from indexes); pytest and the repository's own pins may
+//! not be dropped, and an optional requirement never fails the environment. pip and uv get an allow-listed environment: index and proxy settings,
 //! never the caller's secrets.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -28,83 +29,21 @@ pub(super) fn build(
     pip_cache: &Path,
     digest: &str,
 ) -> Result<Environment, PythonError> {
-    let interpreter = request.interpreter.version.to_string();
     let logs = scratch.join("logs");
     std::fs::create_dir_all(&logs).map_err(io_error(format!("create {}", logs.display())))?;
-    let python_2 = request.interpreter.version.major < 3;
-    let (python, site_packages, python_path) = if python_2 {
-        let site = scratch.join("site");
-        (request.interpreter.path.clone(), site.clone(), vec![site])
-    } else {
-        create_venv(request, scratch, &logs.join("venv.log"))?;
-        let python = scratch.join("bin").join("python");
-        let site = scratch
-            .join("lib")
-            .join(format!(
-                "python{}",
-                request.interpreter.version.minor_string()
-            ))
-            .join("site-packages");
-        (python, site, vec![])
+    let layout = Layout::create(request, scratch, &logs)?;
+    let build = Build {
+        request,
+        layout: &layout,
+        pip_cache,
+        logs: &logs,
     };
-    let mut wanted: Vec<Requirement> = request.requirements.clone();
-    let mut dropped = Vec::new();
-    loop {
-        let mut specs: Vec<String> = wanted.iter().map(|r| r.spec.clone()).collect();
-        specs.push(request.pytest.clone());
-        specs.sort();
-        let log = logs.join(format!("install-{}.log", dropped.len()));
-        let mut command = install_command(
-            request,
-            &python,
-            python_2.then_some(site_packages.as_path()),
-            &specs,
-            pip_cache,
-        );
-        let outcome = run_logged(&mut command, &log, INSTALL_TIMEOUT)
-            .map_err(io_error(format!("run pip for python {interpreter}")))?;
-        match outcome {
-            Outcome::Exited(0) => break,
-            Outcome::TimedOut => {
-                return Err(PythonError::Timeout {
-                    what: format!("installing {} for python {interpreter}", specs.join(" ")),
-                    seconds: INSTALL_TIMEOUT.as_secs(),
-                });
-            }
-            _ => {}
-        }
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        let tail = log_tail(&log, 15);
-        let culprits = failing_requirements(&text);
-        // Requirements the commit merely declares may be dropped; pytest and pins may not.
-        let position = culprits.iter().find_map(|name| {
-            wanted.iter().position(|requirement| {
-                requirement.source != "repository"
-                    && requirement_name(&requirement.spec).as_ref() == Some(name)
-            })
-        });
-        match position {
-            Some(index) if dropped.len() < MAX_DROPPED => {
-                let requirement = wanted.remove(index);
-                dropped.push(DroppedRequirement {
-                    spec: requirement.spec,
-                    source: requirement.source,
-                    reason: tail,
-                });
-            }
-            _ => {
-                let modern_pip = !python_2 && pip_version(&site_packages) >= Some((21, 2));
-                return Err(PythonError::Install {
-                    failure: classify_failure(&text, culprits.first(), modern_pip),
-                    requirement: culprits.first().cloned().unwrap_or_else(|| specs.join(" ")),
-                    interpreter,
-                    tail,
-                });
-            }
-        }
+    let mut dropped = build.install_required()?;
+    let mut distributions = list_distributions(&layout.python, layout.target(), &logs)?;
+    if !request.optional.is_empty() {
+        dropped.extend(build.install_optional(&distributions)?);
+        distributions = list_distributions(&layout.python, layout.target(), &logs)?;
     }
-    let distributions =
-        list_distributions(&python, python_2.then_some(site_packages.as_path()), &logs)?;
     let pytest = distributions
         .get("pytest")
         .cloned()
@@ -114,19 +53,273 @@ pub(super) fn build(
         })?;
     Ok(Environment {
         root: scratch.to_path_buf(),
-        python,
-        interpreter,
+        python: layout.python,
+        interpreter: request.interpreter.version.to_string(),
         pytest,
         installer: match request.installer {
             Installer::Pip => "pip".into(),
             Installer::Uv => "uv".into(),
         },
         digest: digest.to_string(),
-        site_packages,
-        python_path,
+        site_packages: layout.site_packages,
+        python_path: layout.python_path,
         distributions,
         dropped,
     })
+}
+
+/// Where an environment's interpreter and packages are.
+struct Layout {
+    python: PathBuf,
+    site_packages: PathBuf,
+    /// Entries for `PYTHONPATH` (the `--target` directory on Python 2).
+    python_path: Vec<PathBuf>,
+    python_2: bool,
+}
+
+impl Layout {
+    /// A venv in `scratch` (Python 3), or a `--target` directory beside the base interpreter.
+    fn create(
+        request: &EnvironmentRequest,
+        scratch: &Path,
+        logs: &Path,
+    ) -> Result<Layout, PythonError> {
+        if request.interpreter.version.major < 3 {
+            let site = scratch.join("site");
+            return Ok(Layout {
+                python: request.interpreter.path.clone(),
+                site_packages: site.clone(),
+                python_path: vec![site],
+                python_2: true,
+            });
+        }
+        create_venv(request, scratch, &logs.join("venv.log"))?;
+        let site_packages = scratch
+            .join("lib")
+            .join(format!(
+                "python{}",
+                request.interpreter.version.minor_string()
+            ))
+            .join("site-packages");
+        Ok(Layout {
+            python: scratch.join("bin").join("python"),
+            site_packages,
+            python_path: vec![],
+            python_2: false,
+        })
+    }
+
+    /// The `--target` directory pip installs into, on Python 2.
+    fn target(&self) -> Option<&Path> {
+        self.python_2.then_some(self.site_packages.as_path())
+    }
+}
+
+/// One environment's installs.
+struct Build<'a> {
+    request: &'a EnvironmentRequest,
+    layout: &'a Layout,
+    pip_cache: &'a Path,
+    logs: &'a Path,
+}
+
+/// How one run of the installer ended.
+enum Attempt {
+    Installed,
+    TimedOut,
+    /// The installer failed: its whole output and the tail for messages.
+    Failed {
+        output: String,
+        tail: String,
+    },
+}
+
+impl Build<'_> {
+    /// Runs the installer once for `specs` with `options`, logged to `logs/<log>.log`.
+    fn attempt(
+        &self,
+        log: &str,
+        options: &[String],
+        specs: &[String],
+    ) -> Result<Attempt, PythonError> {
+        let interpreter = self.request.interpreter.version;
+        let log = self.logs.join(format!("{log}.log"));
+        let mut command = install_command(
+            self.request,
+            &self.layout.python,
+            self.layout.target(),
+            options,
+            specs,
+            self.pip_cache,
+        );
+        let outcome = run_logged(&mut command, &log, INSTALL_TIMEOUT)
+            .map_err(io_error(format!("run pip for python {interpreter}")))?;
+        Ok(match outcome {
+            Outcome::Exited(0) => Attempt::Installed,
+            Outcome::TimedOut => Attempt::TimedOut,
+            _ => Attempt::Failed {
+                output: std::fs::read_to_string(&log).unwrap_or_default(),
+                tail: log_tail(&log, 15),
+            },
+        })
+    }
+
+    /// pytest and the requirements in one install. A requirement the commit merely declares that
+    /// will not install is dropped and the rest tried again; pytest and the repository's pins
+    /// fail the environment. Returns what was dropped.
+    fn install_required(&self) -> Result<Vec<DroppedRequirement>, PythonError> {
+        let request = self.request;
+        let interpreter = request.interpreter.version.to_string();
+        let mut wanted: Vec<Requirement> = request.requirements.clone();
+        let mut dropped = Vec::new();
+        loop {
+            let mut specs: Vec<String> = wanted.iter().map(|r| r.spec.clone()).collect();
+            specs.push(request.pytest.clone());
+            specs.sort();
+            let (text, tail) =
+                match self.attempt(&format!("install-{}", dropped.len()), &[], &specs)? {
+                    Attempt::Installed => return Ok(dropped),
+                    Attempt::TimedOut => {
+                        return Err(PythonError::Timeout {
+                            what: format!(
+                                "installing {} for python {interpreter}",
+                                specs.join(" ")
+                            ),
+                            seconds: INSTALL_TIMEOUT.as_secs(),
+                        });
+                    }
+                    Attempt::Failed { output, tail } => (output, tail),
+                };
+            let culprits = failing_requirements(&text);
+            // Requirements the commit merely declares may be dropped; pytest and pins may not.
+            let position = culprits.iter().find_map(|name| {
+                wanted.iter().position(|requirement| {
+                    requirement.source != "repository"
+                        && requirement_name(&requirement.spec).as_ref() == Some(name)
+                })
+            });
+            match position {
+                Some(index) if dropped.len() < MAX_DROPPED => {
+                    let requirement = wanted.remove(index);
+                    dropped.push(DroppedRequirement {
+                        spec: requirement.spec,
+                        source: requirement.source,
+                        reason: tail,
+                    });
+                }
+                _ => {
+                    let modern_pip = !self.layout.python_2
+                        && pip_version(&self.layout.site_packages) >= Some((21, 2));
+                    return Err(PythonError::Install {
+                        failure: classify_failure(&text, culprits.first(), modern_pip),
+                        requirement: culprits.first().cloned().unwrap_or_else(|| specs.join(" ")),
+                        interpreter,
+                        tail,
+                    });
+                }
+            }
+        }
+    }
+
+    /// The optional requirements, in one install after the required ones: built distributions
+    /// only (`--only-binary :all:`: an old numpy compiled from source costs many minutes), and the
+    /// distributions already `installed` held at their versions (a constraints file), so an
+    /// optional one never changes what the tests otherwise run with. One that will not install
+    /// is left out and the rest tried again; when the installer does not say which one failed,
+    /// each is tried alone. Only a failure of the network fails the environment (it may pass
+    /// later). Returns what was left out.
+    fn install_optional(
+        &self,
+        installed: &BTreeMap<String, String>,
+    ) -> Result<Vec<DroppedRequirement>, PythonError> {
+        let constraints = self.logs.join("installed-constraints.txt");
+        let pins: String = installed
+            .iter()
+            .map(|(name, version)| format!("{name}=={version}\n"))
+            .collect();
+        std::fs::write(&constraints, pins)
+            .map_err(io_error(format!("write {}", constraints.display())))?;
+        let options = [
+            "--only-binary".to_string(),
+            ":all:".to_string(),
+            "--constraint".to_string(),
+            constraints.to_string_lossy().into_owned(),
+        ];
+        let mut wanted: Vec<Requirement> = self.request.optional.clone();
+        let mut dropped = Vec::new();
+        let mut attempts = 0;
+        while !wanted.is_empty() {
+            let mut specs: Vec<String> = wanted.iter().map(|r| r.spec.clone()).collect();
+            specs.sort();
+            attempts += 1;
+            let (output, tail) =
+                match self.attempt(&format!("optional-{attempts}"), &options, &specs)? {
+                    Attempt::Installed => break,
+                    Attempt::TimedOut => {
+                        let reason = format!(
+                            "the install timed out after {} s",
+                            INSTALL_TIMEOUT.as_secs()
+                        );
+                        dropped.extend(
+                            wanted
+                                .drain(..)
+                                .map(|requirement| left_out(requirement, &reason)),
+                        );
+                        break;
+                    }
+                    Attempt::Failed { output, tail } => (output, tail),
+                };
+            if classify_failure(&output, None, false) == BuildFailure::Infrastructure {
+                return Err(PythonError::Install {
+                    failure: BuildFailure::Infrastructure,
+                    requirement: specs.join(" "),
+                    interpreter: self.request.interpreter.version.to_string(),
+                    tail,
+                });
+            }
+            let culprit = failing_requirements(&output).iter().find_map(|name| {
+                wanted.iter().position(|requirement| {
+                    requirement_name(&requirement.spec).as_ref() == Some(name)
+                })
+            });
+            match culprit {
+                Some(index) => dropped.push(left_out(wanted.remove(index), &tail)),
+                None if wanted.len() > 1 => {
+                    // Which one failed is not said: each alone, the next attempt with those that installed.
+                    let mut installable = Vec::new();
+                    for requirement in wanted.drain(..) {
+                        attempts += 1;
+                        let alone = [requirement.spec.clone()];
+                        match self.attempt(&format!("optional-{attempts}"), &options, &alone)? {
+                            Attempt::Installed => installable.push(requirement),
+                            Attempt::TimedOut => {
+                                dropped.push(left_out(requirement, "the install timed out"))
+                            }
+                            Attempt::Failed { tail, .. } => {
+                                dropped.push(left_out(requirement, &tail))
+                            }
+                        }
+                    }
+                    wanted = installable;
+                }
+                None => dropped.extend(
+                    wanted
+                        .drain(..)
+                        .map(|requirement| left_out(requirement, &tail)),
+                ),
+            }
+        }
+        Ok(dropped)
+    }
+}
+
+/// An optional requirement left out of the environment, with why.
+fn left_out(requirement: Requirement, reason: &str) -> DroppedRequirement {
+    DroppedRequirement {
+        spec: requirement.spec,
+        source: format!("optional: {}", requirement.source),
+        reason: reason.to_string(),
+    }
 }
 
 fn create_venv(
@@ -176,6 +369,7 @@ fn install_command(
     request: &EnvironmentRequest,
     python: &Path,
     target: Option<&Path>,
+    options: &[String],
     specs: &[String],
     pip_cache: &Path,
 ) -> Command {
@@ -202,6 +396,7 @@ fn install_command(
     if let Some(target) = target {
         command.arg("--target").arg(target);
     }
+    command.args(options);
     command.args(specs);
     installer_environment(&mut command, Some(pip_cache));
     command

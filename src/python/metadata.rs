@@ -64,6 +64,10 @@ pub struct ProjectMetadata {
     /// `[entry_points]`) of `setup.cfg`, `entry_points=` of `setup.py`. The first file to name an
     /// entry point wins, in the order above.
     pub entry_points: BTreeMap<String, BTreeMap<String, String>>,
+    /// Every requirement an extra, a dependency group or a tox environment declares, test or not,
+    /// with where (`extras_require[widechars]`, `tox.ini [testenv:py310-extra]`): what the tests
+    /// import optionally is looked up here (see [`super::optional_requirements`]).
+    pub declared_anywhere: Vec<(String, String)>,
 }
 
 impl ProjectMetadata {
@@ -185,12 +189,22 @@ impl ProjectMetadata {
             .filter_map(|table| tables.get(*table))
             .flatten();
         for (group, value) in groups {
-            if let TomlValue::Strings(requirements) = value
-                && is_test_group(group, &self.tox_extras)
-            {
+            let TomlValue::Strings(requirements) = value else {
+                continue;
+            };
+            if is_test_group(group, &self.tox_extras) {
                 self.test_extras.extend(requirements.iter().cloned());
             }
+            self.declare(requirements, &format!("pyproject.toml extra `{group}`"));
         }
+    }
+
+    fn declare<'a>(&mut self, specs: impl IntoIterator<Item = &'a String>, source: &str) {
+        self.declared_anywhere.extend(
+            specs
+                .into_iter()
+                .map(|spec| (spec.trim().to_string(), source.to_string())),
+        );
     }
 
     fn add_setup_cfg(&mut self, text: &str) {
@@ -216,9 +230,11 @@ impl ProjectMetadata {
         }
         if let Some(section) = sections.get("options.extras_require") {
             for (group, requirements) in section {
+                let requirements = ini_lines(requirements);
                 if is_test_group(group, &self.tox_extras) {
-                    self.test_extras.extend(ini_lines(requirements));
+                    self.test_extras.extend(requirements.iter().cloned());
                 }
+                self.declare(&requirements, &format!("setup.cfg extra `{group}`"));
             }
         }
         // setuptools' section, then pbr's.
@@ -254,6 +270,7 @@ impl ProjectMetadata {
                 if is_test_group(group, &self.tox_extras) {
                     self.test_extras.extend(requirements.iter().cloned());
                 }
+                self.declare(requirements, &format!("setup.py extra `{group}`"));
             }
         }
         match keywords.get("entry_points") {
@@ -319,6 +336,19 @@ impl ProjectMetadata {
                     .flat_map(|line| tox_substitution(line, &sections)),
             );
         }
+        // Every tox environment's deps, a CI variant's (`[testenv:py310-extra]`) included, with
+        // factor-conditional lines (`extra: numpy`) read as their requirement.
+        for (name, section) in &sections {
+            let Some(deps) = section.get("deps").filter(|_| name.starts_with("testenv")) else {
+                continue;
+            };
+            let specs: Vec<String> = ini_lines(deps)
+                .iter()
+                .flat_map(|line| tox_substitution(line, &sections))
+                .map(|line| without_factors(&line).to_string())
+                .collect();
+            self.declare(&specs, &format!("tox.ini [{name}]"));
+        }
     }
 }
 
@@ -336,6 +366,20 @@ fn tox_substitution(line: &str, sections: &super::config_files::IniSections) -> 
             .map(|value| ini_lines(value))
             .unwrap_or_default(),
         None => vec![line.to_string()],
+    }
+}
+
+/// A tox deps line without its factor condition: `py3{10,11}-extra: numpy` -> `numpy`.
+fn without_factors(line: &str) -> &str {
+    match line.split_once(": ") {
+        Some((factors, spec))
+            if factors.chars().all(|c| {
+                c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ',' | '{' | '}' | '!')
+            }) =>
+        {
+            spec.trim()
+        }
+        _ => line,
     }
 }
 
@@ -547,6 +591,41 @@ mod tests {
         assert_eq!(metadata.tox_versions, ["2.7", "3.4", "3.5"]);
         assert_eq!(metadata.tox_deps, ["mock", "-rrequirements.txt"]);
         assert!(!metadata.python_2_source);
+    }
+
+    #[test]
+    fn requirements_of_every_extra_and_tox_environment_are_declared_somewhere() {
+        // tabulate's forms: numpy and pandas in a CI variant of tox, wcwidth in an extra.
+        let directory = worktree(&[
+            (
+                "tox.ini",
+                "[tox]\nenvlist = py310\n\n[testenv]\ndeps =\n    pytest\n    extra: six\n\n\
+                 [testenv:py310-extra]\ndeps =\n    pytest\n    numpy\n    pandas\n",
+            ),
+            (
+                "pyproject.toml",
+                "[project]\nname = \"tabulate\"\n\n[project.optional-dependencies]\n\
+                 widechars = [\"wcwidth\"]\n",
+            ),
+        ]);
+        let metadata = ProjectMetadata::read(directory.path());
+        let declared: Vec<(&str, &str)> = metadata
+            .declared_anywhere
+            .iter()
+            .map(|(spec, source)| (spec.as_str(), source.as_str()))
+            .collect();
+        assert_eq!(
+            declared,
+            [
+                ("pytest", "tox.ini [testenv]"),
+                ("six", "tox.ini [testenv]"),
+                ("pytest", "tox.ini [testenv:py310-extra]"),
+                ("numpy", "tox.ini [testenv:py310-extra]"),
+                ("pandas", "tox.ini [testenv:py310-extra]"),
+                ("wcwidth", "pyproject.toml extra `widechars`"),
+            ]
+        );
+        assert!(metadata.test_extras.is_empty());
     }
 
     #[test]

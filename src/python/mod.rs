@@ -30,12 +30,14 @@ mod install;
 mod interpreters;
 mod metadata;
 mod mine;
+mod optional_requirements;
 mod pytest_era;
 mod requirements;
 mod setup_script;
 mod specifier;
 mod test_imports;
 mod version;
+mod version_file;
 mod worktree;
 
 pub use assertions::{assertion_statements, dedent};
@@ -68,4 +70,6 @@ pub use requirements::{
 };
 pub use specifier::{SpecifierParseError, SpecifierSet};
 pub use version::{PythonVersion, VersionParseError};
-pub use worktree::{CheckoutError, checkout_commit, clear as clear_directory, register_project};
+pub use worktree::{
+    CheckoutError, checkout_commit, clear as clear_directory, prepare_checkout, register_project,
+};

@@ -362,7 +362,7 @@ fn requirement_files(worktree: &Path) -> Vec<String> {
     files
 }
 
-fn read_requirement_file(
+pub(super) fn read_requirement_file(
     worktree: &Path,
     file: &str,
     visited: &mut BTreeSet<String>,

@@ -114,6 +114,14 @@ fn write_entry(path: &Path, content: &[u8], mode: i32) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Makes a fresh checkout what its tests expect of an installed project, without building or
+/// installing it: registered as a distribution ([`register_project`]), with the version files its
+/// build backend writes ([`super::version_file`]). Called after every checkout that tests run in.
+pub fn prepare_checkout(worktree: &Path) -> std::io::Result<()> {
+    register_project(worktree)?;
+    super::version_file::write_version_files(worktree).map(drop)
+}
+
 /// Makes the checked-out project an installed distribution as `importlib.metadata` (and
 /// `pkg_resources`) see one, without installing anything: a `<name>-0.0.0.dist-info` directory at
 /// the root of the checkout, which is first on `PYTHONPATH`. A package that reads its own version

@@ -262,11 +262,11 @@ impl StepKind for MineClaims {
         let scratch = ctx.scratch(&slot)?;
         python::checkout_commit(&git, &record.parent, &worktree)
             .map_err(|error| step_message(ctx, &item.id, error))?;
-        python::register_project(&worktree).map_err(|error| {
+        python::prepare_checkout(&worktree).map_err(|error| {
             step_message(
                 ctx,
                 &item.id,
-                format!("register the project in {}: {error}", worktree.display()),
+                format!("prepare the checkout {}: {error}", worktree.display()),
             )
         })?;
         let date = git2::Oid::from_str(&record.parent)

@@ -294,7 +294,7 @@ impl ParaphraseStep {
         worktree
             .checkout(&repository, parent)
             .map_err(|error| failed(error.into()))?;
-        crate::python::register_project(worktree.dir()).map_err(|error| failed(error.into()))?;
+        crate::python::prepare_checkout(worktree.dir()).map_err(|error| failed(error.into()))?;
 
         // 1. Rewrite, and put every rewrite in its file.
         let mut records = Vec::new();

@@ -930,3 +930,132 @@ fn a_nose_projects_test_modules_are_mined_and_labelled() {
     );
     assert_eq!(truth[0]["label"], "flipped", "{truth:?}");
 }
+
+/// A test module that runs more tests when `six` and a distribution that does not exist are
+/// importable, the way tabulate's tests use numpy, pandas and wcwidth.
+const OPTIONAL_TEST: &str = "\
+import pytest
+
+try:
+    import claimflow_no_such_distribution
+except ImportError:
+    claimflow_no_such_distribution = None
+
+from demo import add
+
+
+def test_add():
+    assert add(1, 2) == 3
+
+
+def test_six():
+    six = pytest.importorskip(\"six\")
+    assert six.PY3
+";
+
+/// The project's files for [`OPTIONAL_TEST`]: its optional dependencies are declared only by a
+/// CI variant of tox (tabulate's `py3X-extra`) and by an extra no test environment installs.
+fn optional_project(extra: &str) -> Vec<(&'static str, Option<String>)> {
+    vec![
+        (
+            "tox.ini",
+            Some(format!(
+                "[tox]\nenvlist = py312\n\n[testenv]\ndeps = pytest\n\n\
+                 [testenv:py312-extra]\ndeps =\n    pytest\n    {extra}\n"
+            )),
+        ),
+        (
+            "pyproject.toml",
+            Some(
+                "[project]\nname = \"demo\"\n\n[project.optional-dependencies]\n\
+                 compat = [\"six>=1.10\"]\n"
+                    .to_string(),
+            ),
+        ),
+        ("demo.py", Some(SOURCE.to_string())),
+        ("tests/test_demo.py", Some(OPTIONAL_TEST.to_string())),
+    ]
+}
+
+fn optional_request(extra: &str) -> EnvironmentRequest {
+    let files = optional_project(extra);
+    let files: Vec<(&str, Option<&str>)> = files
+        .iter()
+        .map(|(path, text)| (*path, text.as_deref()))
+        .collect();
+    request_for(&files, "3.12", 1_700_000_000)
+}
+
+/// Regression (tabulate, 69 claims `unknown_at_parent`): tests that skip themselves when numpy,
+/// pandas or wcwidth is missing were skipped at the parent, since those are declared only by a
+/// CI variant of tox and an extra, and a skipped test is no claim. What the tests import
+/// optionally and the project declares anywhere is now asked for, apart from the requirements,
+/// and enters the environment's address.
+#[test]
+fn optional_dependencies_the_tests_import_are_requested() {
+    let request = optional_request("claimflow-no-such-distribution==9.9");
+    let optional: Vec<(&str, &str)> = request
+        .optional
+        .iter()
+        .map(|requirement| (requirement.spec.as_str(), requirement.source.as_str()))
+        .collect();
+    assert_eq!(
+        optional,
+        [
+            (
+                "claimflow-no-such-distribution==9.9",
+                "tox.ini [testenv:py312-extra], imported optionally by tests/test_demo.py"
+            ),
+            (
+                "six>=1.10",
+                "pyproject.toml extra `compat`, imported optionally by tests/test_demo.py"
+            ),
+        ]
+    );
+    assert!(
+        request
+            .requirements
+            .iter()
+            .all(|requirement| !requirement.spec.contains("six")),
+        "{request:?}"
+    );
+    let mut without = request.clone();
+    without.optional.clear();
+    assert_ne!(request.digest(), without.digest());
+}
+
+/// An optional dependency without a build for the interpreter (here: without any release) is left
+/// out and named in the environment's description; the others are installed, and the
+/// environment is built.
+#[test]
+fn an_optional_dependency_that_will_not_install_does_not_fail_the_environment() {
+    let cache = tempfile::tempdir().unwrap();
+    let request = optional_request("claimflow-no-such-distribution==9.9");
+    let environment = claimflow::python::ensure_environment_in(cache.path(), &request)
+        .unwrap_or_else(|error| panic!("the environment is built: {error}"));
+    assert!(environment.has_distribution("six"), "{environment:?}");
+    let dropped: Vec<(&str, &str)> = environment
+        .dropped
+        .iter()
+        .map(|dropped| (dropped.spec.as_str(), dropped.source.as_str()))
+        .collect();
+    assert_eq!(
+        dropped,
+        [(
+            "claimflow-no-such-distribution==9.9",
+            "optional: tox.ini [testenv:py312-extra], imported optionally by tests/test_demo.py"
+        )]
+    );
+    let description = std::fs::read_to_string(
+        cache
+            .path()
+            .join("envs")
+            .join(request.digest().hex())
+            .join("claimflow-environment.json"),
+    )
+    .unwrap();
+    assert!(
+        description.contains("claimflow-no-such-distribution==9.9"),
+        "{description}"
+    );
+}

@@ -439,3 +439,76 @@ fn a_projects_own_entry_points_are_seen_by_its_tests() {
          reason: failed 3 of 3 runs at the child: assertion\n  parent: PPP\n  child: FFF\n"
     );
 }
+
+/// A package whose version module its build writes (humanize's `src/humanize/_version.py`, from
+/// hatch-vcs), imported by the package and by its tests.
+const VERSIONED_TEST: &str = r#"from pkg._version import __version__, version_tuple
+from pkg.core import add
+
+
+def test_version():
+    assert __version__ == "0.0.0" and version_tuple[:2] == (0, 0)
+
+
+def test_add():
+    assert add(1, 2) == 3
+"#;
+
+/// Regression (humanize 2ddb5903cd, excluded): its tests import `humanize._version`, which
+/// hatch-vcs writes when the package is built; claimflow imports the package from its checkout
+/// and never builds it, so nothing collected. The file is now written into every checkout the
+/// way the build backend writes it.
+#[test]
+fn a_version_file_the_build_backend_writes_is_there_for_the_tests() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let mut repo = FixtureRepo::init(&dir.path().join("repo"));
+    let base = repo.commit(
+        None,
+        "A library versioned by hatch-vcs",
+        &[
+            Change::Write(
+                "pyproject.toml",
+                "[build-system]\nrequires = [\"hatch-vcs\", \"hatchling\"]\n\
+                 build-backend = \"hatchling.build\"\n\n[project]\nname = \"demo-versioned\"\n\
+                 dynamic = [\"version\"]\n\n[tool.hatch.version]\nsource = \"vcs\"\n\n\
+                 [tool.hatch.build.hooks.vcs]\nversion-file = \"pkg/_version.py\"\n",
+            ),
+            Change::Write("pkg/__init__.py", "from ._version import __version__\n"),
+            Change::Write("pkg/core.py", CORE),
+            Change::Write("tests/test_core.py", VERSIONED_TEST),
+        ],
+    );
+    let commit = repo.commit(
+        Some(base),
+        "Add counts from one",
+        &[
+            Change::Write("pkg/core.py", &CORE.replace("a + b", "a + b + 1")),
+            Change::Write(
+                "tests/test_core.py",
+                &VERSIONED_TEST.replace("add(1, 2) == 3", "add(1, 2) == 4"),
+            ),
+        ],
+    );
+    let judgements = judge_in(
+        &repo.repository,
+        &environment(),
+        dir.path(),
+        Case {
+            parent: base,
+            commit,
+        },
+        &[
+            "tests/test_core.py::test_version",
+            "tests/test_core.py::test_add",
+        ],
+        3,
+        ImportErrorPolicy::Discard,
+    );
+    assert_eq!(
+        render(&judgements),
+        "tests/test_core.py::test_version\n  label: Held\n  cause: None\n  reason: -\n  \
+         parent: PPP\n  child: PPP\n\
+         tests/test_core.py::test_add\n  label: Flipped\n  cause: None\n  \
+         reason: failed 3 of 3 runs at the child: assertion\n  parent: PPP\n  child: FFF\n"
+    );
+}
