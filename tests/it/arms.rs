@@ -646,15 +646,18 @@ fn testmon_runs_under_the_interpreter_and_pytest_the_claims_were_mined_under() {
 #[test]
 fn claims_mined_where_no_testmon_release_runs_are_unjudged_with_the_reason() {
     let (repository, parent, child) = calc_history(&[]);
-    let records = ["tests/test_calc.py::test_add", "tests/test_calc.py::test_mul"]
-        .iter()
-        .map(|node| {
-            let mut record = claim_record(&parent, &child, node);
-            record["interpreter"] = json!("3.5.10");
-            record["pytest"] = json!("6.1.2");
-            record
-        })
-        .collect();
+    let records = [
+        "tests/test_calc.py::test_add",
+        "tests/test_calc.py::test_mul",
+    ]
+    .iter()
+    .map(|node| {
+        let mut record = claim_record(&parent, &child, node);
+        record["interpreter"] = json!("3.5.10");
+        record["pytest"] = json!("6.1.2");
+        record
+    })
+    .collect();
     let project = tempfile::tempdir().unwrap();
     let (pipeline, _) = run_testmon(project.path(), &repository, records);
     let predictions = testmon_predictions(&pipeline);
@@ -663,9 +666,7 @@ fn claims_mined_where_no_testmon_release_runs_are_unjudged_with_the_reason() {
         assert_eq!(prediction["verdict"], "none", "{prediction}");
         let why = prediction["evidence"]["unjudged"].as_str().unwrap();
         assert!(
-            why.contains(
-                "no pytest-testmon release runs under python 3.5.10 with pytest 6.1.2"
-            ),
+            why.contains("no pytest-testmon release runs under python 3.5.10 with pytest 6.1.2"),
             "{why}"
         );
     }
