@@ -186,6 +186,25 @@ pub struct MinedClaim {
     pub pytest: String,
 }
 
+/// The interpreter and pytest a claim was mined (and so labelled) under, as its `claims.jsonl` line
+/// records them: a tool run on the claim again runs there. Claims from elsewhere may not say.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct MinedUnder {
+    /// `2.7.18`, `3.11.7`.
+    pub interpreter: String,
+    /// The installed pytest, `3.5.1`.
+    pub pytest: String,
+}
+
+impl MinedUnder {
+    /// The interpreter and pytest a claim record names, when it names both.
+    pub fn of_record(record: &serde_json::Value) -> Option<Self> {
+        serde_json::from_value::<MinedUnder>(record.clone())
+            .ok()
+            .filter(|mined| !mined.interpreter.is_empty() && !mined.pytest.is_empty())
+    }
+}
+
 /// Why a collected test is one of its commit's claims.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -7,6 +7,11 @@
 //! database, with `--collect-only` so nothing runs — which tests it would select. Selected means
 //! invalidate; a claim testmon has no record of gets no verdict.
 //!
+//! testmon runs where the claims were mined: their interpreter and pytest, and the newest
+//! pytest-testmon release that supports both ([`crate::python::testmon_for`]). Releases before 2
+//! keep their dependency data in a `node` table, later ones in `test_execution`; the database is
+//! read whichever it holds.
+//!
 //! A small pytest plugin ([`PROBE`]) reports the selection after testmon's deselection and what
 //! testmon thought of its database. The query must find the database it was given and the same
 //! installed packages: a new database or a package change would make testmon select everything, so
@@ -22,13 +27,20 @@ use serde::Deserialize;
 
 use crate::mining::test_files::TestFileRules;
 use crate::process::{log_tail, run_logged};
-use crate::python::{Environment, PytestLaunch};
+use crate::python::{Environment, PytestLaunch, TestmonRelease};
 
 /// The plugin written next to the worktree and loaded with `-p claimflow_testmon_probe`.
 pub const PROBE: &str = include_str!("testmon_probe.py");
 
-/// The requirement added to a repository's environment.
+/// The distribution added to a repository's environment (a release of it: [`TestmonRelease`]).
 pub const TESTMON_REQUIREMENT: &str = "pytest-testmon";
+
+/// The environment testmon runs in and the release installed there.
+#[derive(Debug, Clone)]
+pub struct TestmonEnvironment {
+    pub environment: Environment,
+    pub release: &'static TestmonRelease,
+}
 
 /// How long one pytest run may take.
 const TIMEOUT: Duration = Duration::from_secs(1800);
@@ -62,6 +74,13 @@ pub enum TestmonError {
     /// No Python environment could be made for the parent.
     #[error("prepare a python environment for {commit}: {message}")]
     Environment { commit: String, message: String },
+    /// No pytest-testmon release supports the interpreter and pytest the claims were mined under.
+    #[error("testmon for {commit}: {source}")]
+    NoRelease {
+        commit: String,
+        #[source]
+        source: crate::python::NoTestmonRelease,
+    },
     /// testmon was not active, found no database where it should, or saw other packages.
     #[error("testmon at {commit}: {problem}; log tail:\n{tail}")]
     Database {
@@ -75,7 +94,8 @@ impl TestmonError {
     /// True when testmon cannot judge this commit at all, the same way on every run: pytest
     /// exited without testmon's report (testmon cannot start beside the repository's plugins or
     /// that pytest), its database lacks testmon's tables, or no environment could be built for
-    /// it. Its claims then get no verdict. A timeout, a crash, git or the disk failing are not
+    /// it, or no testmon release supports the claims' interpreter and pytest. Its claims then get
+    /// no verdict. A timeout, a crash, git or the disk failing are not
     /// this: they fail the item, which the next run computes again.
     pub fn cannot_judge(&self) -> bool {
         match self {
@@ -83,7 +103,7 @@ impl TestmonError {
             TestmonError::Database { problem, .. } => {
                 problem.starts_with("could not list the database's tests")
             }
-            TestmonError::Environment { .. } => true,
+            TestmonError::Environment { .. } | TestmonError::NoRelease { .. } => true,
             TestmonError::Git { .. } | TestmonError::Io { .. } => false,
         }
     }
@@ -168,7 +188,7 @@ impl TestmonRequest<'_> {
     /// the Python environment (with pytest-testmon) for the parent checked out at the given path.
     pub fn select(
         &self,
-        environment: impl FnOnce(&Path) -> Result<Environment, String>,
+        environment: impl FnOnce(&Path) -> Result<TestmonEnvironment, TestmonError>,
     ) -> Result<TestmonSelection, TestmonError> {
         let worktree = self.scratch.join("worktree");
         let probe_directory = self.scratch.join("probe");
@@ -178,12 +198,12 @@ impl TestmonRequest<'_> {
         remove_file(&database)?;
 
         self.checkout(self.parent, &worktree)?;
-        let environment = environment(&worktree).map_err(|message| TestmonError::Environment {
-            commit: self.parent.to_string(),
-            message,
-        })?;
+        let TestmonEnvironment {
+            environment,
+            release,
+        } = environment(&worktree)?;
         let started = Instant::now();
-        let built = self.pytest(&environment, &worktree, &database, "parent", &[])?;
+        let built = self.pytest(&environment, release, &worktree, &database, "parent", &[])?;
         let build_seconds = started.elapsed().as_secs_f64();
         let (report, log) = built;
         if !report.testmon_active || !database.is_file() {
@@ -202,6 +222,7 @@ impl TestmonRequest<'_> {
         let started = Instant::now();
         let (report, log) = self.pytest(
             &environment,
+            release,
             &worktree,
             &query,
             "child",
@@ -236,6 +257,7 @@ impl TestmonRequest<'_> {
     fn pytest(
         &self,
         environment: &Environment,
+        release: &TestmonRelease,
         worktree: &Path,
         database: &Path,
         label: &str,
@@ -247,18 +269,23 @@ impl TestmonRequest<'_> {
         let private = self.scratch.join("private");
         let launch = PytestLaunch::new(environment, worktree, &private)
             .plugin_dir(self.scratch.join("probe"));
-        // The launcher disables pytest's cache provider; testmon reads its `--lf` option, so it is
-        // re-enabled with its directory outside the worktree.
-        let mut arguments: Vec<OsString> = vec![
-            "-p".into(),
-            "cacheprovider".into(),
-            "-o".into(),
-            format!("cache_dir={}", self.scratch.join("pytest-cache").display()).into(),
+        let mut arguments: Vec<OsString> = Vec::new();
+        if release.reads_last_failed() {
+            // The launcher disables pytest's cache provider; testmon from 1.0 on reads its `--lf`
+            // option, so it is re-enabled with its directory outside the worktree.
+            arguments.extend([
+                "-p".into(),
+                "cacheprovider".into(),
+                "-o".into(),
+                format!("cache_dir={}", self.scratch.join("pytest-cache").display()).into(),
+            ]);
+        }
+        arguments.extend([
             "-p".into(),
             "claimflow_testmon_probe".into(),
             "--testmon".into(),
             "-q".into(),
-        ];
+        ]);
         arguments.extend(extra.iter().map(OsString::from));
         arguments.extend(self.test_files.iter().map(OsString::from));
         let mut command = launch
@@ -293,7 +320,8 @@ impl TestmonRequest<'_> {
         Ok((report, log))
     }
 
-    /// The node ids in testmon's database, read with the environment's own sqlite3.
+    /// The node ids in testmon's database, read with the environment's own sqlite3: from
+    /// `test_execution` (testmon 2 on) or `node` (before), whichever the database has.
     fn tracked_tests(
         &self,
         environment: &Environment,
@@ -301,9 +329,7 @@ impl TestmonRequest<'_> {
     ) -> Result<BTreeSet<String>, TestmonError> {
         let log = self.scratch.join("tracked.log");
         let listing = self.scratch.join("tracked.json");
-        let script = "import json, sqlite3, sys\n\
-            rows = sqlite3.connect(sys.argv[1]).execute('SELECT test_name FROM test_execution')\n\
-            json.dump(sorted(row[0] for row in rows), open(sys.argv[2], 'w'))\n";
+        let script = TRACKED_TESTS;
         let mut command = std::process::Command::new(&environment.python);
         command
             .env_clear()
@@ -413,6 +439,19 @@ impl TestmonRequest<'_> {
     }
 }
 
+/// Lists the tests a testmon database recorded (Python 2 and 3): `test_execution.test_name`
+/// from testmon 2 on, `node.name` before; neither table is an error.
+const TRACKED_TESTS: &str = "import json, sqlite3, sys\n\
+    connection = sqlite3.connect(sys.argv[1])\n\
+    tables = set(row[0] for row in connection.execute(\"SELECT name FROM sqlite_master WHERE type = 'table'\"))\n\
+    if 'test_execution' in tables:\n\
+    \x20   query = 'SELECT test_name FROM test_execution'\n\
+    elif 'node' in tables:\n\
+    \x20   query = 'SELECT name FROM node'\n\
+    else:\n\
+    \x20   sys.exit('no test_execution or node table')\n\
+    json.dump(sorted(set(row[0] for row in connection.execute(query))), open(sys.argv[2], 'w'))\n";
+
 fn create_dir(path: &Path) -> Result<(), TestmonError> {
     std::fs::create_dir_all(path).map_err(|source| TestmonError::Io {
         action: "create",
@@ -504,6 +543,64 @@ mod tests {
                 .query_problem()
                 .unwrap()
                 .contains("packages changed")
+        );
+    }
+
+    /// Runs [`TRACKED_TESTS`] on a database made by `schema` with the newest installed Python.
+    fn tracked(schema: &str) -> Result<Vec<String>, String> {
+        let python = crate::python::installed_interpreters()
+            .last()
+            .expect("an interpreter is installed")
+            .path
+            .clone();
+        let directory = tempfile::tempdir().unwrap();
+        let database = directory.path().join("testmondata");
+        let listing = directory.path().join("tracked.json");
+        let created = std::process::Command::new(&python)
+            .arg("-c")
+            .arg(format!(
+                "import sqlite3, sys\nconnection = sqlite3.connect(sys.argv[1])\n\
+                 connection.executescript({schema:?})\nconnection.commit()\n"
+            ))
+            .arg(&database)
+            .status()
+            .unwrap();
+        assert!(created.success());
+        let output = std::process::Command::new(&python)
+            .arg("-c")
+            .arg(TRACKED_TESTS)
+            .arg(&database)
+            .arg(&listing)
+            .output()
+            .unwrap();
+        if !output.status.success() {
+            return Err(String::from_utf8_lossy(&output.stderr).into_owned());
+        }
+        Ok(serde_json::from_str(&std::fs::read_to_string(&listing).unwrap()).unwrap())
+    }
+
+    #[test]
+    fn the_database_is_read_whichever_table_its_testmon_writes() {
+        // testmon 2 on.
+        assert_eq!(
+            tracked(
+                "CREATE TABLE test_execution (id INTEGER PRIMARY KEY, test_name TEXT);\
+                 INSERT INTO test_execution (test_name) VALUES ('t.py::b'), ('t.py::a');"
+            ),
+            Ok(vec!["t.py::a".to_string(), "t.py::b".to_string()])
+        );
+        // 0.9 and 1.x: a `node` table, one row per environment (variant).
+        assert_eq!(
+            tracked(
+                "CREATE TABLE node (id INTEGER PRIMARY KEY, variant TEXT, name TEXT);\
+                 INSERT INTO node (variant, name) VALUES ('a', 't.py::x'), ('b', 't.py::x');"
+            ),
+            Ok(vec!["t.py::x".to_string()])
+        );
+        let neither = tracked("CREATE TABLE metadata (dataid TEXT, data TEXT);").unwrap_err();
+        assert!(
+            neither.contains("no test_execution or node table"),
+            "{neither}"
         );
     }
 

@@ -36,6 +36,7 @@ mod requirements;
 mod setup_script;
 mod specifier;
 mod test_imports;
+mod testmon_pin;
 mod version;
 mod version_file;
 mod worktree;
@@ -69,6 +70,10 @@ pub use requirements::{
     Requirement, declared_pytest, discover_requirements, pytest_requirement, requirement_name,
 };
 pub use specifier::{SpecifierParseError, SpecifierSet};
+pub use testmon_pin::{
+    NoTestmonRelease, TestmonRelease, fingerprint as testmon_fingerprint, lowest_pytest,
+    testmon_for,
+};
 pub use version::{PythonVersion, VersionParseError};
 pub use worktree::{
     CheckoutError, checkout_commit, clear as clear_directory, prepare_checkout, register_project,

@@ -301,12 +301,20 @@ fn arm_stats(
     natural: Option<f64>,
 ) -> ArmStats {
     let confusion = Confusion::count(labels.iter().copied().zip(&evaluation.verdicts[step]));
+    let judged = Confusion::count(
+        labels
+            .iter()
+            .copied()
+            .zip(&evaluation.verdicts[step])
+            .filter(|(_, verdict)| **verdict != Verdict::None),
+    );
     let claims = confusion.total();
     ArmStats {
         step: evaluation.info[step].clone(),
         claims,
         precision: confusion.precision(),
         recall: confusion.recall(),
+        recall_judged: judged.recall(),
         fire_rate: confusion.fire_rate(),
         coverage: confusion.coverage(),
         precision_ci: bounds.precision,

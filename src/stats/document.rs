@@ -110,6 +110,10 @@ pub struct ArmStats {
     pub claims: u64,
     pub precision: Option<f64>,
     pub recall: Option<f64>,
+    /// Recall over the claims the arm gave a verdict on: what it catches where it answers, beside
+    /// `recall`, which charges a missing verdict as a hold.
+    #[serde(default)]
+    pub recall_judged: Option<f64>,
     pub fire_rate: Option<f64>,
     pub coverage: Option<f64>,
     pub precision_ci: Option<Interval>,

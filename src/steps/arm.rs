@@ -28,7 +28,8 @@ use crate::engine::{
 };
 use crate::mining::test_files::TestFileRules;
 use crate::pipeline::StepSpec;
-use crate::records::PredictionRecord;
+use crate::python;
+use crate::records::{MinedUnder, PredictionRecord};
 
 /// The `arm` step kind.
 #[derive(Debug, Clone, Default)]
@@ -77,7 +78,10 @@ impl ArmName {
     fn version(self) -> u32 {
         match self {
             ArmName::A0 | ArmName::A1 => 1,
-            ArmName::FileAnchoring | ArmName::SymbolAnchoring | ArmName::Testmon => 1,
+            ArmName::FileAnchoring | ArmName::SymbolAnchoring => 1,
+            // 2: testmon runs under the interpreter and pytest the claims were mined under, with
+            // the newest release that supports them.
+            ArmName::Testmon => 2,
         }
     }
 }
@@ -360,16 +364,17 @@ impl Arm {
             rules: &rules,
             scratch: &scratch,
         };
+        let mined_under: Option<MinedUnder> =
+            serde_json::from_value(item.params["mined_under"].clone())
+                .map_err(|error| failed(error.into()))?;
         let selection = match request.select(|worktree| {
-            let interpreter = crate::python::select_interpreters(worktree, &spec.python)
-                .into_iter()
-                .next()
-                .ok_or_else(|| "no installed interpreter is allowed".to_string())?;
-            let mut pinned = settings.dependencies.clone();
-            pinned.push(testmon::TESTMON_REQUIREMENT.to_string());
-            let request =
-                crate::python::EnvironmentRequest::for_commit(&interpreter, worktree, &pinned);
-            crate::python::ensure_environment(&request).map_err(|error| error.to_string())
+            testmon_environment(
+                worktree,
+                &first.parent,
+                spec,
+                &settings,
+                mined_under.as_ref(),
+            )
         }) {
             Ok(selection) => selection,
             Err(error) if error.cannot_judge() => {
@@ -393,6 +398,71 @@ impl Arm {
             testmon::predict(&claim.id, &claim.node, &selection)
         })))
     }
+}
+
+/// The environment testmon runs in for the parent checked out at `worktree`: the interpreter and
+/// pytest the claims were mined under when they say (else the first allowed interpreter and the
+/// pytest of its era), the repository's pins and the commit's declared requirements as mining
+/// had them, and the newest pytest-testmon release that supports that interpreter and pytest.
+fn testmon_environment(
+    worktree: &std::path::Path,
+    parent: &str,
+    spec: &crate::pipeline::RepoSpec,
+    settings: &RepositorySettings,
+    mined_under: Option<&MinedUnder>,
+) -> Result<testmon::TestmonEnvironment, testmon::TestmonError> {
+    let unbuildable = |message: String| testmon::TestmonError::Environment {
+        commit: parent.to_string(),
+        message,
+    };
+    let no_release = |source| testmon::TestmonError::NoRelease {
+        commit: parent.to_string(),
+        source,
+    };
+    let (interpreter, mut pinned, release) = match mined_under {
+        Some(mined) => {
+            let version = |text: &str| {
+                text.parse::<python::PythonVersion>()
+                    .map_err(|error| unbuildable(error.to_string()))
+            };
+            // Decided before anything is built: a commit no release fits is not judged.
+            let release =
+                python::testmon_for(version(&mined.interpreter)?, version(&mined.pytest)?)
+                    .map_err(no_release)?;
+            let interpreter = python::interpreter_for(&mined.interpreter).ok_or_else(|| {
+                unbuildable(format!(
+                    "python {}, which the claims were mined under, is not installed",
+                    mined.interpreter
+                ))
+            })?;
+            // Exactly the pytest the claims were collected and labelled under.
+            let mut pinned = settings.dependencies.clone();
+            pinned.retain(|spec| python::requirement_name(spec).as_deref() != Some("pytest"));
+            pinned.push(format!("pytest=={}", mined.pytest));
+            (interpreter, pinned, release)
+        }
+        None => {
+            let interpreter = python::select_interpreters(worktree, &spec.python)
+                .into_iter()
+                .next()
+                .ok_or_else(|| unbuildable("no installed interpreter is allowed".to_string()))?;
+            let pinned = settings.dependencies.clone();
+            let era =
+                python::EnvironmentRequest::for_commit(&interpreter, worktree, &pinned).pytest;
+            let pytest = python::lowest_pytest(&era)
+                .ok_or_else(|| unbuildable(format!("read the pytest version of `{era}`")))?;
+            let release = python::testmon_for(interpreter.version, pytest).map_err(no_release)?;
+            (interpreter, pinned, release)
+        }
+    };
+    pinned.push(release.requirement());
+    let request = python::EnvironmentRequest::for_commit(&interpreter, worktree, &pinned);
+    let environment =
+        python::ensure_environment(&request).map_err(|error| unbuildable(error.to_string()))?;
+    Ok(testmon::TestmonEnvironment {
+        environment,
+        release,
+    })
 }
 
 impl StepKind for Arm {
@@ -467,14 +537,19 @@ impl StepKind for Arm {
                         settings.insert(repo.clone(), RepositorySettings::of(ctx, &repo)?);
                     }
                     let records: Vec<_> = claims.iter().map(|claim| &claim.record).collect();
+                    // The claims of a commit were mined together, under one interpreter.
+                    let mined_under = claims
+                        .iter()
+                        .find_map(|claim| MinedUnder::of_record(&claim.record));
                     let mut plan = ItemPlan::new(format!("{repo}@{parent}..{child}"))
                         .params(json!({
                             "claims": records,
                             "repository": settings[&repo],
+                            "mined_under": mined_under,
                         }))
                         .tool("parent", parent)
                         .tool("child", child)
-                        .tool("testmon", testmon::TESTMON_REQUIREMENT)
+                        .tool("testmon", python::testmon_fingerprint())
                         .pool(Pool::Pytest);
                     for claim in &claims {
                         let bytes =

@@ -472,8 +472,18 @@ fn run_testmon(
     repository: &FixtureRepo,
     records: Vec<serde_json::Value>,
 ) -> (Pipeline, usize) {
+    run_testmon_allowing(project, repository, records, &["3.11"])
+}
+
+/// [`run_testmon`] with the repository's `python:` list.
+fn run_testmon_allowing(
+    project: &Path,
+    repository: &FixtureRepo,
+    records: Vec<serde_json::Value>,
+    python: &[&str],
+) -> (Pipeline, usize) {
     let mut pipeline = pipeline(project, repository.path(), json!(records));
-    pipeline.repos[0].python = vec!["3.11".into()];
+    pipeline.repos[0].python = python.iter().map(|version| version.to_string()).collect();
     pipeline.steps.truncate(1);
     let registry = Registry::with(vec![Arc::new(GivenClaims), Arc::new(Arm::default())]);
     pipeline.steps.push(
@@ -548,6 +558,118 @@ fn testmon_that_cannot_start_at_the_parent_gives_no_verdict_and_the_step_finishe
     assert!(why.contains("gave no report (Exited("), "{why}");
     let log = predictions[0]["evidence"]["log"].as_str().unwrap();
     assert!(log.contains("--lf"), "{log}");
+}
+
+/// The predictions file of the testmon arm, one JSON value per line.
+fn testmon_predictions(pipeline: &Pipeline) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(pipeline.results.join("predictions/a4b.jsonl")).unwrap();
+    text.lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+/// Seen on real repositories: A4b built testmon's environment with the repository's first allowed
+/// interpreter and the newest pytest-testmon, not where the claims were mined and labelled. On a
+/// Python 2.7 / pytest 3.5 commit testmon could not start, and only about half the claims were
+/// judged. Here the code is Python 2 only, the repository allows 3.11 first, and the claims say
+/// they were mined under 2.7.18 with pytest 3.5.1: testmon 0.9.19 judges them there.
+#[test]
+fn testmon_runs_under_the_interpreter_and_pytest_the_claims_were_mined_under() {
+    let python_2_calc = CALC.replace(
+        "    return a + b",
+        "    try:\n        return a + b\n    except TypeError, error:\n        raise error",
+    );
+    let mut repository = FixtureRepo::new();
+    let parent = repository
+        .commit(
+            "parent",
+            &[
+                ("src/demo/__init__.py", Some("")),
+                ("src/demo/calc.py", Some(&python_2_calc)),
+                ("tests/test_calc.py", Some(TEST_CALC)),
+            ],
+        )
+        .head()
+        .to_string();
+    let child = repository
+        .commit(
+            "calc: multiply the other way round",
+            &[(
+                "src/demo/calc.py",
+                Some(&python_2_calc.replace("return a * b", "return b * a")),
+            )],
+        )
+        .head()
+        .to_string();
+    let records: Vec<serde_json::Value> = [
+        "tests/test_calc.py::test_add",
+        "tests/test_calc.py::test_mul",
+        "tests/test_calc.py::test_both",
+    ]
+    .iter()
+    .map(|node| {
+        let mut record = claim_record(&parent, &child, node);
+        record["interpreter"] = json!("2.7.18");
+        record["pytest"] = json!("3.5.1");
+        record
+    })
+    .collect();
+    let project = tempfile::tempdir().unwrap();
+    let (pipeline, _) =
+        run_testmon_allowing(project.path(), &repository, records, &["3.11", "2.7"]);
+    let predictions = testmon_predictions(&pipeline);
+    let verdicts: BTreeMap<&str, &str> = predictions
+        .iter()
+        .map(|prediction| {
+            let claim = prediction["claim"].as_str().unwrap();
+            let node = claim.rsplit("::").next().unwrap();
+            (node, prediction["verdict"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        verdicts,
+        BTreeMap::from([
+            ("test_add", "held"),
+            ("test_both", "flipped"),
+            ("test_mul", "flipped"),
+        ]),
+        "{predictions:#?}"
+    );
+    for prediction in &predictions {
+        assert_eq!(prediction["evidence"]["testmon"], "0.9.19", "{prediction}");
+    }
+}
+
+/// A commit whose claims were mined where no pytest-testmon release installs (pytest 6.1 on
+/// Python 3.5: 0.9.19 stops before pytest 6, 1.x starts at Python 3.6) is not judged, and each of
+/// its claims says why; nothing is built for it.
+#[test]
+fn claims_mined_where_no_testmon_release_runs_are_unjudged_with_the_reason() {
+    let (repository, parent, child) = calc_history(&[]);
+    let records = [
+        "tests/test_calc.py::test_add",
+        "tests/test_calc.py::test_mul",
+    ]
+    .iter()
+    .map(|node| {
+        let mut record = claim_record(&parent, &child, node);
+        record["interpreter"] = json!("3.5.10");
+        record["pytest"] = json!("6.1.2");
+        record
+    })
+    .collect();
+    let project = tempfile::tempdir().unwrap();
+    let (pipeline, _) = run_testmon(project.path(), &repository, records);
+    let predictions = testmon_predictions(&pipeline);
+    assert_eq!(predictions.len(), 2, "{predictions:#?}");
+    for prediction in &predictions {
+        assert_eq!(prediction["verdict"], "none", "{prediction}");
+        let why = prediction["evidence"]["unjudged"].as_str().unwrap();
+        assert!(
+            why.contains("no pytest-testmon release runs under python 3.5.10 with pytest 6.1.2"),
+            "{why}"
+        );
+    }
 }
 
 #[test]

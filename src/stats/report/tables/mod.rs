@@ -307,6 +307,7 @@ fn arm_row(step: &str, stats: &ArmStats) -> Vec<Value> {
         [
             Value::Rate(stats.fire_rate),
             Value::Rate(stats.coverage),
+            Value::Rate(stats.recall_judged),
             Value::Count(stats.tp),
             Value::Count(stats.fp),
             Value::Count(stats.false_negatives),
@@ -322,6 +323,7 @@ const ARM_COLUMNS: &[&str] = &[
     "recall [95% CI]",
     "fire rate",
     "coverage",
+    "recall (judged)",
     "tp",
     "fp",
     "fn",
@@ -332,7 +334,8 @@ fn interval_note(document: &StatsDocument) -> String {
     let settings = &document.bootstrap;
     format!(
         "Intervals: {:.0}% bootstrap percentile, {} resamples of {} {}s, seed {}. A missing verdict \
-         (`none`) is charged as a hold; coverage is the share of claims with a verdict.",
+         (`none`) is charged as a hold; coverage is the share of claims with a verdict, recall \
+         (judged) the recall over those claims.",
         settings.confidence * 100.0,
         settings.resamples,
         settings.clusters,

@@ -23,6 +23,7 @@ pub(super) fn testmon(document: &StatsDocument, config: &ReportConfig) -> Sectio
                 stats,
                 [
                     Value::Rate(stats.coverage),
+                    Value::Rate(stats.recall_judged),
                     Value::Rate(stats.staleness),
                     Value::Rate(stats.budget),
                 ],
@@ -31,7 +32,8 @@ pub(super) fn testmon(document: &StatsDocument, config: &ReportConfig) -> Sectio
         .collect();
     let mut notes = vec![
         "Staleness: flipped claims served as held. Budget: the share of claims re-verified. \
-         Claims without a verdict are charged as holds."
+         Claims without a verdict are charged as holds; recall (judged) is the recall over the \
+         claims with one."
             .to_string(),
     ];
     if let [first, second, ..] = config.testmon.as_slice() {
@@ -47,6 +49,7 @@ pub(super) fn testmon(document: &StatsDocument, config: &ReportConfig) -> Sectio
             "precision [95% CI]",
             "recall [95% CI]",
             "coverage",
+            "recall (judged)",
             "staleness",
             "budget",
         ]),
