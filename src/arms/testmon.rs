@@ -377,7 +377,13 @@ impl TestmonRequest<'_> {
             .update_index(false);
         self.repository
             .checkout_tree(tree.as_object(), Some(&mut checkout))
-            .map_err(self.git_error("check out", commit))
+            .map_err(self.git_error("check out", commit))?;
+        // As the oracle runs a checkout: registered as installed, with its build's version file.
+        crate::python::prepare_checkout(worktree).map_err(|source| TestmonError::Io {
+            action: "prepare the checkout",
+            path: worktree.to_path_buf(),
+            source,
+        })
     }
 
     /// The oracle's restoration: test files the commit modified or deleted come back from the

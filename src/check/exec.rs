@@ -112,6 +112,10 @@ impl ExecStage<'_> {
         worktree
             .checkout(self.repository, self.to)
             .map_err(|error| CheckError::failed(format!("check out {}", self.to), error))?;
+        // As the oracle runs a checkout: registered as installed, with its build's version file.
+        crate::python::prepare_checkout(worktree.dir()).map_err(|error| {
+            CheckError::failed(format!("prepare the checkout of {}", self.to), error)
+        })?;
         for (index, claim) in claims.iter().enumerate() {
             if let Some(Execution::Check(command)) = execution(claim) {
                 let private = scratch.path().join(format!("check-{index}"));
