@@ -14,7 +14,8 @@ use super::environment_request::{
     DroppedRequirement, Environment, EnvironmentRequest, Installer, uv_program,
 };
 use super::requirements::{Requirement, requirement_name};
-use crate::process::{ChildEnvironment, Outcome, log_tail, run_logged};
+use crate::process::cpu_use::{STARVED_ATTEMPTS, retry_starved};
+use crate::process::{Capture, ChildEnvironment, Outcome, Run, log_tail, run_logged};
 
 /// pip resolves and downloads; a slow index must not hang a pipeline forever.
 const INSTALL_TIMEOUT: Duration = Duration::from_secs(900);
@@ -61,13 +62,29 @@ pub(super) fn build(
             &specs,
             pip_cache,
         );
-        let outcome = run_logged(&mut command, &log, INSTALL_TIMEOUT)
-            .map_err(io_error(format!("run pip for python {interpreter}")))?;
-        match outcome {
+        // An install starved of CPU by a busy machine is tried again; one that still cannot
+        // finish fails as the machine's fault, never as the environment's.
+        let finished = retry_starved(
+            |_| {
+                Run::new(&mut command, Capture::Log(&log))
+                    .timeout(INSTALL_TIMEOUT)
+                    .run()
+            },
+            |finished| finished.stall.is_some_and(|stall| stall.starved()),
+        )
+        .map_err(io_error(format!("run pip for python {interpreter}")))?;
+        match finished.outcome {
             Outcome::Exited(0) => break,
             Outcome::TimedOut => {
+                let what = format!("installing {} for python {interpreter}", specs.join(" "));
                 return Err(PythonError::Timeout {
-                    what: format!("installing {} for python {interpreter}", specs.join(" ")),
+                    what: match finished.stall.filter(|stall| stall.starved()) {
+                        Some(stall) => format!(
+                            "{what} on a machine too busy to finish it ({STARVED_ATTEMPTS} \
+                             attempts starved of CPU, the last: {stall})"
+                        ),
+                        None => what,
+                    },
                     seconds: INSTALL_TIMEOUT.as_secs(),
                 });
             }
