@@ -59,7 +59,7 @@ impl Patience {
             return Err(RunnerError::Starved {
                 attempts: STARVED_ATTEMPTS,
                 limit: limit.as_secs(),
-                stall,
+                stall: Box::new(stall),
             });
         }
         // Only a run that ran its tests measures the suite: one aborted by a collection error

@@ -53,7 +53,7 @@ pub enum RunnerError {
         attempts: u32,
         /// Seconds of the last attempt's limit.
         limit: u64,
-        stall: Stall,
+        stall: Box<Stall>,
     },
 }
 
