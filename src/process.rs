@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
+pub mod cpu_use;
 pub mod environment;
 
 pub use environment::ChildEnvironment;
@@ -77,6 +78,9 @@ pub struct Finished {
     /// Its stdout and its stderr under [`Capture::Memory`] (empty otherwise).
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
+    /// For a run that timed out: whether it was starved of CPU or hung, measured as the deadline
+    /// fired.
+    pub stall: Option<cpu_use::Stall>,
 }
 
 /// Where a child's stdout and stderr go.
@@ -190,11 +194,14 @@ impl<'a> Run<'a> {
         }
         let deadline = self.timeout.map(|timeout| started + timeout);
         let mut buffer = vec![0u8; 64 * 1024];
+        let mut stall = None;
         let outcome = loop {
             if let Some(status) = child.try_wait()? {
                 break Outcome::of(status);
             }
             if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                // Read while the group still lives: a starved run is told from a hung one.
+                stall = Some(cpu_use::Stall::measure(child.id(), started.elapsed()));
                 group.kill();
                 child.wait()?;
                 break Outcome::TimedOut;
@@ -234,6 +241,7 @@ impl<'a> Run<'a> {
             left_out,
             stdout: kept.next().unwrap_or_default(),
             stderr: kept.next().unwrap_or_default(),
+            stall,
         })
     }
 }
@@ -551,6 +559,16 @@ mod tests {
         assert_eq!(finished.stderr, b"err\n");
         let finished = output(&mut shell("sleep 300"), Duration::from_millis(200)).unwrap();
         assert_eq!(finished.outcome, Outcome::TimedOut);
+    }
+
+    #[test]
+    fn a_sleeping_child_that_times_out_is_measured_hung() {
+        let finished = output(&mut shell("sleep 300"), Duration::from_secs(1)).unwrap();
+        assert_eq!(finished.outcome, Outcome::TimedOut);
+        let stall = finished.stall.expect("a timed-out run is measured");
+        assert_eq!(stall.kind, cpu_use::StallKind::Hung, "{stall}");
+        let finished = output(&mut shell("true"), Duration::from_secs(60)).unwrap();
+        assert_eq!(finished.stall, None);
     }
 
     #[test]

@@ -96,6 +96,49 @@ impl fmt::Display for UnknownReason {
     }
 }
 
+impl UnknownReason {
+    /// Its name among the `unknown_causes` of `oracle_summary.json`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            UnknownReason::CollectionError => "collection_error",
+            UnknownReason::ExitCode(5) => "not_collected",
+            UnknownReason::ExitCode(_) => "exit_code",
+            UnknownReason::Timeout => "timeout",
+            UnknownReason::Crash(_) => "crash",
+            UnknownReason::MissingRecord => "missing_record",
+            UnknownReason::Skipped => "skipped",
+        }
+    }
+
+    /// The [`UnknownReason::name`] of the reason an unknown run record's `detail` was written
+    /// from (its `Display`); `other` for a detail no reason writes.
+    pub fn name_of_detail(detail: &str) -> &'static str {
+        let exit_code = [
+            "interrupted (",
+            "internal error (",
+            "usage error (",
+            "exit code ",
+        ];
+        if detail.starts_with("collection error") {
+            "collection_error"
+        } else if detail.starts_with("no tests collected") {
+            "not_collected"
+        } else if exit_code.iter().any(|prefix| detail.starts_with(prefix)) {
+            "exit_code"
+        } else if detail == "timeout" {
+            "timeout"
+        } else if detail.starts_with("crash:") {
+            "crash"
+        } else if detail == "missing record" {
+            "missing_record"
+        } else if detail == "skipped" {
+            "skipped"
+        } else {
+            "other"
+        }
+    }
+}
+
 impl Verdict {
     /// The run record of this verdict for run `run`.
     pub fn run_record(&self, run: u32) -> RunRecord {
@@ -601,5 +644,33 @@ mod tests {
             Some("gone")
         );
         assert_eq!(missing_name("SyntaxError: invalid syntax"), None);
+    }
+
+    #[test]
+    fn every_unknown_reason_is_named_back_from_its_detail() {
+        let reasons = [
+            UnknownReason::CollectionError,
+            UnknownReason::ExitCode(2),
+            UnknownReason::ExitCode(3),
+            UnknownReason::ExitCode(4),
+            UnknownReason::ExitCode(5),
+            UnknownReason::ExitCode(-7),
+            UnknownReason::Timeout,
+            UnknownReason::Crash("signal 9".into()),
+            UnknownReason::MissingRecord,
+            UnknownReason::Skipped,
+        ];
+        for reason in reasons {
+            assert_eq!(
+                UnknownReason::name_of_detail(&reason.to_string()),
+                reason.name(),
+                "{reason}"
+            );
+        }
+        assert_eq!(
+            UnknownReason::name_of_detail("collection error: ImportError: x"),
+            "collection_error"
+        );
+        assert_eq!(UnknownReason::name_of_detail("something else"), "other");
     }
 }

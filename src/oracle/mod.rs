@@ -2,7 +2,7 @@
 //! restored, N times at the child, and labels it flipped, held or discarded.
 //!
 //! [`command`] builds the one pytest command, [`runner`] runs it under a timeout in its own process
-//! group, [`classify`] turns the plugin's records into per-test verdicts, [`worktree`] gives each
+//! group, [`patience`] sets that timeout and retries a run the machine starved of CPU, [`classify`] turns the plugin's records into per-test verdicts, [`worktree`] gives each
 //! slot its own clean checkout, [`procedure`] labels a commit's claims, [`invariants`] checks the
 //! result before it is published and [`summary`] counts it.
 
@@ -10,6 +10,7 @@ pub mod classify;
 pub mod command;
 pub mod invariants;
 pub mod lineage;
+pub mod patience;
 pub mod probe;
 pub mod procedure;
 pub mod runner;

@@ -34,7 +34,8 @@ use serde::{Deserialize, Serialize};
 
 use super::classify::{BatchVerdicts, CollectionError, UnknownReason, Verdict, classify};
 use super::command::RunFiles;
-use super::runner::{RunRequest, RunnerError, run_pytest};
+use super::patience::Patience;
+use super::runner::{RunRequest, RunnerError};
 use super::worktree::{Worktree, WorktreeError, touched_test_files};
 
 mod gate;
@@ -461,6 +462,8 @@ struct Stage<'a> {
     settings: &'a Settings,
     environment: &'a Environment,
     slot: &'a Slot,
+    /// The time limits of its runs.
+    patience: Patience,
 }
 
 /// The verdicts of every run of a stage, and the files dropped for collection errors.
@@ -498,6 +501,7 @@ impl<'a> Stage<'a> {
             settings,
             environment,
             slot,
+            patience: Patience::default(),
         }
     }
 
@@ -553,7 +557,7 @@ impl<'a> Stage<'a> {
                     aborted: false,
                 }
             } else {
-                let report = run_pytest(&RunRequest {
+                let report = self.patience.run(&RunRequest {
                     environment: self.environment,
                     worktree,
                     files: &RunFiles::new(self.slot.runs.join("run")),
@@ -611,7 +615,7 @@ impl Stage<'_> {
             if present.is_empty() {
                 return Ok(result);
             }
-            let report = run_pytest(&RunRequest {
+            let report = self.patience.run(&RunRequest {
                 environment: self.environment,
                 worktree,
                 files: &RunFiles::new(self.slot.runs.join("run")),

@@ -10,6 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::command::{PLUGIN_MODULE, PLUGIN_SOURCE, PytestInvocation, RunFiles, pytest_command};
+use crate::process::cpu_use::Stall;
 use crate::process::{Capture, Outcome, Run};
 use crate::python::Environment;
 
@@ -42,6 +43,18 @@ pub enum RunnerError {
         state: &'static str,
         available: u64,
     },
+    /// Every attempt outlived its time limit starved of CPU: the machine was too busy to run
+    /// the tests, which says nothing about them.
+    #[error(
+        "run pytest: the machine was too busy: {attempts} attempts timed out after {limit}s \
+         starved of CPU (the last: {stall}); run again when the machine is less loaded"
+    )]
+    Starved {
+        attempts: u32,
+        /// Seconds of the last attempt's limit.
+        limit: u64,
+        stall: Box<Stall>,
+    },
 }
 
 /// Below this many free bytes a filesystem counts as full: a run's captured output or record
@@ -57,6 +70,8 @@ pub struct RunReport {
     /// The last lines of stdout and stderr, for messages.
     pub output_tail: String,
     pub elapsed: Duration,
+    /// For a run that timed out: whether it was starved of CPU or hung.
+    pub stall: Option<Stall>,
 }
 
 /// What one run executes.
@@ -104,7 +119,7 @@ pub fn run_pytest(request: &RunRequest) -> Result<RunReport, RunnerError> {
         python: request.environment.python.display().to_string(),
         source,
     })?;
-    let (outcome, elapsed) = (finished.outcome, finished.elapsed);
+    let (outcome, elapsed, stall) = (finished.outcome, finished.elapsed, finished.stall);
 
     let records = fs::read(request.files.records())
         .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
@@ -119,6 +134,7 @@ pub fn run_pytest(request: &RunRequest) -> Result<RunReport, RunnerError> {
         records,
         output_tail,
         elapsed,
+        stall,
     })
 }
 

@@ -15,12 +15,28 @@ use super::environment_request::{
     DroppedRequirement, Environment, EnvironmentRequest, Installer, uv_program,
 };
 use super::requirements::{Requirement, requirement_name};
-use crate::process::{ChildEnvironment, Outcome, log_tail, run_logged};
+use crate::process::cpu_use::{STARVED_ATTEMPTS, Stall, retry_starved};
+use crate::process::{Capture, ChildEnvironment, Outcome, Run, log_tail, run_logged};
 
 /// pip resolves and downloads; a slow index must not hang a pipeline forever.
 const INSTALL_TIMEOUT: Duration = Duration::from_secs(900);
 /// How many failing discovered requirements may be dropped before giving up.
 const MAX_DROPPED: usize = 8;
+
+/// The error of an install that outlasted [`INSTALL_TIMEOUT`], naming the busy machine when every
+/// try was starved of CPU. A timeout is never cached: the build is tried again on the next run.
+fn timed_out(what: String, starved: Option<Stall>) -> PythonError {
+    PythonError::Timeout {
+        what: match starved {
+            Some(stall) => format!(
+                "{what} on a machine too busy to finish it ({STARVED_ATTEMPTS} attempts starved of \
+                 CPU, the last: {stall})"
+            ),
+            None => what,
+        },
+        seconds: INSTALL_TIMEOUT.as_secs(),
+    }
+}
 
 /// Builds the environment in `scratch` and describes it with paths under `scratch`.
 pub(super) fn build(
@@ -126,7 +142,9 @@ struct Build<'a> {
 /// How one run of the installer ended.
 enum Attempt {
     Installed,
-    TimedOut,
+    /// It outlasted [`INSTALL_TIMEOUT`]: with the measurement when every try was starved of CPU
+    /// (the machine's fault, never the environment's), without one when it hung.
+    TimedOut(Option<Stall>),
     /// The installer failed: its whole output and the tail for messages.
     Failed {
         output: String,
@@ -152,11 +170,21 @@ impl Build<'_> {
             specs,
             self.pip_cache,
         );
-        let outcome = run_logged(&mut command, &log, INSTALL_TIMEOUT)
-            .map_err(io_error(format!("run pip for python {interpreter}")))?;
-        Ok(match outcome {
+        // An install starved of CPU by a busy machine is tried again.
+        let finished = retry_starved(
+            |_| {
+                Run::new(&mut command, Capture::Log(&log))
+                    .timeout(INSTALL_TIMEOUT)
+                    .run()
+            },
+            |finished| finished.stall.is_some_and(|stall| stall.starved()),
+        )
+        .map_err(io_error(format!("run pip for python {interpreter}")))?;
+        Ok(match finished.outcome {
             Outcome::Exited(0) => Attempt::Installed,
-            Outcome::TimedOut => Attempt::TimedOut,
+            Outcome::TimedOut => {
+                Attempt::TimedOut(finished.stall.filter(|stall| stall.starved()))
+            }
             _ => Attempt::Failed {
                 output: std::fs::read_to_string(&log).unwrap_or_default(),
                 tail: log_tail(&log, 15),
@@ -179,14 +207,10 @@ impl Build<'_> {
             let (text, tail) =
                 match self.attempt(&format!("install-{}", dropped.len()), &[], &specs)? {
                     Attempt::Installed => return Ok(dropped),
-                    Attempt::TimedOut => {
-                        return Err(PythonError::Timeout {
-                            what: format!(
-                                "installing {} for python {interpreter}",
-                                specs.join(" ")
-                            ),
-                            seconds: INSTALL_TIMEOUT.as_secs(),
-                        });
+                    Attempt::TimedOut(starved) => {
+                        let what =
+                            format!("installing {} for python {interpreter}", specs.join(" "));
+                        return Err(timed_out(what, starved));
                     }
                     Attempt::Failed { output, tail } => (output, tail),
                 };
@@ -226,8 +250,8 @@ impl Build<'_> {
     /// distributions already `installed` held at their versions (a constraints file), so an
     /// optional one never changes what the tests otherwise run with. One that will not install
     /// is left out and the rest tried again; when the installer does not say which one failed,
-    /// each is tried alone. Only a failure of the network fails the environment (it may pass
-    /// later). Returns what was left out.
+    /// each is tried alone. Only a failure of the network, or a machine too busy to finish an
+    /// install, fails the environment (it may pass later). Returns what was left out.
     fn install_optional(
         &self,
         installed: &BTreeMap<String, String>,
@@ -255,7 +279,12 @@ impl Build<'_> {
             let (output, tail) =
                 match self.attempt(&format!("optional-{attempts}"), &options, &specs)? {
                     Attempt::Installed => break,
-                    Attempt::TimedOut => {
+                    // Starved of CPU: the machine's fault, so nothing is left out for it.
+                    Attempt::TimedOut(Some(stall)) => {
+                        let what = format!("installing {}", specs.join(" "));
+                        return Err(timed_out(what, Some(stall)));
+                    }
+                    Attempt::TimedOut(None) => {
                         let reason = format!(
                             "the install timed out after {} s",
                             INSTALL_TIMEOUT.as_secs()
@@ -292,7 +321,11 @@ impl Build<'_> {
                         let alone = [requirement.spec.clone()];
                         match self.attempt(&format!("optional-{attempts}"), &options, &alone)? {
                             Attempt::Installed => installable.push(requirement),
-                            Attempt::TimedOut => {
+                            Attempt::TimedOut(Some(stall)) => {
+                                let what = format!("installing {}", requirement.spec);
+                                return Err(timed_out(what, Some(stall)));
+                            }
+                            Attempt::TimedOut(None) => {
                                 dropped.push(left_out(requirement, "the install timed out"))
                             }
                             Attempt::Failed { tail, .. } => {

@@ -505,7 +505,10 @@ impl StepKind for OracleStep {
         // is looked up by name in the test files the commit deleted.
         // 7: the checkout registered as the project's distribution carries the entry points its
         // packaging files declare (a library's tests that load its own plugins pass at the parent).
-        7
+        // 8: a run that outlives its limit starved of CPU is tried again and, starved every time,
+        // fails the item instead of leaving its claims unknown; runs after a suite's first are
+        // limited to five times its duration (at least 30 s), so a hang is a timeout sooner.
+        8
     }
 
     fn about(&self) -> &'static str {
@@ -751,6 +754,9 @@ impl StepKind for OracleStep {
             .flat_map(|(_, judgements)| judgements.iter().map(truth_line));
         ctx.write_jsonl(&ctx.own_result("truth.jsonl"), lines)?;
         let summary = OracleSummary::new(params.runs, &commits);
+        if let Some(note) = summary.timeout_note() {
+            ctx.note(&note);
+        }
         let mut bytes = serde_json::to_vec_pretty(&summary).expect("summaries serialize");
         bytes.push(b'\n');
         ctx.write_result(&ctx.own_result("oracle_summary.json"), &bytes)

@@ -12,6 +12,7 @@ mod pipeline;
 mod procedure;
 pub(crate) mod python;
 mod runner;
+mod starved;
 mod step;
 mod subtests;
 mod wiring;
