@@ -369,7 +369,11 @@ impl Arm {
             pinned.push(testmon::TESTMON_REQUIREMENT.to_string());
             let request =
                 crate::python::EnvironmentRequest::for_commit(&interpreter, worktree, &pinned);
-            crate::python::ensure_environment(&request).map_err(|error| error.to_string())
+            crate::python::ensure_environment(
+                &request,
+                &ctx.session.get::<crate::python::FailedBuilds>(),
+            )
+            .map_err(|error| error.to_string())
         }) {
             Ok(selection) => selection,
             Err(error) if error.cannot_judge() => {
