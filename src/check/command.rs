@@ -15,6 +15,7 @@ use super::exec::ExecStage;
 use super::model_stage::{self, ModelSettings, Models};
 use super::range::{DEFAULT_FROM, DEFAULT_TO, Range};
 use super::write_back::{Invalidation, WriteReport, write_back};
+use crate::engine::Session;
 use crate::steps::Environments;
 
 /// What a check is asked to do.
@@ -105,6 +106,7 @@ pub fn check_claims(
         range,
         workdir,
         environments,
+        session: Session::new(),
         changed: None,
         models: None,
         notices: Vec::new(),
@@ -135,6 +137,8 @@ struct Runner<'a> {
     range: &'a Range,
     workdir: PathBuf,
     environments: Arc<dyn Environments>,
+    /// One check is one run: its own session.
+    session: Arc<Session>,
     changed: Option<ChangedCode<'a>>,
     models: Option<Models>,
     notices: Vec<String>,
@@ -155,6 +159,7 @@ impl StageRunner for Runner<'_> {
                 to_time: self.range.to_time(),
                 workdir: &self.workdir,
                 environments: Arc::clone(&self.environments),
+                session: &self.session,
                 timeout: self.options.timeout,
             }
             .decide(claims),

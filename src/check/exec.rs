@@ -24,6 +24,7 @@ use git2::{Oid, Repository};
 use super::cascade::Decision;
 use super::claim::{MemoryClaim, Verdict};
 use super::error::CheckError;
+use crate::engine::Session;
 use crate::mining::TestFileRules;
 use crate::oracle::command::RunFiles;
 use crate::oracle::runner::{RunRequest, run_pytest};
@@ -48,6 +49,8 @@ pub struct ExecStage<'r> {
     /// The check's own directory: checkouts and run directories go under `exec/`.
     pub workdir: &'r Path,
     pub environments: Arc<dyn Environments>,
+    /// The check's session: what lasts one check (the environment builds that failed).
+    pub session: &'r Session,
     pub timeout: Duration,
 }
 
@@ -234,22 +237,25 @@ impl ExecStage<'_> {
             return Ok(decisions);
         }
         let spec = self.repo_spec();
-        let environment =
-            match self
-                .environments
-                .environment(&spec, worktree.dir(), None, self.to_time, &[])
-            {
-                Ok(environment) => environment,
-                Err(EnvironmentFailure::Retry(why) | EnvironmentFailure::Unbuildable(why)) => {
-                    let why = format!("no Python environment for the tests: {why}");
-                    decisions.extend(
-                        nodes_of
-                            .keys()
-                            .map(|index| (*index, Decision::pass_on(why.clone()))),
-                    );
-                    return Ok(decisions);
-                }
-            };
+        let environment = match self.environments.environment(
+            &spec,
+            worktree.dir(),
+            None,
+            self.to_time,
+            &[],
+            self.session,
+        ) {
+            Ok(environment) => environment,
+            Err(EnvironmentFailure::Retry(why) | EnvironmentFailure::Unbuildable(why)) => {
+                let why = format!("no Python environment for the tests: {why}");
+                decisions.extend(
+                    nodes_of
+                        .keys()
+                        .map(|index| (*index, Decision::pass_on(why.clone()))),
+                );
+                return Ok(decisions);
+            }
+        };
         files.sort();
         files.dedup();
         let nodes: Vec<String> = nodes_of.values().flatten().cloned().collect();

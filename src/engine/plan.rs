@@ -241,7 +241,7 @@ impl Engine<'_> {
             digest: plan_digest,
         } = kind
             .plan(&ctx, upstream)
-            .map_err(|error| EngineError::Input(format!("step `{name}`: {error}")))?;
+            .map_err(|error| EngineError::Input(format!("step `{name}`: {}", error.chain())))?;
         let params = step.params.key().clone();
         let mut items = Vec::with_capacity(plans.len());
         for plan in plans {

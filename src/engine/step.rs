@@ -454,6 +454,13 @@ pub enum StepError {
     /// The user's input is wrong (exit code 2).
     #[error("{0}")]
     Input(String),
+    /// The user's input is wrong, as `source` says (exit code 2).
+    #[error("{context}")]
+    InputBecause {
+        context: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// Worth trying again (a rate limit, a dropped connection, an index that did not answer): the
     /// engine retries the item with backoff, after `retry_after` when the other side said so.
     #[error("{message}")]
@@ -510,6 +517,17 @@ impl StepError {
         }
     }
 
+    /// An error in the user's input, with its cause kept (exit code 2).
+    pub fn input(
+        context: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        StepError::InputBecause {
+            context: context.into(),
+            source: source.into(),
+        }
+    }
+
     /// The failure of code that panicked with `payload`.
     pub fn panicked(payload: &(dyn Any + Send)) -> Self {
         let message = payload
@@ -532,7 +550,9 @@ impl StepError {
     /// What the failure means for the run.
     pub fn class(&self) -> ErrorClass {
         match self {
-            StepError::Input(_) | StepError::NotPredictions { .. } => ErrorClass::Input,
+            StepError::Input(_)
+            | StepError::InputBecause { .. }
+            | StepError::NotPredictions { .. } => ErrorClass::Input,
             StepError::Transient { .. } => ErrorClass::Transient,
             StepError::Cancelled => ErrorClass::Cancelled,
             _ => ErrorClass::Failure,

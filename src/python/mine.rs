@@ -20,7 +20,7 @@ use super::claims::{ClaimSummary, claims_from_collection};
 use super::collect::{
     CollectError, CollectRequest, CollectionProblem, collect_tests, test_modules,
 };
-use super::environment::ensure_environment;
+use super::environment::{FailedBuilds, ensure_environment};
 use super::environment_request::EnvironmentRequest;
 use super::importers::files_reaching;
 use super::interpreters::{choose_interpreters_at, installed_interpreters};
@@ -158,14 +158,15 @@ fn last_error_line(message: &str) -> String {
         .to_string()
 }
 
-/// Mines the commit whose parent is checked out at `worktree`, using `scratch` for collection files.
-/// `notify` hears a plain line whenever mining falls back to another interpreter. `Err` only when
+/// Mines the commit whose parent is checked out at `worktree`, using `scratch` for collection files;
+/// an environment already in `failed` (the run's failed builds) is not built again. `notify` hears a plain line whenever mining falls back to another interpreter. `Err` only when
 /// an environment build failed for a reason of the machine or the network (see [`MineError`]).
 pub fn mine_commit(
     record: &CommitRecord,
     settings: &MineSettings,
     worktree: &Path,
     scratch: &Path,
+    failed: &FailedBuilds,
     notify: &dyn Fn(&str),
 ) -> Result<MinedCommit, MineError> {
     let (files, importers) = files_to_collect(worktree, &record.test_files);
@@ -203,7 +204,7 @@ pub fn mine_commit(
             &settings.dependencies,
             settings.date,
         );
-        let environment = match ensure_environment(&request) {
+        let environment = match ensure_environment(&request, failed) {
             Ok(environment) => environment,
             Err(error) => {
                 attempts.push(AttemptRecord {

@@ -6,7 +6,7 @@
 //! ```text
 //! let interpreters = choose_interpreters(&ProjectMetadata::read(worktree), &declared, installed_interpreters())?;
 //! let request = EnvironmentRequest::for_commit(&interpreters[0], worktree, &pinned);
-//! let environment = ensure_environment(&request)?;          // <cache>/envs/<digest>, built once
+//! let environment = ensure_environment(&request, &failed)?; // <cache>/envs/<digest>, built once
 //! let command = PytestLaunch::new(&environment, worktree, private)
 //!     .hash_seed(run)
 //!     .plugin_dir(plugins)
@@ -50,7 +50,7 @@ pub use collect::{
 };
 pub use command::{PytestLaunch, pytest_config_file};
 pub use environment::{
-    DISCOVERY_RULES, cache_dir, ensure_environment, ensure_environment_in,
+    DISCOVERY_RULES, FailedBuilds, cache_dir, ensure_environment, ensure_environment_in,
     environment_for_interpreter,
 };
 pub use environment_request::{

@@ -374,6 +374,7 @@ impl Arm {
                 spec,
                 &settings,
                 mined_under.as_ref(),
+                &ctx.session.get::<python::FailedBuilds>(),
             )
         }) {
             Ok(selection) => selection,
@@ -410,6 +411,7 @@ fn testmon_environment(
     spec: &crate::pipeline::RepoSpec,
     settings: &RepositorySettings,
     mined_under: Option<&MinedUnder>,
+    failed: &python::FailedBuilds,
 ) -> Result<testmon::TestmonEnvironment, testmon::TestmonError> {
     let unbuildable = |message: String| testmon::TestmonError::Environment {
         commit: parent.to_string(),
@@ -457,8 +459,8 @@ fn testmon_environment(
     };
     pinned.push(release.requirement());
     let request = python::EnvironmentRequest::for_commit(&interpreter, worktree, &pinned);
-    let environment =
-        python::ensure_environment(&request).map_err(|error| unbuildable(error.to_string()))?;
+    let environment = python::ensure_environment(&request, failed)
+        .map_err(|error| unbuildable(error.to_string()))?;
     Ok(testmon::TestmonEnvironment {
         environment,
         release,

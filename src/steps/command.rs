@@ -44,6 +44,54 @@ use crate::process::{self, Capture, ChildEnvironment, Outcome};
 /// The `command` step kind.
 pub struct CommandStep;
 
+/// Why a command step's item could not be planned or computed (the step and item name lead the
+/// message, as the context of a [`StepError`]).
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    /// Two items of a fan-out declare one output: they would race for the file.
+    #[error(
+        "items `{first}` and `{second}` both declare the output {output}; give each item its own \
+         (put `{{item}}` in `outputs`)"
+    )]
+    SharedOutput {
+        first: String,
+        second: String,
+        output: String,
+    },
+    /// A declared input was listed but is gone by the time it is hashed.
+    #[error("input {path} disappeared while it was read")]
+    InputGone { path: String },
+    /// The command outlasted its `timeout:` and was stopped.
+    #[error("`{run}` ran longer than its timeout of {seconds}s and was stopped")]
+    TimedOut { run: String, seconds: f64 },
+    /// The command exited non-zero or was killed by a signal; `tail` is the end of its log.
+    #[error("`{run}` {outcome}{}", tail_text(.tail))]
+    Failed {
+        run: String,
+        outcome: Outcome,
+        tail: String,
+    },
+    /// The command succeeded but a declared output cannot be read.
+    #[error("`{run}` did not produce the declared output {path}")]
+    MissingOutput {
+        run: String,
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The end of a failed command's log, as its error message shows it.
+fn tail_text(tail: &str) -> String {
+    if tail.is_empty() {
+        return String::new();
+    }
+    format!(
+        "; its output ends:\n    {}",
+        tail.lines().collect::<Vec<_>>().join("\n    ")
+    )
+}
+
 /// The parameters of `uses: command`.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -152,8 +200,10 @@ impl StepKind for CommandStep {
         "command"
     }
 
+    /// 2: a command without `env:` runs in the scrubbed environment, no longer the user's whole
+    /// one, so its outputs may differ; items computed under 1 are computed again.
     fn version(&self) -> u32 {
-        1
+        2
     }
 
     fn about(&self) -> &'static str {
@@ -210,11 +260,14 @@ impl StepKind for CommandStep {
                 if let Some(first) = declared.insert(output.clone(), element.id.clone())
                     && first != element.id
                 {
-                    return Err(StepError::Message(format!(
-                        "step `{step}`: items `{first}` and `{}` both declare the output \
-                         {output}; give each item its own (put `{{item}}` in `outputs`)",
-                        element.id
-                    )));
+                    return Err(StepError::input(
+                        format!("step `{step}`"),
+                        CommandError::SharedOutput {
+                            first,
+                            second: element.id.clone(),
+                            output: output.clone(),
+                        },
+                    ));
                 }
             }
             let mut plan = ItemPlan::new(element.id.clone()).params(JsonText::of(&ItemParams {
@@ -230,9 +283,10 @@ impl StepKind for CommandStep {
                         .store
                         .file_digest_under(ctx.root, Path::new(&path))?
                         .ok_or_else(|| {
-                            StepError::Message(format!(
-                                "step `{step}`: input {path} disappeared while it was read"
-                            ))
+                            StepError::failed(
+                                format!("step `{step}`"),
+                                CommandError::InputGone { path: path.clone() },
+                            )
                         })?;
                     plan = plan.file(path, digest);
                 }
@@ -281,38 +335,41 @@ impl StepKind for CommandStep {
             context: format!("step `{step}`: run `sh -c {run}`"),
             source,
         })?;
+        let context = format!("step `{step}` item `{}`", item.id);
         match finished.outcome {
             Outcome::Exited(0) => {}
             Outcome::Cancelled => return Err(StepError::Cancelled),
             Outcome::TimedOut => {
-                return Err(StepError::Message(format!(
-                    "step `{step}` item `{}`: `{run}` ran longer than its timeout of {}s and was \
-                     stopped",
-                    item.id,
-                    params.timeout.unwrap_or_default()
-                )));
+                return Err(StepError::failed(
+                    context,
+                    CommandError::TimedOut {
+                        run: run.to_string(),
+                        seconds: params.timeout.unwrap_or_default(),
+                    },
+                ));
             }
             failed @ (Outcome::Exited(_) | Outcome::Signalled(_)) => {
-                let tail = process::log_tail(&log_path, 12);
-                return Err(StepError::Message(format!(
-                    "step `{step}` item `{}`: `{run}` {failed}{}{}",
-                    item.id,
-                    if tail.is_empty() {
-                        ""
-                    } else {
-                        "; its output ends:\n    "
+                return Err(StepError::failed(
+                    context,
+                    CommandError::Failed {
+                        run: run.to_string(),
+                        outcome: failed,
+                        tail: process::log_tail(&log_path, 12),
                     },
-                    tail.lines().collect::<Vec<_>>().join("\n    ")
-                )));
+                ));
             }
         }
         let mut output = ItemOutput::default();
         for path in outputs {
-            let bytes = fs::read(ctx.root.join(&path)).map_err(|_| {
-                StepError::Message(format!(
-                    "step `{step}` item `{}`: `{run}` did not produce the declared output {path}",
-                    item.id
-                ))
+            let bytes = fs::read(ctx.root.join(&path)).map_err(|source| {
+                StepError::failed(
+                    format!("step `{step}` item `{}`", item.id),
+                    CommandError::MissingOutput {
+                        run: run.to_string(),
+                        path: path.clone(),
+                        source,
+                    },
+                )
             })?;
             // Small outputs travel inside the item's action record, not as files of their own.
             let digest = ctx.store.hold(bytes)?;

@@ -7,13 +7,39 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::controls::cutoff::{IntervalSettings, compare_across};
 use crate::controls::rename::{RenameClaim, rename_class};
-use crate::engine::StepOutput;
+use crate::engine::{StepError, StepOutput};
 use crate::records::{Label, TruthRecord, Verdict};
 use crate::stats::corpus::RepositoryInfo;
 use crate::stats::cutoff::CutoffComparison;
-use crate::stats::evaluation::{ArmInput, Origins};
+use crate::stats::evaluation::{ArmInput, EvaluationError, Origins};
 use crate::stats::rename_class::RenameClassStats;
 use crate::stats::{Evaluation, Resample};
+
+/// Why the statistics of a split or a control could not be gathered (the user's input: `stats`
+/// needs a step whose records do not serve).
+#[derive(Debug, thiserror::Error)]
+pub enum ControlStatsError {
+    /// The records of the `cutoff` step do not read as a labelled split.
+    #[error("read the split of step `{step}`")]
+    Split {
+        step: String,
+        #[source]
+        source: StepError,
+    },
+    /// The `cutoff` step's records hold no summary record.
+    #[error("step `{step}` has no cutoff summary record")]
+    NoSummary { step: String },
+    /// The labels and the arms' predictions do not make an evaluation.
+    #[error(transparent)]
+    Evaluation(#[from] EvaluationError),
+    /// The records of the `rename-class` step do not decode.
+    #[error("read step `{step}`")]
+    Renames {
+        step: String,
+        #[source]
+        source: StepError,
+    },
+}
 
 /// What both analyses read.
 #[derive(Clone)]
@@ -33,13 +59,20 @@ pub struct ControlInputs<'a> {
 impl ControlInputs<'_> {
     /// Table IX from the `cutoff` step `split`; `None` when `stats` does not need the oracle
     /// (the comparison needs the claims before the cutoff too).
-    pub fn cutoff(&self, split: &StepOutput) -> Result<Option<CutoffComparison>, String> {
+    pub fn cutoff(
+        &self,
+        split: &StepOutput,
+    ) -> Result<Option<CutoffComparison>, ControlStatsError> {
         if self.population.is_empty() {
             return Ok(None);
         }
-        let summary = super::cutoff::summary_of(split).map_err(|error| error.chain())?;
-        let evaluation = Evaluation::build(self.population, self.origins, self.arms, self.in_split)
-            .map_err(|error| error.to_string())?;
+        let summary =
+            super::cutoff::summary_of(split).map_err(|source| ControlStatsError::Split {
+                step: split.step.clone(),
+                source,
+            })?;
+        let evaluation =
+            Evaluation::build(self.population, self.origins, self.arms, self.in_split)?;
         let arms: Vec<String> = evaluation
             .arms()
             .filter(|arm| !self.judged_a_selection.contains(*arm))
@@ -61,10 +94,17 @@ impl ControlInputs<'_> {
     }
 
     /// The rename class per split from the `rename-class` step `renames`.
-    pub fn rename_class(&self, renames: &StepOutput) -> Result<RenameClassStats, String> {
-        let members: Vec<RenameClaim> = renames
-            .decode_all()
-            .map_err(|error| format!("read step `{}`: {error}", renames.step))?;
+    pub fn rename_class(
+        &self,
+        renames: &StepOutput,
+    ) -> Result<RenameClassStats, ControlStatsError> {
+        let members: Vec<RenameClaim> =
+            renames
+                .decode_all()
+                .map_err(|source| ControlStatsError::Renames {
+                    step: renames.step.clone(),
+                    source,
+                })?;
         let labels: BTreeMap<String, bool> = self
             .population
             .iter()

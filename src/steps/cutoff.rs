@@ -256,7 +256,7 @@ fn cutoff_of(ctx: &StepContext, params: &CutoffParams) -> Result<Cutoff, StepErr
         StepError::Input(format!("step `{}`: {message}; {hint}", ctx.step.name))
     })?;
     Cutoff::parse(&date)
-        .map_err(|error| StepError::Input(format!("step `{}`: {error}", ctx.step.name)))
+        .map_err(|error| StepError::input(format!("step `{}`", ctx.step.name), error))
 }
 
 fn oracle<'a>(

@@ -35,8 +35,8 @@ use crate::engine::{
 use crate::mining::{DEFAULT_DIFF_LIMIT, SourceDiff, TestFileRules, source_diff};
 use crate::models::guard::Forbidden;
 use crate::models::{Question, Totals, question_request, read};
-use crate::pipeline::{Price, StepSpec};
-use crate::records::{PredictionRecord, Verdict};
+use crate::pipeline::{ModelSpec, Price, StepSpec};
+use crate::records::{ClaimRecord, PredictionRecord, Verdict};
 
 /// The most replicates a step may ask for.
 const MAX_REPLICATES: u32 = 100;
@@ -142,7 +142,7 @@ struct StepPlan {
 /// The text a claim's call is asked about: its source, or with `notes`, its prose note (or why
 /// it has none, and is left unjudged).
 fn text_of(
-    claim: &crate::records::ClaimRecord,
+    claim: &ClaimRecord,
     notes: Option<&BTreeMap<String, Result<String, String>>>,
 ) -> Result<String, String> {
     let Some(notes) = notes else {
@@ -310,6 +310,181 @@ fn notes_of(
         .collect())
 }
 
+/// What every call of a step asks with, read once when the step plans.
+struct Asked {
+    question: Question,
+    prompt: Arc<str>,
+    prompt_digest: Digest,
+    /// With `notes:`, the prose note of each claim (or why it has none).
+    notes: Option<BTreeMap<String, Result<String, String>>>,
+    /// The model's settings that shape an answer (see [`call_params`]).
+    call: serde_json::Value,
+    /// The `models:` entry asked, whose pool every call waits in.
+    model: String,
+    /// Characters of the source-only diff shown.
+    limit: usize,
+    /// Whether a `shuffle` step is needed: each claim is then shown its paired commit's diff.
+    shuffled: bool,
+    /// Whether the claims are a `paraphrase` step's rewrites.
+    paraphrased: bool,
+}
+
+impl Asked {
+    fn read(
+        ctx: &StepContext,
+        upstream: &Upstream,
+        params: &LlmArmParams,
+        spec: &ModelSpec,
+    ) -> Result<Self, StepError> {
+        let (prompt, prompt_digest) = prompt_file(ctx, params.prompt.as_str())?;
+        let notes = params
+            .notes
+            .as_ref()
+            .map(|step| notes_of(ctx, upstream, step.as_str()))
+            .transpose()?;
+        Ok(Asked {
+            question: params.question,
+            prompt: Arc::from(prompt),
+            prompt_digest,
+            notes,
+            call: call_params(spec),
+            model: params.model.to_string(),
+            limit: params.diff_limit.unwrap_or(DEFAULT_DIFF_LIMIT),
+            shuffled: super::shuffle::shown_commits(upstream)?.is_some(),
+            paraphrased: super::paraphrase::paraphrased_claims(upstream)?.is_some(),
+        })
+    }
+
+    /// What the calls about the claims of `group` share, shown the diff of commit `shown`.
+    fn about_commit(
+        &self,
+        ctx: &StepContext,
+        opened: &mut Opened,
+        shown: CommitRef,
+        group: &[ClaimRecord],
+    ) -> Result<CommitCalls<'_>, StepError> {
+        let (diff, rules) = opened.diff_of(ctx, &shown, self.limit)?;
+        let params = JsonText::of(&json!({
+            "question": self.question,
+            "call": self.call,
+            "repo": shown.repo,
+            "parent": shown.parent,
+            "commit": shown.commit,
+            "sample": 0,
+        }));
+        Ok(CommitCalls {
+            asked: self,
+            params,
+            diff_digest: Digest::of(diff.text.as_bytes()),
+            diff: Arc::new(diff),
+            rules,
+            assertions: Arc::new(
+                group
+                    .iter()
+                    .flat_map(|claim| claim.assertions.iter().cloned())
+                    .collect(),
+            ),
+            shuffled: self.shuffled.then(|| shown.clone()),
+            shown,
+        })
+    }
+}
+
+/// The calls about one commit's claims: what they share, built once and cloned into each.
+struct CommitCalls<'a> {
+    asked: &'a Asked,
+    /// The commit whose diff the calls are shown.
+    shown: CommitRef,
+    /// Every call's parameters, as canonical text.
+    params: JsonText,
+    diff_digest: Digest,
+    diff: Arc<SourceDiff>,
+    rules: Arc<TestFileRules>,
+    /// Every assertion of the commit's claims: none may show in the diff.
+    assertions: Arc<Vec<String>>,
+    shuffled: Option<CommitRef>,
+}
+
+impl CommitCalls<'_> {
+    /// The item of call `id` about `text` (a claim's text; empty for a question about the diff
+    /// alone), and what it sends.
+    fn call(&self, id: &str, text: String) -> (ItemPlan, Prepared) {
+        let asked = self.asked;
+        let mut planned = ItemPlan::new(id)
+            .params(self.params.clone())
+            .read("diff", self.diff_digest)
+            .file("prompt", asked.prompt_digest)
+            .pool(Pool::Model(asked.model.clone()));
+        if asked.question.sees_claim() {
+            planned = planned.read("claim", Digest::of(text.as_bytes()));
+        }
+        let prepared = Prepared {
+            prompt: Arc::clone(&asked.prompt),
+            text,
+            diff: Arc::clone(&self.diff),
+            rules: Arc::clone(&self.rules),
+            assertions: Arc::clone(&self.assertions),
+            shuffled: self.shuffled.clone(),
+            paraphrased: asked.paraphrased,
+        };
+        (planned, prepared)
+    }
+}
+
+impl StepPlan {
+    /// One call about the commit (A5), whose verdict serves every claim of `group`; its usage
+    /// is charged to the first.
+    fn ask_per_commit(
+        &mut self,
+        items: &mut Vec<ItemPlan>,
+        calls: &CommitCalls,
+        group: &[ClaimRecord],
+    ) {
+        let id = format!("{}@{}", calls.shown.repo, calls.shown.commit);
+        let (planned, prepared) = calls.call(&id, String::new());
+        for (index, claim) in group.iter().enumerate() {
+            self.slots.push(Slot::Call {
+                claim: claim.id.clone(),
+                item: id.clone(),
+                first: index == 0,
+            });
+        }
+        self.calls.insert(id, prepared);
+        items.push(planned);
+    }
+
+    /// One call per claim of `group`; a claim without a text to ask about (no prose note) is
+    /// left unjudged with the reason.
+    fn ask_per_claim(
+        &mut self,
+        items: &mut Vec<ItemPlan>,
+        calls: &CommitCalls,
+        group: &[ClaimRecord],
+        notes: Option<&BTreeMap<String, Result<String, String>>>,
+    ) {
+        for claim in group {
+            let text = match text_of(claim, notes) {
+                Ok(text) => text,
+                Err(problem) => {
+                    self.slots.push(Slot::Unjudged {
+                        claim: claim.id.clone(),
+                        problem,
+                    });
+                    continue;
+                }
+            };
+            let (planned, prepared) = calls.call(&claim.id, text);
+            self.slots.push(Slot::Call {
+                claim: claim.id.clone(),
+                item: claim.id.clone(),
+                first: true,
+            });
+            self.calls.insert(claim.id.clone(), prepared);
+            items.push(planned);
+        }
+    }
+}
+
 impl LlmArm {
     /// Sends one planned call and reads its verdict.
     async fn call(&self, ctx: &StepContext<'_>, item: &ItemPlan) -> Result<ItemOutput, StepError> {
@@ -403,97 +578,16 @@ impl StepKind for LlmArm {
     fn plan(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Planned, StepError> {
         let params: &LlmArmParams = ctx.params()?;
         let spec = model_spec(ctx, params.model.as_str())?;
-        let (prompt, prompt_digest) = prompt_file(ctx, params.prompt.as_str())?;
-        let prompt: Arc<str> = Arc::from(prompt);
-        let notes = params
-            .notes
-            .as_ref()
-            .map(|step| notes_of(ctx, upstream, step.as_str()))
-            .transpose()?;
-        let question = params.question;
-        // The same for every call of the step: built once, cloned into each item.
-        let call = call_params(spec);
-        let limit = params.diff_limit.unwrap_or(DEFAULT_DIFF_LIMIT);
+        let asked = Asked::read(ctx, upstream, params, spec)?;
         let mut plan = StepPlan::default();
         let mut items = Vec::new();
         let mut opened = Opened::default();
-        // With a `shuffle` step needed, each claim is shown its paired commit's diff.
-        let shuffle_upstream = super::shuffle::shown_commits(upstream)?.is_some();
-        let paraphrased = super::paraphrase::paraphrased_claims(upstream)?.is_some();
         for (shown, group) in group_by_shown(claims_by_commit(ctx, upstream)?, upstream)? {
-            let first = &shown;
-            let shuffled = shuffle_upstream.then(|| shown.clone());
-            let (diff, rules) = opened.diff_of(ctx, first, limit)?;
-            let diff_digest = Digest::of(diff.text.as_bytes());
-            let diff = Arc::new(diff);
-            let assertions = Arc::new(
-                group
-                    .iter()
-                    .flat_map(|claim| claim.assertions.iter().cloned())
-                    .collect::<Vec<_>>(),
-            );
-            // The same for every call about this commit: built once, its text cloned into each.
-            let commit_params = JsonText::of(&json!({
-                "question": question,
-                "call": call,
-                "repo": first.repo,
-                "parent": first.parent,
-                "commit": first.commit,
-                "sample": 0,
-            }));
-            let item = |id: &str, text: String| {
-                let mut planned = ItemPlan::new(id)
-                    .params(commit_params.clone())
-                    .read("diff", diff_digest)
-                    .file("prompt", prompt_digest)
-                    .pool(Pool::Model(params.model.to_string()));
-                if question.sees_claim() {
-                    planned = planned.read("claim", Digest::of(text.as_bytes()));
-                }
-                let prepared = Prepared {
-                    prompt: Arc::clone(&prompt),
-                    text,
-                    diff: Arc::clone(&diff),
-                    rules: Arc::clone(&rules),
-                    assertions: Arc::clone(&assertions),
-                    shuffled: shuffled.clone(),
-                    paraphrased,
-                };
-                (planned, prepared)
-            };
-            if question.per_commit() {
-                let id = format!("{}@{}", first.repo, first.commit);
-                let (planned, prepared) = item(&id, String::new());
-                for (index, claim) in group.iter().enumerate() {
-                    plan.slots.push(Slot::Call {
-                        claim: claim.id.clone(),
-                        item: id.clone(),
-                        first: index == 0,
-                    });
-                }
-                plan.calls.insert(id, prepared);
-                items.push(planned);
-                continue;
-            }
-            for claim in &group {
-                let text = match text_of(claim, notes.as_ref()) {
-                    Ok(text) => text,
-                    Err(problem) => {
-                        plan.slots.push(Slot::Unjudged {
-                            claim: claim.id.clone(),
-                            problem,
-                        });
-                        continue;
-                    }
-                };
-                let (planned, prepared) = item(&claim.id, text);
-                plan.slots.push(Slot::Call {
-                    claim: claim.id.clone(),
-                    item: claim.id.clone(),
-                    first: true,
-                });
-                plan.calls.insert(claim.id.clone(), prepared);
-                items.push(planned);
+            let calls = asked.about_commit(ctx, &mut opened, shown, &group)?;
+            if asked.question.per_commit() {
+                plan.ask_per_commit(&mut items, &calls, &group);
+            } else {
+                plan.ask_per_claim(&mut items, &calls, &group, asked.notes.as_ref());
             }
         }
         plan.replicate(&mut items, params.replicates(ctx)?);

@@ -282,7 +282,14 @@ impl StepKind for MineClaims {
             date,
         };
         let notify = |message: &str| ctx.note(message);
-        let mined = python::mine_commit(&record, &settings, &worktree, &scratch, &notify);
+        let mined = python::mine_commit(
+            &record,
+            &settings,
+            &worktree,
+            &scratch,
+            &ctx.session.get::<python::FailedBuilds>(),
+            &notify,
+        );
         // Clean between checkouts: the next item in this slot starts from nothing.
         let _ = std::fs::remove_dir_all(&worktree);
         let _ = std::fs::remove_dir_all(&scratch);

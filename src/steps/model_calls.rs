@@ -152,7 +152,7 @@ fn client(ctx: &StepContext, name: &str) -> Result<Arc<ModelClient>, StepError> 
 pub fn model_error(ctx: &StepContext, item: &str, error: ModelError) -> StepError {
     let context = format!("step `{}` item {item}", ctx.step.name);
     match error.class() {
-        ErrorClass::Input => StepError::Input(format!("{context}: {error}")),
+        ErrorClass::Input => StepError::input(context, error),
         ErrorClass::Leak => StepError::Invariant(format!("{context}: {error}")),
         // The client has already retried within the entry's `retries:`; what is left fails the
         // item, its cause kept.

@@ -22,8 +22,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::cache::Digest;
 use crate::engine::{
-    ItemOutput, ItemPlan, ItemResult, ParamsDecl, Pool, Role, StepContext, StepError, StepKind,
-    Upstream,
+    ItemOutput, ItemPlan, ItemResult, ParamsDecl, Pool, Role, Session, StepContext, StepError,
+    StepKind, Upstream,
 };
 use crate::mining::TestFileRules;
 use crate::oracle::invariants::{check_claims, check_judgements};
@@ -93,6 +93,7 @@ pub trait Environments: Send + Sync {
     /// known (`3.11.7`); `child` is what the child commit declares. One environment serves the
     /// parent and the child, so a difference in outcome comes from the code: the parent's
     /// requirements plus those the child adds (a test dependency its own new tests import).
+    /// `session` is the run's, where what lasts one run (the builds that failed) is kept.
     fn environment(
         &self,
         repo: &RepoSpec,
@@ -100,6 +101,7 @@ pub trait Environments: Send + Sync {
         interpreter: Option<&str>,
         date: Option<i64>,
         child: &[Requirement],
+        session: &Session,
     ) -> Result<Environment, EnvironmentFailure>;
 }
 
@@ -118,6 +120,7 @@ impl Environments for FixedEnvironment {
         _interpreter: Option<&str>,
         _date: Option<i64>,
         _child: &[Requirement],
+        _session: &Session,
     ) -> Result<Environment, EnvironmentFailure> {
         Ok(self.0.clone())
     }
@@ -179,7 +182,9 @@ impl Environments for PythonEnvironments {
         interpreter: Option<&str>,
         date: Option<i64>,
         child: &[Requirement],
+        session: &Session,
     ) -> Result<Environment, EnvironmentFailure> {
+        let failed = session.get::<python::FailedBuilds>();
         let metadata = python::ProjectMetadata::read(worktree);
         let mut interpreters = python::choose_interpreters_at(
             &metadata,
@@ -198,7 +203,7 @@ impl Environments for PythonEnvironments {
         for interpreter in interpreters.iter().take(python::DEFAULT_INTERPRETERS) {
             let request = EnvironmentRequest::for_commit_at(interpreter, worktree, &pinned, date)
                 .with_additions(child.to_vec());
-            match python::ensure_environment(&request) {
+            match python::ensure_environment(&request, &failed) {
                 Ok(environment) => return Ok(environment),
                 Err(error) => {
                     failures.push(format!("python {}: {error}", interpreter.version));
@@ -409,7 +414,7 @@ fn repo_spec<'a>(ctx: &'a StepContext, name: &str) -> Result<&'a RepoSpec, StepE
 /// The repository's test-file rules, as mining reads them.
 fn test_rules(ctx: &StepContext, spec: &RepoSpec) -> Result<TestFileRules, StepError> {
     TestFileRules::for_repository(spec, &[])
-        .map_err(|error| StepError::Input(format!("step `{}`: {error}", ctx.step.name)))
+        .map_err(|error| StepError::input(format!("step `{}`", ctx.step.name), error))
 }
 
 /// Every claim of a commit discarded because no environment could be had for it: nothing ran, so
@@ -648,6 +653,7 @@ impl StepKind for OracleStep {
                 interpreter.as_deref(),
                 date,
                 &child,
+                &ctx.session,
             ) {
                 Ok(environment) => environment,
                 Err(EnvironmentFailure::Retry(reason)) => {

@@ -106,11 +106,11 @@ fn diffs(
     }
     let mut diffs = BTreeMap::new();
     for (name, commits) in by_repository {
-        let failed = |error: &dyn std::fmt::Display| {
-            StepError::Message(format!(
-                "step `{}`: the diffs of repository `{name}`: {error}",
-                ctx.step.name
-            ))
+        let failed = |error: Box<dyn std::error::Error + Send + Sync>| {
+            StepError::failed(
+                format!("step `{}`: the diffs of repository `{name}`", ctx.step.name),
+                error,
+            )
         };
         let spec = ctx.pipeline.repo(name).ok_or_else(|| {
             StepError::Invariant(format!(
@@ -118,15 +118,16 @@ fn diffs(
                 ctx.step.name
             ))
         })?;
-        let rules = TestFileRules::for_repository(spec, &[]).map_err(|error| failed(&error))?;
+        let rules =
+            TestFileRules::for_repository(spec, &[]).map_err(|error| failed(error.into()))?;
         let repository = crate::mining::repository::locate(spec, ctx.workdir)
             .and_then(|prepared| prepared.open())
-            .map_err(|error| failed(&error))?;
+            .map_err(|error| failed(error.into()))?;
         for (commit, parent) in commits {
-            let oid = |text: &str| git2::Oid::from_str(text).map_err(|error| failed(&error));
+            let oid = |text: &str| git2::Oid::from_str(text).map_err(|error| failed(error.into()));
             for limit in &limits {
                 let diff = source_diff(&repository, oid(parent)?, oid(commit)?, &rules, *limit)
-                    .map_err(|error| failed(&error))?;
+                    .map_err(|error| failed(error.into()))?;
                 let key = DiffKey {
                     repository: name.to_string(),
                     commit: commit.to_string(),

@@ -323,23 +323,26 @@ impl ParaphraseStep {
             .find_commit(parent)
             .map(|commit| commit.time().seconds())
             .ok();
-        let environment =
-            match self
-                .environments
-                .environment(spec, worktree.dir(), interpreter, date, &child)
-            {
-                Ok(environment) => environment,
-                Err(EnvironmentFailure::Retry(reason)) => return Err(failed(reason.into())),
-                Err(EnvironmentFailure::Unbuildable(reason)) => {
-                    for (claim, _) in &kept {
-                        records.push(refused(
-                            &claim.record.id,
-                            format!("no environment to run it in: {reason}"),
-                        ));
-                    }
-                    return Ok(records);
+        let environment = match self.environments.environment(
+            spec,
+            worktree.dir(),
+            interpreter,
+            date,
+            &child,
+            &ctx.session,
+        ) {
+            Ok(environment) => environment,
+            Err(EnvironmentFailure::Retry(reason)) => return Err(failed(reason.into())),
+            Err(EnvironmentFailure::Unbuildable(reason)) => {
+                for (claim, _) in &kept {
+                    records.push(refused(
+                        &claim.record.id,
+                        format!("no environment to run it in: {reason}"),
+                    ));
                 }
-            };
+                return Ok(records);
+            }
+        };
         let nodes: Vec<String> = kept
             .iter()
             .map(|(claim, _)| claim.record.node.clone())

@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::control_stats::ControlStatsError;
 use super::label_sources::{self, LabelSources};
 use crate::engine::{
     ItemOutput, ItemPlan, ItemResult, ParamsDecl, PipelineProblem, Role, StepContext, StepError,
@@ -153,6 +154,14 @@ impl StepKind for StatsStep {
 
 fn input_error(ctx: &StepContext, message: impl std::fmt::Display) -> StepError {
     StepError::Input(format!("step `{}`: {message}", ctx.step.name))
+}
+
+/// The user's input is wrong, as `error` says.
+fn input_because(
+    ctx: &StepContext,
+    error: impl std::error::Error + Send + Sync + 'static,
+) -> StepError {
+    StepError::input(format!("step `{}`", ctx.step.name), error)
 }
 
 /// Checks what can be checked before anything runs.
@@ -619,12 +628,12 @@ fn add_controls(
     let cutoff = split
         .map(|split| controls.cutoff(split))
         .transpose()
-        .map_err(|message| input_error(ctx, message))?
+        .map_err(|error| input_because(ctx, error))?
         .flatten();
     let rename_class = renames
         .map(|renames| controls.rename_class(renames))
         .transpose()
-        .map_err(|message| input_error(ctx, message))?;
+        .map_err(|error| input_because(ctx, error))?;
     let labels_from = &inputs.labels_from;
     let post = match split {
         Some(split)
@@ -642,7 +651,7 @@ fn add_controls(
                 options,
             };
             let post = post_cutoff(split, &scored, &controls, renames)
-                .map_err(|message| input_error(ctx, message))?;
+                .map_err(|error| input_because(ctx, error))?;
             Some(Box::new(post))
         }
         _ => None,
@@ -681,15 +690,18 @@ fn post_cutoff(
     scored: &Scored,
     controls: &super::control_stats::ControlInputs,
     renames: Option<&StepOutput>,
-) -> Result<PostCutoff, String> {
-    let labelled = super::selection::labelled(split).map_err(|error| error.chain())?;
+) -> Result<PostCutoff, ControlStatsError> {
+    let labelled =
+        super::selection::labelled(split).map_err(|source| ControlStatsError::Split {
+            step: split.step.clone(),
+            source,
+        })?;
     let summary = match labelled.summary {
         Some(super::selection::SelectionSummary::Cutoff(summary)) => summary,
         _ => {
-            return Err(format!(
-                "step `{}` has no cutoff summary record",
-                split.step
-            ));
+            return Err(ControlStatsError::NoSummary {
+                step: split.step.clone(),
+            });
         }
     };
     let population = labelled.truth;
@@ -703,8 +715,7 @@ fn post_cutoff(
         .filter(|record| after.contains(record.claim.as_str()))
         .cloned()
         .collect();
-    let evaluation = Evaluation::build(&labels, scored.origins, scored.arms, scored.in_split)
-        .map_err(|error| error.to_string())?;
+    let evaluation = Evaluation::build(&labels, scored.origins, scored.arms, scored.in_split)?;
     let claims: Option<Vec<ClaimRecord>> = scored.claims.map(|claims| {
         claims
             .iter()
@@ -725,8 +736,7 @@ fn post_cutoff(
         scored.origins,
         claims.as_deref(),
         commits.as_deref(),
-    )
-    .map_err(|error| error.to_string())?;
+    )?;
     // Every table's context line names the split: the whole set's, after the cutoff.
     let whole = scored
         .options

@@ -127,7 +127,7 @@ impl StepKind for Stratify {
             size: params.size.map(|size| size as usize),
         };
         let sample = stratify(&population, &settings)
-            .map_err(|error| StepError::Input(format!("step `{}`: {error}", ctx.step.name)))?;
+            .map_err(|error| StepError::input(format!("step `{}`", ctx.step.name), error))?;
         let drawn: BTreeSet<&str> = sample.claims.iter().map(String::as_str).collect();
         let summary = selection::SelectionSummary::Sample(SampleSummary {
             split: params.split.clone(),

@@ -33,7 +33,7 @@ fn an_environment_is_content_addressed_and_reused() {
     let request = EnvironmentRequest::for_commit(&interpreter("3.11"), worktree.path(), &[]);
     assert_eq!(python::interpreter_for("3.11.7"), Some(interpreter("3.11")));
     assert_eq!(request.specs(), ["pytest>=8,<9", "six"]);
-    let environment = python::ensure_environment(&request).unwrap();
+    let environment = python::ensure_environment(&request, &Default::default()).unwrap();
     assert_eq!(environment.interpreter, "3.11.7");
     assert!(
         environment.pytest.starts_with("8."),
@@ -51,11 +51,15 @@ fn an_environment_is_content_addressed_and_reused() {
     let fingerprint = environment.fingerprint();
     assert_eq!(fingerprint["python"], "3.11.7");
     assert_eq!(fingerprint["environment"], request.digest().hex());
-    let again = python::ensure_environment(&request).unwrap();
+    let again = python::ensure_environment(&request, &Default::default()).unwrap();
     assert_eq!(again, environment);
-    let for_claim = python::environment_for_interpreter("3.11.7", worktree.path(), &[]).unwrap();
+    let for_claim =
+        python::environment_for_interpreter("3.11.7", worktree.path(), &[], &Default::default())
+            .unwrap();
     assert_eq!(for_claim, environment);
-    let missing = python::environment_for_interpreter("3.1.0", worktree.path(), &[]).unwrap_err();
+    let missing =
+        python::environment_for_interpreter("3.1.0", worktree.path(), &[], &Default::default())
+            .unwrap_err();
     assert_eq!(
         missing.to_string(),
         "find python 3.1.0: it is not installed here"
@@ -71,7 +75,7 @@ fn a_declared_requirement_that_will_not_install_is_dropped_and_recorded() {
     )
     .unwrap();
     let request = EnvironmentRequest::for_commit(&interpreter("3.11"), worktree.path(), &[]);
-    let environment = python::ensure_environment(&request).unwrap();
+    let environment = python::ensure_environment(&request, &Default::default()).unwrap();
     let dropped: Vec<&str> = environment
         .dropped
         .iter()
@@ -83,7 +87,7 @@ fn a_declared_requirement_that_will_not_install_is_dropped_and_recorded() {
 
     let pinned = vec!["claimflow-no-such-distribution==9.9".to_string()];
     let request = EnvironmentRequest::for_commit(&interpreter("3.11"), worktree.path(), &pinned);
-    let error = python::ensure_environment(&request).unwrap_err();
+    let error = python::ensure_environment(&request, &Default::default()).unwrap_err();
     assert!(
         error
             .to_string()

@@ -519,7 +519,8 @@ fn two_items_declaring_one_output_are_refused_before_anything_runs() {
     );
     for command in ["plan", "run"] {
         let ran = project.run(&[command, "pipeline.yaml"]);
-        assert_ne!(ran.code, 0, "{}", ran.stderr);
+        // The pipeline is wrong, not a step: exit code 2.
+        assert_eq!(ran.code, 2, "{}", ran.stderr);
         assert!(
             ran.stderr.contains(
                 "step `gen`: items `x` and `y` both declare the output out.txt; give each item \

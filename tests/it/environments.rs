@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use claimflow::cache::Store;
 use claimflow::engine::{
-    Event, ItemOutput, ItemPlan, ItemResult, Recording, StepContext, StepError, StepKind,
+    Event, ItemOutput, ItemPlan, ItemResult, Recording, Session, StepContext, StepError, StepKind,
     StepOutput, Upstream,
 };
 use claimflow::pipeline::{Pipeline, RepoSource, RepoSpec, StepSpec};
-use claimflow::python::{BuildFailure, EnvironmentRequest};
+use claimflow::python::{BuildFailure, EnvironmentRequest, FailedBuilds, PythonError};
 use claimflow::records::{CommitRecord, ExclusionKind, ExclusionRecord};
 use claimflow::steps::MineClaims;
 use git2::{Repository, Signature, Time};
@@ -574,20 +574,27 @@ fn an_environment_built_by_uv_mines_and_labels_like_one_built_by_pip() {
     );
 }
 
-/// A failed build leaves nothing in the cache that could pass for an environment, and the same
-/// request in the same process fails at once with the first failure's reason.
-#[test]
-fn a_failed_build_is_not_stored_and_not_tried_twice() {
-    let cache = tempfile::tempdir().unwrap();
-    let worktree = tempfile::tempdir().unwrap();
+/// A request whose build fails: a pinned requirement no index has.
+fn unbuildable_request(worktree: &Path) -> EnvironmentRequest {
     let interpreter = claimflow::python::installed_interpreters()
         .iter()
         .find(|interpreter| interpreter.version.minor_string() == "3.12")
         .cloned()
         .expect("python 3.12 is installed on claimflow's test machines");
     let pinned = ["claimflow-no-such-distribution==9.8".to_string()];
-    let request = EnvironmentRequest::for_commit(&interpreter, worktree.path(), &pinned);
-    let first = claimflow::python::ensure_environment_in(cache.path(), &request).unwrap_err();
+    EnvironmentRequest::for_commit(&interpreter, worktree, &pinned)
+}
+
+/// A failed build leaves nothing in the cache that could pass for an environment, and the same
+/// request in the same run fails at once with the first failure's reason.
+#[test]
+fn a_failed_build_is_not_stored_and_not_tried_twice() {
+    let cache = tempfile::tempdir().unwrap();
+    let worktree = tempfile::tempdir().unwrap();
+    let request = unbuildable_request(worktree.path());
+    let failed = FailedBuilds::default();
+    let first =
+        claimflow::python::ensure_environment_in(cache.path(), &request, &failed).unwrap_err();
     assert_eq!(first.failure(), BuildFailure::NoSuchRequirement, "{first}");
     let envs = cache.path().join("envs");
     assert!(!envs.join(request.digest().hex()).exists());
@@ -595,13 +602,48 @@ fn a_failed_build_is_not_stored_and_not_tried_twice() {
         std::fs::read_dir(envs.join(".building")).unwrap().count(),
         0
     );
-    let second = claimflow::python::ensure_environment_in(cache.path(), &request).unwrap_err();
+    let second =
+        claimflow::python::ensure_environment_in(cache.path(), &request, &failed).unwrap_err();
     assert_eq!(
         second.to_string(),
         format!("{first} (the same environment failed earlier in this run)")
     );
     assert_eq!(second.requirement(), Some("claimflow-no-such-distribution"));
     assert_eq!(second.failure(), BuildFailure::NoSuchRequirement);
+}
+
+/// The memo of failed builds lasted as long as the process, so a second run in one process (a
+/// test, a tool driving the engine) got the first run's failure without trying: it belongs to the
+/// run's session, and the next run builds again.
+#[test]
+fn a_build_that_failed_in_one_run_is_tried_again_in_the_next() {
+    let cache = tempfile::tempdir().unwrap();
+    let worktree = tempfile::tempdir().unwrap();
+    let request = unbuildable_request(worktree.path());
+    let build = |session: &Session| {
+        claimflow::python::ensure_environment_in(
+            cache.path(),
+            &request,
+            &session.get::<FailedBuilds>(),
+        )
+        .unwrap_err()
+    };
+    let first_run = Session::new();
+    assert!(!matches!(
+        build(&first_run),
+        PythonError::FailedBefore { .. }
+    ));
+    assert!(matches!(
+        build(&first_run),
+        PythonError::FailedBefore { .. }
+    ));
+    drop(first_run);
+    let again = build(&Session::new());
+    assert!(
+        !matches!(again, PythonError::FailedBefore { .. }),
+        "the next run repeated the first run's failure: {again}"
+    );
+    assert_eq!(again.failure(), BuildFailure::NoSuchRequirement, "{again}");
 }
 
 /// The environment request for the last commit of `files` (one commit) under python `version`,
@@ -1031,8 +1073,9 @@ fn optional_dependencies_the_tests_import_are_requested() {
 fn an_optional_dependency_that_will_not_install_does_not_fail_the_environment() {
     let cache = tempfile::tempdir().unwrap();
     let request = optional_request("claimflow-no-such-distribution==9.9");
-    let environment = claimflow::python::ensure_environment_in(cache.path(), &request)
-        .unwrap_or_else(|error| panic!("the environment is built: {error}"));
+    let environment =
+        claimflow::python::ensure_environment_in(cache.path(), &request, &FailedBuilds::default())
+            .unwrap_or_else(|error| panic!("the environment is built: {error}"));
     assert!(environment.has_distribution("six"), "{environment:?}");
     let dropped: Vec<(&str, &str)> = environment
         .dropped

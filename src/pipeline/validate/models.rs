@@ -221,7 +221,7 @@ fn model(
 fn with_defaults(entry: ModelEntry) -> ModelSpec {
     let model = entry
         .model
-        .unwrap_or_else(|| crate::local_model::MODEL_ID.to_string());
+        .unwrap_or_else(|| Provider::EMBEDDED_MODEL.to_string());
     let defaults = ModelSpec::new(entry.provider, model);
     // The local server decodes one request at a time (more slots are slower on few cores): more
     // in flight would only queue there, each waiting out the others' time against its timeout.

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use claimflow::engine::{Engine, Recording, RunOptions, StepError};
+use claimflow::engine::{Engine, Recording, RunOptions, Session, StepError};
 use claimflow::pipeline::RepoSpec;
 use claimflow::python::Environment;
 use claimflow::records::ClaimRecord;
@@ -33,6 +33,7 @@ impl Environments for NoEnvironmentWithConftest {
         _interpreter: Option<&str>,
         _date: Option<i64>,
         _child: &[claimflow::python::Requirement],
+        _session: &Session,
     ) -> Result<Environment, EnvironmentFailure> {
         if worktree.join("tests/conftest.py").is_file() {
             return Err(EnvironmentFailure::Unbuildable(

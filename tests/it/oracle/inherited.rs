@@ -135,8 +135,15 @@ fn a_mixin_test_flips_in_the_untouched_module_that_inherits_it() {
         date: None,
     };
     let scratch = dir.path().join("scratch");
-    let mined = python::mine_commit(&record, &settings, &worktree, &scratch, &|_: &str| {})
-        .expect("mine the commit");
+    let mined = python::mine_commit(
+        &record,
+        &settings,
+        &worktree,
+        &scratch,
+        &Default::default(),
+        &|_: &str| {},
+    )
+    .expect("mine the commit");
     assert!(mined.exclusion.is_none(), "{:?}", mined.exclusion);
     let summary = mined.summary.expect("a summary");
     assert!(summary.files.is_empty(), "{:?}", summary.files);
