@@ -42,7 +42,6 @@ mod gate;
 use crate::mining::TestFileRules;
 use crate::python::Environment;
 use crate::records::{ClaimRecord, Label, Outcome, RunRecord, TruthRecord};
-use gate::{ChildGate, GateError};
 
 /// Failures that stop the oracle for a commit (not test outcomes: those are verdicts).
 #[derive(Debug, thiserror::Error)]
@@ -297,6 +296,103 @@ pub fn judge_commit(
         judgements.insert(claim.id.clone(), judgement);
     }
     Ok(ordered(under_test.claims, judgements))
+}
+
+/// Failures of the child gate's machinery (never test outcomes).
+enum GateError {
+    Worktree(WorktreeError),
+    Runner(RunnerError),
+}
+
+impl From<WorktreeError> for GateError {
+    fn from(source: WorktreeError) -> Self {
+        GateError::Worktree(source)
+    }
+}
+
+impl From<RunnerError> for GateError {
+    fn from(source: RunnerError) -> Self {
+        GateError::Runner(source)
+    }
+}
+
+/// Step 2: whether the child fails its own tests, and which failures are its own (the lookups it
+/// makes are in [`gate`]).
+struct ChildGate<'a> {
+    settings: &'a Settings,
+    environment: &'a Environment,
+    repository: &'a Repository,
+    parent: Oid,
+    commit: Oid,
+    /// Every claim's node id.
+    claims: &'a [String],
+    /// The claims that passed N of N at the parent.
+    kept: &'a [String],
+    /// Test modules of the parent the commit deleted.
+    deleted: &'a [String],
+}
+
+impl ChildGate<'_> {
+    /// Runs the child's own `files` (the slot holds the child) and says why the commit is
+    /// discarded, if it is.
+    fn judge(
+        &self,
+        slot: &mut Slot,
+        files: &[String],
+    ) -> Result<Option<(Cause, String)>, GateError> {
+        let first = self.first_run(slot, files)?;
+        let (mut own, mut failing, unknown) = (first.result, first.failing, first.unknown);
+        let flaky = self.drop_flaky(slot, &mut failing)?;
+
+        let inherited = self.inherited_from_merged_parents(slot, &failing, &own.broken_files)?;
+        failing.retain(|node, _| !inherited.nodes.contains(node));
+        own.broken_files
+            .retain(|file, _| !inherited.files.contains(file));
+
+        // A kept claim passed N of N at the parent: its failure is the child's.
+        let mut new_failures: Vec<String> = failing
+            .iter()
+            .filter(|(node, _)| self.kept.contains(*node))
+            .map(|(node, kind)| format!("{node} fails ({kind})"))
+            .collect();
+        failing.retain(|node, _| !self.kept.contains(node));
+        // The other failures may have been there already.
+        new_failures.extend(self.new_at_child(slot, &failing, &own.broken_files)?);
+
+        let flaky_note = note("flaky at the child, not counted", &flaky);
+        if !new_failures.is_empty() {
+            let inherited_note = note(
+                "brought in by a merged parent, not counted",
+                &inherited.notes,
+            );
+            return Ok(Some((
+                Cause::BrokenChild,
+                format!(
+                    "the child is broken: its own version of {}{flaky_note}{inherited_note}",
+                    new_failures.join("; ")
+                ),
+            )));
+        }
+        if !unknown.is_empty() {
+            return Ok(Some((
+                Cause::UnknownAtChild,
+                format!(
+                    "the child's own tests gave no verdict: {}{flaky_note}",
+                    unknown.join("; ")
+                ),
+            )));
+        }
+        Ok(None)
+    }
+}
+
+/// `"; {what}: a, b"`, or nothing when there is nothing to name.
+fn note(what: &str, entries: &[String]) -> String {
+    if entries.is_empty() {
+        String::new()
+    } else {
+        format!("; {what}: {}", entries.join(", "))
+    }
 }
 
 /// Checks `commit` out into the slot, prepared as its tests expect of an installed project (see

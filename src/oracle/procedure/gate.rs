@@ -12,127 +12,37 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use git2::{Oid, Repository};
+use git2::Oid;
 
-use super::{Cause, Settings, Slot, Stage, StageResult, check_out, file_of, passed_once};
+use super::{ChildGate, GateError, Slot, Stage, StageResult, check_out, file_of, passed_once};
 use crate::oracle::classify::{CollectionError, UnknownReason, Verdict};
 use crate::oracle::lineage::Lineage;
-use crate::oracle::runner::RunnerError;
 use crate::oracle::worktree::WorktreeError;
-use crate::python::Environment;
-
-/// Failures of the child gate's machinery (never test outcomes).
-pub(super) enum GateError {
-    Worktree(WorktreeError),
-    Runner(RunnerError),
-}
-
-impl From<WorktreeError> for GateError {
-    fn from(source: WorktreeError) -> Self {
-        GateError::Worktree(source)
-    }
-}
-
-impl From<RunnerError> for GateError {
-    fn from(source: RunnerError) -> Self {
-        GateError::Runner(source)
-    }
-}
-
-/// The child gate of one commit.
-pub(super) struct ChildGate<'a> {
-    pub settings: &'a Settings,
-    pub environment: &'a Environment,
-    pub repository: &'a Repository,
-    pub parent: Oid,
-    pub commit: Oid,
-    /// Every claim's node id.
-    pub claims: &'a [String],
-    /// The claims that passed N of N at the parent.
-    pub kept: &'a [String],
-    /// Test modules of the parent the commit deleted.
-    pub deleted: &'a [String],
-}
 
 /// What the child's own files did on their first run.
-struct FirstRun {
+pub(super) struct FirstRun {
     /// Every node's verdicts, and the files that did not collect.
-    result: StageResult,
+    pub result: StageResult,
     /// Failing nodes (not claims that already failed at the parent), with the kind of failure.
-    failing: BTreeMap<String, String>,
+    pub failing: BTreeMap<String, String>,
     /// Nodes that gave no verdict, with the reason.
-    unknown: Vec<String>,
+    pub unknown: Vec<String>,
 }
 
 /// What the child's failures owe to its other parents.
 #[derive(Debug, Default)]
-struct Inherited {
+pub(super) struct Inherited {
     /// Failing nodes (as at the child) that fail the same way at another parent.
-    nodes: BTreeSet<String>,
+    pub nodes: BTreeSet<String>,
     /// Files (as at the child) that do not collect at another parent either.
-    files: BTreeSet<String>,
+    pub files: BTreeSet<String>,
     /// One entry per inherited failure, naming the parent it came from.
-    notes: Vec<String>,
+    pub notes: Vec<String>,
 }
 
 impl ChildGate<'_> {
-    /// Runs the child's own `files` (the slot holds the child) and says why the commit is
-    /// discarded, if it is.
-    pub fn judge(
-        &self,
-        slot: &mut Slot,
-        files: &[String],
-    ) -> Result<Option<(Cause, String)>, GateError> {
-        let FirstRun {
-            result: mut own,
-            mut failing,
-            unknown,
-        } = self.first_run(slot, files)?;
-        let flaky = self.drop_flaky(slot, &mut failing)?;
-
-        let inherited = self.inherited_from_merged_parents(slot, &failing, &own.broken_files)?;
-        failing.retain(|node, _| !inherited.nodes.contains(node));
-        own.broken_files
-            .retain(|file, _| !inherited.files.contains(file));
-
-        // A kept claim passed N of N at the parent: its failure is the child's.
-        let mut new_failures: Vec<String> = failing
-            .iter()
-            .filter(|(node, _)| self.kept.contains(*node))
-            .map(|(node, kind)| format!("{node} fails ({kind})"))
-            .collect();
-        failing.retain(|node, _| !self.kept.contains(node));
-        // The other failures may have been there already.
-        new_failures.extend(self.new_at_child(slot, &failing, &own.broken_files)?);
-
-        let flaky_note = note("flaky at the child, not counted", &flaky);
-        if !new_failures.is_empty() {
-            let inherited_note = note(
-                "brought in by a merged parent, not counted",
-                &inherited.notes,
-            );
-            return Ok(Some((
-                Cause::BrokenChild,
-                format!(
-                    "the child is broken: its own version of {}{flaky_note}{inherited_note}",
-                    new_failures.join("; ")
-                ),
-            )));
-        }
-        if !unknown.is_empty() {
-            return Ok(Some((
-                Cause::UnknownAtChild,
-                format!(
-                    "the child's own tests gave no verdict: {}{flaky_note}",
-                    unknown.join("; ")
-                ),
-            )));
-        }
-        Ok(None)
-    }
-
     /// Runs the child's own `files` once and sorts what failed and what gave no verdict.
-    fn first_run(&self, slot: &Slot, files: &[String]) -> Result<FirstRun, GateError> {
+    pub(super) fn first_run(&self, slot: &Slot, files: &[String]) -> Result<FirstRun, GateError> {
         let result = Stage::new(self.settings, self.environment, slot).run_files_once(files)?;
         let mut failing = BTreeMap::new();
         let mut unknown = Vec::new();
@@ -169,7 +79,7 @@ impl ChildGate<'_> {
 
     /// Runs the `failing` nodes up to N - 1 more times; one that passes on any run is flaky, not
     /// the child's: it leaves `failing` and is named in what this returns.
-    fn drop_flaky(
+    pub(super) fn drop_flaky(
         &self,
         slot: &Slot,
         failing: &mut BTreeMap<String, String>,
@@ -201,7 +111,7 @@ impl ChildGate<'_> {
 
     /// Which of the child's `failing` nodes and `broken` files a merge shares with one of its
     /// other parents. Nothing runs for a commit with one parent.
-    fn inherited_from_merged_parents(
+    pub(super) fn inherited_from_merged_parents(
         &self,
         slot: &mut Slot,
         failing: &BTreeMap<String, String>,
@@ -247,7 +157,7 @@ impl ChildGate<'_> {
 
     /// The child's `failing` nodes and `broken` files that the first parent did not have: a
     /// test that passed there or did not exist there, a file that collected there.
-    fn new_at_child(
+    pub(super) fn new_at_child(
         &self,
         slot: &mut Slot,
         failing: &BTreeMap<String, String>,
@@ -317,15 +227,6 @@ fn first<'a>(result: &'a StageResult, node: &str) -> Option<&'a Verdict> {
         .verdicts
         .get(node)
         .and_then(|verdicts| verdicts.first())
-}
-
-/// `"; {what}: a, b"`, or nothing when there is nothing to name.
-fn note(what: &str, entries: &[String]) -> String {
-    if entries.is_empty() {
-        String::new()
-    } else {
-        format!("; {what}: {}", entries.join(", "))
-    }
 }
 
 /// The parent's verdict of the test `child_node` moved from a file the commit deleted: a test
