@@ -20,9 +20,7 @@ const NOT_YET_SPLIT: &[&str] = &[
     "controls::paraphrase::paraphrase",                  // 125 lines
     "local_model::provision::Work::server",              // 108 lines
     "oracle::procedure::judge_commit",                   // 161 lines
-    "oracle::procedure::ChildGate::judge",               // 149 lines
     "progress::Progress::event",                         // 111 lines
-    "python::install::build",                            // 101 lines
     "python::interpreters::choose_interpreters_at",      // 123 lines
     "python::mine::mine_commit",                         // 101 lines
     "slurm::worker::work",                               // 106 lines
