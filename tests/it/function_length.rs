@@ -21,7 +21,6 @@ const NOT_YET_SPLIT: &[&str] = &[
     "local_model::provision::Work::server",              // 108 lines
     "oracle::procedure::judge_commit",                   // 161 lines
     "progress::Progress::event",                         // 111 lines
-    "python::interpreters::choose_interpreters_at",      // 123 lines
     "slurm::worker::work",                               // 106 lines
     "steps::arm::Arm::items",                            // 104 lines
     "steps::llm_arm::LlmArm::plan",                      // 102 lines
