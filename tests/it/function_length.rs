@@ -22,7 +22,6 @@ const NOT_YET_SPLIT: &[&str] = &[
     "oracle::procedure::judge_commit",                   // 161 lines
     "progress::Progress::event",                         // 111 lines
     "slurm::worker::work",                               // 106 lines
-    "steps::arm::Arm::items",                            // 104 lines
     "steps::llm_arm::LlmArm::plan",                      // 102 lines
     "steps::paraphrase::ParaphraseStep::rewrite_commit", // 120 lines
 ];
