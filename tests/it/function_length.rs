@@ -22,7 +22,6 @@ const NOT_YET_SPLIT: &[&str] = &[
     "progress::Progress::event",                         // 111 lines
     "slurm::worker::work",                               // 106 lines
     "steps::llm_arm::LlmArm::plan",                      // 102 lines
-    "steps::paraphrase::ParaphraseStep::rewrite_commit", // 120 lines
 ];
 
 /// One function or method whose body was measured.
