@@ -20,7 +20,6 @@ const NOT_YET_SPLIT: &[&str] = &[
     "local_model::provision::Work::server",              // 108 lines
     "oracle::procedure::judge_commit",                   // 161 lines
     "progress::Progress::event",                         // 111 lines
-    "slurm::worker::work",                               // 106 lines
     "steps::llm_arm::LlmArm::plan",                      // 102 lines
 ];
 
