@@ -196,7 +196,7 @@ pub fn mine_commit(
             settings.date,
         );
         let environment = match tries.build(record, &request, &version)? {
-            Built::Ready(environment) => environment,
+            Built::Ready(environment) => *environment,
             Built::TryNext => continue,
             Built::Stop => break,
         };
@@ -230,7 +230,7 @@ struct Tries {
 /// What building one interpreter's environment leaves the loop over interpreters to do.
 enum Built {
     /// The environment is ready: collect under it.
-    Ready(super::environment_request::Environment),
+    Ready(Box<super::environment_request::Environment>),
     /// The build failed; the next interpreter may do better.
     TryNext,
     /// The build failed in a way no further interpreter can fix.
@@ -251,7 +251,7 @@ impl Tries {
             Ok(environment) => {
                 self.previous_culprit = None;
                 self.reached_pytest = true;
-                return Ok(Built::Ready(environment));
+                return Ok(Built::Ready(Box::new(environment)));
             }
             Err(error) => error,
         };
@@ -335,7 +335,11 @@ struct Fallback<'a> {
 
 impl Fallback<'_> {
     /// The progress line announcing the fall back to `interpreter`.
-    fn line(&self, record: &CommitRecord, interpreter: &super::interpreters::Interpreter) -> String {
+    fn line(
+        &self,
+        record: &CommitRecord,
+        interpreter: &super::interpreters::Interpreter,
+    ) -> String {
         let short: String = record.commit.chars().take(10).collect();
         format!(
             "{}@{short}: trying python {} ({} of at most {}) after python {} failed: {}",

@@ -195,9 +195,10 @@ fn load_upstream(
     let mut upstream = Upstream::default();
     for (name, digest) in &task.upstream {
         let manifest = load_manifest(store, digest)?;
-        upstream
-            .steps
-            .insert(name.clone(), Arc::new(step_output(store, manifest, pipeline)?));
+        upstream.steps.insert(
+            name.clone(),
+            Arc::new(step_output(store, manifest, pipeline)?),
+        );
     }
     Ok(upstream)
 }

@@ -308,7 +308,10 @@ impl ParaphraseStep {
             Err(EnvironmentFailure::Retry(reason)) => return Err(failed(reason.into())),
             Err(EnvironmentFailure::Unbuildable(reason)) => {
                 let why = format!("no environment to run it in: {reason}");
-                records.extend(kept.iter().map(|(claim, _)| refused(&claim.record.id, &why)));
+                records.extend(
+                    kept.iter()
+                        .map(|(claim, _)| refused(&claim.record.id, &why)),
+                );
                 return Ok(records);
             }
         };
