@@ -442,102 +442,24 @@ fn handler_name_range(source: &str, handler: TextRange, name: &str) -> Option<Te
 pub fn paraphrase(source: &str) -> Result<Paraphrase, Refusal> {
     let source = dedent(source);
     let original = function_of(parse_suite(&source)?)?;
-    let mut survey = Survey::default();
-    let _ = survey.fold_stmt(original.clone());
-    if let Some(reason) = survey.unsafe_reason.take() {
-        return Err(Refusal::Unsafe(reason));
-    }
-    if fstring_prints_text(&source) {
-        return Err(Refusal::Unsafe(
-            "an f-string prints an expression's text (`{x=}`)".into(),
-        ));
-    }
-    let keep_docstrings = source.contains("__doc__");
-    let mut kept: BTreeSet<String> = BTreeSet::new();
-    kept.extend(survey.parameters.iter().cloned());
-    kept.extend(survey.called.iter().cloned());
-    kept.extend(survey.imported.iter().cloned());
-    kept.extend(survey.other_kept.iter().cloned());
-    kept.extend(["self", "cls", "__class__"].map(String::from));
-    let mut order: Vec<(usize, &String)> = survey
-        .bound
-        .iter()
-        .filter(|name| !kept.contains(*name) && !name.starts_with("__"))
-        .map(|name| {
-            let first = survey
-                .occurrences
-                .iter()
-                .filter(|(id, _)| id == name)
-                .map(|(_, range)| range.start().to_usize())
-                .chain(
-                    survey
-                        .handler_names
-                        .iter()
-                        .filter(|(id, _)| id == name)
-                        .map(|(_, range)| range.start().to_usize()),
-                )
-                .min()
-                .unwrap_or(usize::MAX);
-            (first, name)
-        })
-        .collect();
-    order.sort();
+    let survey = surveyed(&source, &original)?;
+    let kept = never_renamed(&survey);
     let taken = identifiers(&source);
-    let mut renamed = BTreeMap::new();
-    let mut counter = 0;
-    for (_, name) in order {
-        let new = loop {
-            counter += 1;
-            let candidate = format!("v{counter}");
-            if !taken.contains(&candidate) {
-                break candidate;
-            }
-        };
-        renamed.insert(name.clone(), new);
-    }
-
-    let mut edits: Vec<(TextRange, String)> = Vec::new();
-    for (id, range) in &survey.occurrences {
-        if let Some(new) = renamed.get(id) {
-            let spelled = &source[range.start().to_usize()..range.end().to_usize()];
-            if spelled != id {
-                return Err(Refusal::Unsafe(format!(
-                    "the local `{id}` is used where the parser gives no exact position (an \
-                     f-string)"
-                )));
-            }
-            edits.push((*range, new.clone()));
-        }
-    }
-    for (id, handler) in &survey.handler_names {
-        if let Some(new) = renamed.get(id) {
-            let range = handler_name_range(&source, *handler, id).ok_or_else(|| {
-                Refusal::Unsafe(format!("cannot find the name `{id}` of an except clause"))
-            })?;
-            edits.push((range, new.clone()));
-        }
-    }
-    let mut docstrings = 0;
-    if !keep_docstrings {
-        for range in &survey.docstrings {
-            edits.push((*range, DOCSTRING.to_string()));
-            docstrings += 1;
-        }
-    }
-    edits.sort_by_key(|(range, _)| range.start());
-    let mut renamed_source = String::with_capacity(source.len());
-    let mut at = 0;
-    for (range, text) in &edits {
-        let start = range.start().to_usize();
-        if start < at {
-            return Err(Refusal::Changed("two edits overlap".into()));
-        }
-        renamed_source.push_str(&source[at..start]);
-        renamed_source.push_str(text);
-        at = range.end().to_usize();
-    }
-    renamed_source.push_str(&source[at..]);
-
+    let renamed = new_names(&survey, &kept, &taken);
+    let mut edits = rename_edits(&source, &survey, &renamed)?;
+    // A test that reads its own docstring keeps it.
+    let docstrings = if source.contains("__doc__") {
+        0
+    } else {
+        edits.extend(
+            survey
+                .docstrings
+                .iter()
+                .map(|range| (*range, DOCSTRING.to_string())),
+        );
+        survey.docstrings.len() as u32
+    };
+    let renamed_source = applied(&source, edits)?;
     let expected = normalize(original, &renamed);
     let same_tree = |candidate: &str| -> Result<(), Refusal> {
         let statement = function_of(parse_suite(candidate)?)?;
@@ -563,6 +485,130 @@ pub fn paraphrase(source: &str) -> Result<Paraphrase, Refusal> {
         reflowed,
         kept: kept_names,
     })
+}
+
+/// What the test `original` (parsed from `source`) binds, uses and keeps; refused when it reads
+/// its locals by name or prints an expression's text.
+fn surveyed(source: &str, original: &Stmt) -> Result<Survey, Refusal> {
+    let mut survey = Survey::default();
+    let _ = survey.fold_stmt(original.clone());
+    if let Some(reason) = survey.unsafe_reason.take() {
+        return Err(Refusal::Unsafe(reason));
+    }
+    if fstring_prints_text(source) {
+        return Err(Refusal::Unsafe(
+            "an f-string prints an expression's text (`{x=}`)".into(),
+        ));
+    }
+    Ok(survey)
+}
+
+/// The names Python or pytest reads by name: parameters, called, imported and other kept names,
+/// and `self`, `cls`, `__class__`.
+fn never_renamed(survey: &Survey) -> BTreeSet<String> {
+    let mut kept: BTreeSet<String> = BTreeSet::new();
+    kept.extend(survey.parameters.iter().cloned());
+    kept.extend(survey.called.iter().cloned());
+    kept.extend(survey.imported.iter().cloned());
+    kept.extend(survey.other_kept.iter().cloned());
+    kept.extend(["self", "cls", "__class__"].map(String::from));
+    kept
+}
+
+/// Each local to rename and its new name (`v1`, `v2`, … in order of first appearance, skipping
+/// any identifier already `taken`).
+fn new_names(
+    survey: &Survey,
+    kept: &BTreeSet<String>,
+    taken: &BTreeSet<String>,
+) -> BTreeMap<String, String> {
+    let mut order: Vec<(usize, &String)> = survey
+        .bound
+        .iter()
+        .filter(|name| !kept.contains(*name) && !name.starts_with("__"))
+        .map(|name| (first_appearance(survey, name), name))
+        .collect();
+    order.sort();
+    let mut renamed = BTreeMap::new();
+    let mut counter = 0;
+    for (_, name) in order {
+        let new = loop {
+            counter += 1;
+            let candidate = format!("v{counter}");
+            if !taken.contains(&candidate) {
+                break candidate;
+            }
+        };
+        renamed.insert(name.clone(), new);
+    }
+    renamed
+}
+
+/// Where `name` first appears, as a `Name` node or an `except … as` handler.
+fn first_appearance(survey: &Survey, name: &str) -> usize {
+    survey
+        .occurrences
+        .iter()
+        .filter(|(id, _)| id == name)
+        .map(|(_, range)| range.start().to_usize())
+        .chain(
+            survey
+                .handler_names
+                .iter()
+                .filter(|(id, _)| id == name)
+                .map(|(_, range)| range.start().to_usize()),
+        )
+        .min()
+        .unwrap_or(usize::MAX)
+}
+
+/// The edits that rename each occurrence of a renamed local, handler names included; refused
+/// when an occurrence's position does not spell the name (inside an f-string).
+fn rename_edits(
+    source: &str,
+    survey: &Survey,
+    renamed: &BTreeMap<String, String>,
+) -> Result<Vec<(TextRange, String)>, Refusal> {
+    let mut edits: Vec<(TextRange, String)> = Vec::new();
+    for (id, range) in &survey.occurrences {
+        if let Some(new) = renamed.get(id) {
+            let spelled = &source[range.start().to_usize()..range.end().to_usize()];
+            if spelled != id {
+                return Err(Refusal::Unsafe(format!(
+                    "the local `{id}` is used where the parser gives no exact position (an \
+                     f-string)"
+                )));
+            }
+            edits.push((*range, new.clone()));
+        }
+    }
+    for (id, handler) in &survey.handler_names {
+        if let Some(new) = renamed.get(id) {
+            let range = handler_name_range(source, *handler, id).ok_or_else(|| {
+                Refusal::Unsafe(format!("cannot find the name `{id}` of an except clause"))
+            })?;
+            edits.push((range, new.clone()));
+        }
+    }
+    Ok(edits)
+}
+
+/// `source` with `edits` applied, in order of position; overlapping edits are refused.
+fn applied(source: &str, mut edits: Vec<(TextRange, String)>) -> Result<String, Refusal> {
+    edits.sort_by_key(|(range, _)| range.start());
+    let mut edited = String::with_capacity(source.len());
+    let mut at = 0;
+    for (range, text) in &edits {
+        let start = range.start().to_usize();
+        if start < at {
+            return Err(Refusal::Changed("two edits overlap".into()));
+        }
+        edited.push_str(&source[at..start]);
+        edited.push_str(text);
+        at = range.end().to_usize();
+    }
+    edited.push_str(&source[at..]);
+    Ok(edited)
 }
 
 /// Whether an f-string in `source` uses the `=` specifier, which prints the expression's text.

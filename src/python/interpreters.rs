@@ -121,84 +121,164 @@ pub fn choose_interpreters_at(
     installed: &[Interpreter],
     date: Option<i64>,
 ) -> Result<Vec<Interpreter>, SelectionError> {
-    let requires = metadata
-        .requires_python
-        .as_ref()
-        .and_then(|requires| SpecifierSet::parse(&requires.specifier).ok());
-    let constraint = match &metadata.requires_python {
-        Some(requires) => format!("{} from {}", requires.specifier, requires.file),
-        None => "no python_requires".to_string(),
-    };
-    let allowed = |interpreter: &Interpreter| {
-        requires
-            .as_ref()
-            .is_none_or(|requires| requires.allows(interpreter.version))
-    };
+    let requires = Requires::of(metadata);
     if !declared.is_empty() {
-        let mut chosen: Vec<Interpreter> = Vec::new();
-        for wanted in declared {
-            let matching = installed
-                .iter()
-                .filter(|interpreter| matches_declared(interpreter, wanted))
-                .filter(|interpreter| allowed(interpreter))
-                .cloned()
-                .chain(declared_path(wanted));
-            // One interpreter per declared entry: the newest patch release that matches it.
-            if let Some(interpreter) = matching.max_by_key(|interpreter| interpreter.version)
-                && !chosen
-                    .iter()
-                    .any(|seen| seen.version == interpreter.version)
-            {
-                chosen.push(interpreter);
-            }
-        }
-        return if chosen.is_empty() {
-            Err(SelectionError::NoDeclaredInterpreter {
-                declared: declared.to_vec(),
-                constraint,
-            })
-        } else {
-            Ok(chosen)
-        };
+        return as_declared(declared, installed, &requires);
     }
-    let mut candidates: Vec<Interpreter> =
-        installed.iter().filter(|i| allowed(i)).cloned().collect();
-    let hints: BTreeSet<&str> = metadata
-        .classifier_versions
-        .iter()
-        .chain(&metadata.tox_versions)
-        .map(String::as_str)
-        .collect();
-    let hinted_majors: BTreeSet<u32> = hints
-        .iter()
-        .filter_map(|hint| hint.split('.').next()?.parse().ok())
-        .collect();
-    if requires.is_none() && !hinted_majors.is_empty() {
-        // Without python_requires, a project that names only Python 2 (or only 3) means it.
+    let hints = EraHints::of(metadata, requires.set.is_none());
+    let allowed = installed.iter().filter(|i| requires.allows(i)).cloned();
+    let mut candidates = hints.narrowed(allowed.collect());
+    in_era_order(&mut candidates, &hints, date);
+    // Patch releases of one minor version behave alike; trying a second one only repeats a failure.
+    let mut seen_minors = BTreeSet::new();
+    candidates.retain(|interpreter| {
+        seen_minors.insert((interpreter.version.major, interpreter.version.minor))
+    });
+    if candidates.is_empty() {
+        return Err(SelectionError::NoAllowedInterpreter {
+            constraint: requires.constraint,
+            installed: installed
+                .iter()
+                .map(|interpreter| interpreter.version.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    }
+    Ok(candidates)
+}
+
+/// A commit's `python_requires`, when it has one that parses, and how to name it in an error.
+struct Requires {
+    set: Option<SpecifierSet>,
+    /// `>=3.8 from setup.cfg`, or `no python_requires`.
+    constraint: String,
+}
+
+impl Requires {
+    fn of(metadata: &ProjectMetadata) -> Self {
+        let set = metadata
+            .requires_python
+            .as_ref()
+            .and_then(|requires| SpecifierSet::parse(&requires.specifier).ok());
+        let constraint = match &metadata.requires_python {
+            Some(requires) => format!("{} from {}", requires.specifier, requires.file),
+            None => "no python_requires".to_string(),
+        };
+        Requires { set, constraint }
+    }
+
+    fn allows(&self, interpreter: &Interpreter) -> bool {
+        self.set
+            .as_ref()
+            .is_none_or(|set| set.allows(interpreter.version))
+    }
+}
+
+/// The interpreters the pipeline declares, in its order: for each entry the newest installed
+/// patch release that matches it and `requires` allows (or the executable it names), once each.
+fn as_declared(
+    declared: &[String],
+    installed: &[Interpreter],
+    requires: &Requires,
+) -> Result<Vec<Interpreter>, SelectionError> {
+    let mut chosen: Vec<Interpreter> = Vec::new();
+    for wanted in declared {
+        let matching = installed
+            .iter()
+            .filter(|interpreter| matches_declared(interpreter, wanted))
+            .filter(|interpreter| requires.allows(interpreter))
+            .cloned()
+            .chain(declared_path(wanted));
+        // One interpreter per declared entry: the newest patch release that matches it.
+        if let Some(interpreter) = matching.max_by_key(|interpreter| interpreter.version)
+            && !chosen
+                .iter()
+                .any(|seen| seen.version == interpreter.version)
+        {
+            chosen.push(interpreter);
+        }
+    }
+    if chosen.is_empty() {
+        Err(SelectionError::NoDeclaredInterpreter {
+            declared: declared.to_vec(),
+            constraint: requires.constraint.clone(),
+        })
+    } else {
+        Ok(chosen)
+    }
+}
+
+/// What a commit's metadata says about its era besides `python_requires`.
+struct EraHints<'a> {
+    /// Minor versions (`3.6`) that classifiers or tox's envlist name.
+    minors: BTreeSet<&'a str>,
+    /// Whether the hinted major versions narrow the candidates (only without `python_requires`).
+    narrowing: bool,
+    /// Python 2 source with no other word on the era: Python 2 counts as hinted.
+    python_2_first: bool,
+}
+
+impl<'a> EraHints<'a> {
+    fn of(metadata: &'a ProjectMetadata, no_requires: bool) -> Self {
+        let minors: BTreeSet<&str> = metadata
+            .classifier_versions
+            .iter()
+            .chain(&metadata.tox_versions)
+            .map(String::as_str)
+            .collect();
+        let python_2_first = no_requires && minors.is_empty() && metadata.python_2_source;
+        EraHints {
+            minors,
+            narrowing: no_requires,
+            python_2_first,
+        }
+    }
+
+    /// Without python_requires, a project that names only Python 2 (or only 3) means it: the
+    /// candidates of the hinted major versions, unless that leaves none.
+    fn narrowed(&self, candidates: Vec<Interpreter>) -> Vec<Interpreter> {
+        let majors: BTreeSet<u32> = self
+            .minors
+            .iter()
+            .filter_map(|hint| hint.split('.').next()?.parse().ok())
+            .collect();
+        if !self.narrowing || majors.is_empty() {
+            return candidates;
+        }
         let narrowed: Vec<Interpreter> = candidates
             .iter()
-            .filter(|interpreter| hinted_majors.contains(&interpreter.version.major))
+            .filter(|interpreter| majors.contains(&interpreter.version.major))
             .cloned()
             .collect();
-        if !narrowed.is_empty() {
-            candidates = narrowed;
+        if narrowed.is_empty() {
+            candidates
+        } else {
+            narrowed
         }
     }
-    // Python 2 source with no other word on the era: try Python 2 first, the rest after it.
-    let python_2_first = requires.is_none() && hints.is_empty() && metadata.python_2_source;
-    let hinted_minor = |interpreter: &Interpreter| {
-        (python_2_first && interpreter.version.major == 2)
-            || hints.contains(interpreter.version.minor_string().as_str())
-    };
+
+    /// Whether the metadata names this interpreter's minor version (or its Python 2).
+    fn hinted(&self, interpreter: &Interpreter) -> bool {
+        (self.python_2_first && interpreter.version.major == 2)
+            || self
+                .minors
+                .contains(interpreter.version.minor_string().as_str())
+    }
+}
+
+/// Sorts `candidates` into the order to try them: hinted versions newest first, then older ones,
+/// then newer ones closest first; without hints Python 3 newest first, then Python 2. Those
+/// released more than a year after `date` come last, oldest first.
+fn in_era_order(candidates: &mut [Interpreter], hints: &EraHints, date: Option<i64>) {
     let newest_hint = candidates
         .iter()
-        .filter(|interpreter| hinted_minor(interpreter))
+        .filter(|interpreter| hints.hinted(interpreter))
         .map(|interpreter| interpreter.version)
         .max();
     candidates.sort_by_key(|interpreter| {
         let version = interpreter.version;
         // Python 2 goes last when nothing says the project is of that era.
-        let era = if hinted_minor(interpreter) {
+        let era = if hints.hinted(interpreter) {
             0
         } else if newest_hint.is_some_and(|newest| version < newest) {
             1
@@ -226,22 +306,6 @@ pub fn choose_interpreters_at(
         };
         (era, newer_first)
     });
-    // Patch releases of one minor version behave alike; trying a second one only repeats a failure.
-    let mut seen_minors = BTreeSet::new();
-    candidates.retain(|interpreter| {
-        seen_minors.insert((interpreter.version.major, interpreter.version.minor))
-    });
-    if candidates.is_empty() {
-        return Err(SelectionError::NoAllowedInterpreter {
-            constraint,
-            installed: installed
-                .iter()
-                .map(|interpreter| interpreter.version.to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
-        });
-    }
-    Ok(candidates)
 }
 
 fn matches_declared(interpreter: &Interpreter, wanted: &str) -> bool {

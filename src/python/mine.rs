@@ -12,7 +12,7 @@
 //! environment failure excludes the commit, kind `environment`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use super::build_error::BuildFailure;
@@ -174,100 +174,185 @@ pub fn mine_commit(
         Ok(interpreters) => interpreters,
         Err(excluded) => return Ok(*excluded),
     };
-    let short: String = record.commit.chars().take(10).collect();
     let cap = settings.interpreters.max(1);
-    let mut attempts: Vec<AttemptRecord> = Vec::new();
-    let mut reached_pytest = false;
-    // Why no further interpreter is tried, when that is not simply the end of the list.
-    let mut stopped: Option<String> = None;
-    // The requirement the previous environment build blamed, if the previous attempt was one.
-    let mut previous_culprit: Option<String> = None;
+    let mut tries = Tries::default();
     for (index, interpreter) in interpreters.iter().enumerate() {
-        let version = interpreter.version.to_string();
         if index == cap {
-            stopped = Some(untried(&interpreters[cap..], cap));
+            tries.stopped = Some(untried(&interpreters[cap..], cap));
             break;
         }
-        if let Some(last) = attempts.last() {
-            notify(&format!(
-                "{}@{short}: trying python {version} ({} of at most {}) after python {} failed: {}",
-                record.repo,
-                index + 1,
-                cap.min(interpreters.len()),
-                last.interpreter,
-                one_line(&last.error)
-            ));
+        if let Some(last) = tries.attempts.last() {
+            let tried = Fallback {
+                index,
+                of: cap.min(interpreters.len()),
+                last,
+            };
+            notify(&tried.line(record, interpreter));
         }
+        let version = interpreter.version.to_string();
         let request = EnvironmentRequest::for_commit_at(
             interpreter,
             worktree,
             &settings.dependencies,
             settings.date,
         );
-        let environment = match ensure_environment(&request, failed) {
-            Ok(environment) => environment,
-            Err(error) => {
-                attempts.push(AttemptRecord {
-                    interpreter: version.clone(),
-                    error: format!("environment: {error}"),
-                });
-                match after_failed_build(&error, &attempts, previous_culprit.as_deref(), &version) {
-                    AfterFailedBuild::Infrastructure => {
-                        return Err(MineError::NoEnvironment {
-                            commit: record.commit.clone(),
-                            reason: joined(&attempts),
-                        });
-                    }
-                    AfterFailedBuild::Stop(reason) => {
-                        stopped = Some(reason);
-                        break;
-                    }
-                    AfterFailedBuild::TryNext(culprit) => {
-                        previous_culprit = culprit;
-                        continue;
-                    }
-                }
-            }
+        let environment = match tries.build(record, &request, &version, failed)? {
+            Built::Ready(environment) => *environment,
+            Built::TryNext => continue,
+            Built::Stop => break,
         };
-        previous_culprit = None;
-        reached_pytest = true;
-        let collect_scratch: PathBuf = scratch.join(format!("python-{version}"));
         let attempt = Attempt {
             environment: &environment,
             worktree,
-            scratch: &collect_scratch,
+            scratch: &scratch.join(format!("python-{version}")),
             timeout: settings.timeout,
             version: &version,
         };
-        let (collected, collected_files, left_out) =
-            collect_leaving_out(&attempt, &files, &importers);
+        if let Some(mined) = tries.collect(record, settings, &attempt, &files, &importers) {
+            return Ok(mined);
+        }
+    }
+    Ok(tries.excluded(record))
+}
+
+/// What mining one commit has tried so far, across interpreters.
+#[derive(Default)]
+struct Tries {
+    /// Each failed interpreter's reason, in the order tried.
+    attempts: Vec<AttemptRecord>,
+    /// Whether some environment was built, so pytest was asked.
+    reached_pytest: bool,
+    /// Why no further interpreter is tried, when that is not simply the end of the list.
+    stopped: Option<String>,
+    /// The requirement the previous environment build blamed, if the previous attempt was one.
+    previous_culprit: Option<String>,
+}
+
+/// What building one interpreter's environment leaves the loop over interpreters to do.
+enum Built {
+    /// The environment is ready: collect under it.
+    Ready(Box<super::environment_request::Environment>),
+    /// The build failed; the next interpreter may do better.
+    TryNext,
+    /// The build failed in a way no further interpreter can fix.
+    Stop,
+}
+
+impl Tries {
+    /// Builds (or reuses) the environment `request` asks for; a failure is recorded as an attempt
+    /// and read for what it means for the next interpreters. `Err` when the machine or the network
+    /// failed.
+    fn build(
+        &mut self,
+        record: &CommitRecord,
+        request: &EnvironmentRequest,
+        version: &str,
+        failed: &FailedBuilds,
+    ) -> Result<Built, MineError> {
+        let error = match ensure_environment(request, failed) {
+            Ok(environment) => {
+                self.previous_culprit = None;
+                self.reached_pytest = true;
+                return Ok(Built::Ready(Box::new(environment)));
+            }
+            Err(error) => error,
+        };
+        self.attempts.push(AttemptRecord {
+            interpreter: version.to_string(),
+            error: format!("environment: {error}"),
+        });
+        let previous = self.previous_culprit.as_deref();
+        match after_failed_build(&error, &self.attempts, previous, version) {
+            AfterFailedBuild::Infrastructure => Err(MineError::NoEnvironment {
+                commit: record.commit.clone(),
+                reason: joined(&self.attempts),
+            }),
+            AfterFailedBuild::Stop(reason) => {
+                self.stopped = Some(reason);
+                Ok(Built::Stop)
+            }
+            AfterFailedBuild::TryNext(culprit) => {
+                self.previous_culprit = culprit;
+                Ok(Built::TryNext)
+            }
+        }
+    }
+
+    /// Collects the commit's test modules under one interpreter: its claims, or `None` with the
+    /// failure recorded as an attempt.
+    fn collect(
+        &mut self,
+        record: &CommitRecord,
+        settings: &MineSettings,
+        attempt: &Attempt,
+        files: &[String],
+        importers: &BTreeSet<String>,
+    ) -> Option<MinedCommit> {
+        let (collected, collected_files, left_out) = collect_leaving_out(attempt, files, importers);
         match collected {
             Ok(collection) => {
                 let collected = Collected {
                     files: &collected_files,
                     collection: &collection,
                     left_out,
-                    environment: &environment,
-                    version: &version,
+                    environment: attempt.environment,
+                    version: attempt.version,
                 };
-                return Ok(mined_from(record, settings, collected, &attempts));
+                Some(mined_from(record, settings, collected, &self.attempts))
             }
-            Err(error) => attempts.push(AttemptRecord {
-                interpreter: version,
-                error: format!("collection: {error}"),
-            }),
+            Err(error) => {
+                self.attempts.push(AttemptRecord {
+                    interpreter: attempt.version.to_string(),
+                    error: format!("collection: {error}"),
+                });
+                None
+            }
         }
     }
-    let mut reason = joined(&attempts);
-    if let Some(stopped) = stopped {
-        reason = format!("{reason}; stopped: {stopped}");
+
+    /// The exclusion of a commit no interpreter could collect, with every attempt's reason.
+    fn excluded(self, record: &CommitRecord) -> MinedCommit {
+        let mut reason = joined(&self.attempts);
+        if let Some(stopped) = self.stopped {
+            reason = format!("{reason}; stopped: {stopped}");
+        }
+        let kind = if self.reached_pytest {
+            ExclusionKind::Collection
+        } else {
+            ExclusionKind::Environment
+        };
+        MinedCommit::excluded(record, kind, reason, self.attempts)
     }
-    let kind = if reached_pytest {
-        ExclusionKind::Collection
-    } else {
-        ExclusionKind::Environment
-    };
-    Ok(MinedCommit::excluded(record, kind, reason, attempts))
+}
+
+/// A fall back to another interpreter after the previous one failed.
+struct Fallback<'a> {
+    /// The position of the interpreter now tried, from 0.
+    index: usize,
+    /// How many interpreters may be tried at most.
+    of: usize,
+    /// The previous interpreter's failure.
+    last: &'a AttemptRecord,
+}
+
+impl Fallback<'_> {
+    /// The progress line announcing the fall back to `interpreter`.
+    fn line(
+        &self,
+        record: &CommitRecord,
+        interpreter: &super::interpreters::Interpreter,
+    ) -> String {
+        let short: String = record.commit.chars().take(10).collect();
+        format!(
+            "{}@{short}: trying python {} ({} of at most {}) after python {} failed: {}",
+            record.repo,
+            interpreter.version,
+            self.index + 1,
+            self.of,
+            self.last.interpreter,
+            one_line(&self.last.error)
+        )
+    }
 }
 
 /// The interpreters to try for a commit, newest first; or its exclusion, when none fits or it

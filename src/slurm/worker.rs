@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::task::{TaskError, load_manifest, load_task};
+use super::task::{Manifest, Task, TaskError, load_manifest, load_task};
 use crate::cache::{Digest, Store, StoreError};
 use crate::engine::Registry;
 use crate::engine::jobs::job_dir;
@@ -112,13 +112,7 @@ pub fn work(
     if !task.force && store.cached_output_now(key)?.is_some() {
         return Ok(Worked::Cached);
     }
-    let text = store.get(&task.pipeline.text)?;
-    let text = String::from_utf8_lossy(&text);
-    let pipeline = pipeline::load_str(&text, &task.pipeline.file, &task.pipeline.root, registry)
-        .map_err(|diagnostics| WorkerError::Pipeline {
-            file: task.pipeline.file.clone(),
-            diagnostics,
-        })?;
+    let pipeline = load_pipeline(&store, &task, registry)?;
     let step = pipeline
         .step(&task.step)
         .ok_or_else(|| WorkerError::Unknown(format!("step `{}`", task.step)))?;
@@ -134,41 +128,7 @@ pub fn work(
             computed,
         });
     }
-    let mut upstream = Upstream::default();
-    for (name, digest) in &task.upstream {
-        let manifest = load_manifest(&store, digest)?;
-        let mut items = Vec::with_capacity(manifest.items.len());
-        for item in manifest.items {
-            items.push(ItemResult {
-                output: Arc::new(store.get_json(&item.output)?),
-                digest: item.output,
-                plan: item.plan,
-                cached: true,
-                in_place: false,
-            });
-        }
-        let reduced = manifest
-            .reduced
-            .map(|digest| -> Result<Reduced, StoreError> {
-                Ok(Reduced {
-                    output: Arc::new(store.get_json(&digest)?),
-                    digest,
-                })
-            })
-            .transpose()?;
-        upstream.steps.insert(
-            name.clone(),
-            Arc::new(StepOutput {
-                role: pipeline
-                    .step(&manifest.step)
-                    .map_or(crate::engine::Role::Other, |spec| spec.role.clone()),
-                step: manifest.step,
-                kind: manifest.kind,
-                items,
-                reduced,
-            }),
-        );
-    }
+    let upstream = load_upstream(&store, &task, &pipeline)?;
 
     let private = job_dir(&pipeline.workdir, job);
     // A job computes one blocking item (the pytest pool): nothing cancels it but the cluster, and
@@ -207,5 +167,74 @@ pub fn work(
             compute: computed_at - started,
             store: computed_at.elapsed(),
         },
+    })
+}
+
+/// The pipeline the coordinator stored with the task, loaded with this build's step kinds.
+fn load_pipeline(
+    store: &Store,
+    task: &Task,
+    registry: &Registry,
+) -> Result<pipeline::Pipeline, WorkerError> {
+    let text = store.get(&task.pipeline.text)?;
+    let text = String::from_utf8_lossy(&text);
+    pipeline::load_str(&text, &task.pipeline.file, &task.pipeline.root, registry).map_err(
+        |diagnostics| WorkerError::Pipeline {
+            file: task.pipeline.file.clone(),
+            diagnostics,
+        },
+    )
+}
+
+/// The item's upstream, rebuilt from the manifests the task names.
+fn load_upstream(
+    store: &Store,
+    task: &Task,
+    pipeline: &pipeline::Pipeline,
+) -> Result<Upstream, WorkerError> {
+    let mut upstream = Upstream::default();
+    for (name, digest) in &task.upstream {
+        let manifest = load_manifest(store, digest)?;
+        upstream.steps.insert(
+            name.clone(),
+            Arc::new(step_output(store, manifest, pipeline)?),
+        );
+    }
+    Ok(upstream)
+}
+
+/// One upstream step's output, read from its manifest: every item's output and the reduced one.
+fn step_output(
+    store: &Store,
+    manifest: Manifest,
+    pipeline: &pipeline::Pipeline,
+) -> Result<StepOutput, StoreError> {
+    let mut items = Vec::with_capacity(manifest.items.len());
+    for item in manifest.items {
+        items.push(ItemResult {
+            output: Arc::new(store.get_json(&item.output)?),
+            digest: item.output,
+            plan: item.plan,
+            cached: true,
+            in_place: false,
+        });
+    }
+    let reduced = manifest
+        .reduced
+        .map(|digest| -> Result<Reduced, StoreError> {
+            Ok(Reduced {
+                output: Arc::new(store.get_json(&digest)?),
+                digest,
+            })
+        })
+        .transpose()?;
+    Ok(StepOutput {
+        role: pipeline
+            .step(&manifest.step)
+            .map_or(crate::engine::Role::Other, |spec| spec.role.clone()),
+        step: manifest.step,
+        kind: manifest.kind,
+        items,
+        reduced,
     })
 }

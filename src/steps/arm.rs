@@ -467,6 +467,147 @@ fn testmon_environment(
     })
 }
 
+/// The settings of each repository the planned claims name, each read once.
+#[derive(Default)]
+struct SettingsByRepository(BTreeMap<String, RepositorySettings>);
+
+impl SettingsByRepository {
+    fn get(&mut self, ctx: &StepContext, repo: &str) -> Result<&RepositorySettings, StepError> {
+        if !self.0.contains_key(repo) {
+            self.0
+                .insert(repo.to_string(), RepositorySettings::of(ctx, repo)?);
+        }
+        Ok(&self.0[repo])
+    }
+}
+
+/// Planning: the constant arms are one item, the testmon arm one item per commit, the anchoring
+/// arms one item per claim.
+impl Arm {
+    /// The one item of a constant arm, keyed by every claim, selection and control output.
+    fn constant_items(ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
+        Self::claims(ctx, upstream)?;
+        Ok(vec![ItemPlan::new("all").read_outputs(
+            upstream.all().filter(|output| {
+                is_claims(output)
+                    || super::selection::is_selection(output)
+                    || super::shuffle::declares_control(output).is_some()
+            }),
+        )])
+    }
+
+    /// One item per commit, whose claims share the testmon database built at its parent.
+    fn testmon_items(ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
+        if super::shuffle::shown_commits(upstream)?.is_some() {
+            return Err(StepError::Input(format!(
+                "step `{}`: the testmon arm cannot judge shuffled pairs (its database is \
+                 built at the claim's own parent); run a file- or symbol-anchoring arm \
+                 on the shuffle instead",
+                ctx.step.name
+            )));
+        }
+        let mut commits: BTreeMap<(String, String, String), Vec<UpstreamClaim>> = BTreeMap::new();
+        for upstream_claim in Self::claims(ctx, upstream)? {
+            let claim = &upstream_claim.claim;
+            let key = (
+                claim.repo.clone(),
+                claim.parent.clone(),
+                claim.commit.clone(),
+            );
+            commits.entry(key).or_default().push(upstream_claim);
+        }
+        let mut settings = SettingsByRepository::default();
+        let mut plans = Vec::new();
+        for ((repo, parent, child), claims) in commits {
+            let repository = settings.get(ctx, &repo)?;
+            let item = format!("{repo}@{parent}..{child}");
+            plans.push(Self::testmon_item(item, repository, parent, child, &claims));
+        }
+        Ok(plans)
+    }
+
+    /// The testmon item of one commit's claims.
+    fn testmon_item(
+        item: String,
+        repository: &RepositorySettings,
+        parent: String,
+        child: String,
+        claims: &[UpstreamClaim],
+    ) -> ItemPlan {
+        let records: Vec<_> = claims.iter().map(|claim| &claim.record).collect();
+        // The claims of a commit were mined together, under one interpreter.
+        let mined_under = claims
+            .iter()
+            .find_map(|claim| MinedUnder::of_record(&claim.record));
+        let mut plan = ItemPlan::new(item)
+            .params(json!({
+                "claims": records,
+                "repository": repository,
+                "mined_under": mined_under,
+            }))
+            .tool("parent", parent)
+            .tool("child", child)
+            .tool("testmon", python::testmon_fingerprint())
+            .pool(Pool::Pytest);
+        for claim in claims {
+            let bytes = serde_json::to_vec(&claim.record).expect("a JSON value serializes");
+            plan = plan.read(format!("claim:{}", claim.claim.id), Digest::of(&bytes));
+        }
+        plan
+    }
+
+    /// One item per claim; a shuffled claim's item also carries the commit it is shown.
+    fn anchoring_items(ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
+        let mut settings = SettingsByRepository::default();
+        let mut plans = Vec::new();
+        let shown = super::shuffle::shown_commits(upstream)?;
+        for upstream_claim in Self::claims(ctx, upstream)? {
+            let claim = &upstream_claim.claim;
+            let paired = shown.as_ref().and_then(|shown| shown.get(&claim.id));
+            // Only the test patterns can change an anchoring arm's result.
+            let test_patterns = settings.get(ctx, &claim.repo)?.test_patterns.clone();
+            let shown = match paired {
+                Some(commit) => Some(Shown {
+                    commit: commit.clone(),
+                    settings: RepositorySettings {
+                        test_patterns: settings.get(ctx, &commit.repo)?.test_patterns.clone(),
+                        dependencies: Vec::new(),
+                    },
+                }),
+                None => None,
+            };
+            plans.push(Self::anchoring_item(&upstream_claim, test_patterns, shown));
+        }
+        Ok(plans)
+    }
+
+    /// The anchoring item of one claim, judged against its own diff or the one it is `shown`.
+    fn anchoring_item(
+        upstream_claim: &UpstreamClaim,
+        test_patterns: Vec<String>,
+        shown: Option<Shown>,
+    ) -> ItemPlan {
+        let claim = &upstream_claim.claim;
+        let bytes = serde_json::to_vec(&upstream_claim.record).expect("a JSON value serializes");
+        let mut params = json!({
+            "claim": upstream_claim.record,
+            "repository": {"test_patterns": test_patterns},
+        });
+        let mut plan = ItemPlan::new(claim.id.clone())
+            .read("claim", Digest::of(&bytes))
+            .tool("parent", claim.parent.clone())
+            .tool("child", claim.commit.clone());
+        if let Some(shown) = shown {
+            plan = plan
+                .tool("shown_parent", shown.commit.parent.clone())
+                .tool("shown_child", shown.commit.commit.clone());
+            // Only a shuffled item carries the key, so the unshuffled keys stay.
+            params["shown"] = json!(shown);
+        }
+        plan.params(params)
+    }
+}
+
 impl StepKind for Arm {
     fn name(&self) -> &'static str {
         "arm"
@@ -502,109 +643,10 @@ impl StepKind for Arm {
     fn items(&self, ctx: &StepContext, upstream: &Upstream) -> Result<Vec<ItemPlan>, StepError> {
         let params: &ArmParams = ctx.params()?;
         match params.arm {
-            ArmName::A0 | ArmName::A1 => {
-                Self::claims(ctx, upstream)?;
-                Ok(vec![ItemPlan::new("all").read_outputs(
-                    upstream.all().filter(|output| {
-                        is_claims(output)
-                            || super::selection::is_selection(output)
-                            || super::shuffle::declares_control(output).is_some()
-                    }),
-                )])
-            }
-            ArmName::Testmon => {
-                if super::shuffle::shown_commits(upstream)?.is_some() {
-                    return Err(StepError::Input(format!(
-                        "step `{}`: the testmon arm cannot judge shuffled pairs (its database is \
-                         built at the claim's own parent); run a file- or symbol-anchoring arm \
-                         on the shuffle instead",
-                        ctx.step.name
-                    )));
-                }
-                let mut commits: BTreeMap<(String, String, String), Vec<UpstreamClaim>> =
-                    BTreeMap::new();
-                for upstream_claim in Self::claims(ctx, upstream)? {
-                    let claim = &upstream_claim.claim;
-                    let key = (
-                        claim.repo.clone(),
-                        claim.parent.clone(),
-                        claim.commit.clone(),
-                    );
-                    commits.entry(key).or_default().push(upstream_claim);
-                }
-                let mut settings = BTreeMap::new();
-                let mut plans = Vec::new();
-                for ((repo, parent, child), claims) in commits {
-                    if !settings.contains_key(&repo) {
-                        settings.insert(repo.clone(), RepositorySettings::of(ctx, &repo)?);
-                    }
-                    let records: Vec<_> = claims.iter().map(|claim| &claim.record).collect();
-                    // The claims of a commit were mined together, under one interpreter.
-                    let mined_under = claims
-                        .iter()
-                        .find_map(|claim| MinedUnder::of_record(&claim.record));
-                    let mut plan = ItemPlan::new(format!("{repo}@{parent}..{child}"))
-                        .params(json!({
-                            "claims": records,
-                            "repository": settings[&repo],
-                            "mined_under": mined_under,
-                        }))
-                        .tool("parent", parent)
-                        .tool("child", child)
-                        .tool("testmon", python::testmon_fingerprint())
-                        .pool(Pool::Pytest);
-                    for claim in &claims {
-                        let bytes =
-                            serde_json::to_vec(&claim.record).expect("a JSON value serializes");
-                        plan = plan.read(format!("claim:{}", claim.claim.id), Digest::of(&bytes));
-                    }
-                    plans.push(plan);
-                }
-                Ok(plans)
-            }
+            ArmName::A0 | ArmName::A1 => Self::constant_items(ctx, upstream),
+            ArmName::Testmon => Self::testmon_items(ctx, upstream),
             ArmName::FileAnchoring | ArmName::SymbolAnchoring => {
-                let mut settings = BTreeMap::new();
-                let mut plans = Vec::new();
-                let shown = super::shuffle::shown_commits(upstream)?;
-                for upstream_claim in Self::claims(ctx, upstream)? {
-                    let claim = &upstream_claim.claim;
-                    let paired = shown.as_ref().and_then(|shown| shown.get(&claim.id));
-                    for repo in std::iter::once(&claim.repo).chain(paired.map(|c| &c.repo)) {
-                        if !settings.contains_key(repo) {
-                            settings.insert(repo.clone(), RepositorySettings::of(ctx, repo)?);
-                        }
-                    }
-                    let bytes = serde_json::to_vec(&upstream_claim.record)
-                        .expect("a JSON value serializes");
-                    // Only the test patterns can change an anchoring arm's result.
-                    let repository = json!({"test_patterns": settings[&claim.repo].test_patterns});
-                    let mut params = json!({
-                        "claim": upstream_claim.record,
-                        "repository": repository,
-                    });
-                    if let Some(commit) = paired {
-                        // Only a shuffled item carries the key, so the unshuffled keys stay.
-                        params["shown"] = json!(Shown {
-                            commit: commit.clone(),
-                            settings: RepositorySettings {
-                                test_patterns: settings[&commit.repo].test_patterns.clone(),
-                                dependencies: Vec::new(),
-                            },
-                        });
-                    }
-                    let mut plan = ItemPlan::new(claim.id.clone())
-                        .params(params)
-                        .read("claim", Digest::of(&bytes))
-                        .tool("parent", claim.parent.clone())
-                        .tool("child", claim.commit.clone());
-                    if let Some(commit) = paired {
-                        plan = plan
-                            .tool("shown_parent", commit.parent.clone())
-                            .tool("shown_child", commit.commit.clone());
-                    }
-                    plans.push(plan);
-                }
-                Ok(plans)
+                Self::anchoring_items(ctx, upstream)
             }
         }
     }

@@ -256,9 +256,7 @@ impl ParaphraseStep {
         params: &ParaphraseParams,
         claims: &[serde_json::Value],
     ) -> Result<Vec<serde_json::Value>, StepError> {
-        let failed = |error: Box<dyn std::error::Error + Send + Sync>| {
-            StepError::failed(format!("step `{}` item {}", ctx.step.name, item.id), error)
-        };
+        let failed = item_failure(ctx, item);
         let claims: Vec<Line> = claims
             .iter()
             .map(|line| {
@@ -273,35 +271,15 @@ impl ParaphraseStep {
         let Some(first) = claims.first() else {
             return Ok(Vec::new());
         };
-        let spec = ctx.pipeline.repo(&first.record.repo).ok_or_else(|| {
-            StepError::Invariant(format!(
-                "step `{}`: claim {} names repository `{}`, which the pipeline does not declare",
-                ctx.step.name, first.record.id, first.record.repo
-            ))
-        })?;
-        let repository = crate::mining::repository::locate(spec, ctx.workdir)
-            .and_then(|prepared| prepared.open())
-            .map_err(|error| failed(error.into()))?;
-        let oid = |text: &str| git2::Oid::from_str(text).map_err(|error| failed(error.into()));
-        let scratch = ctx.scratch(&Digest::of(item.id.as_bytes()).short())?;
-        let mut worktree = Worktree::new(scratch.join("worktree"));
-        // What the child declares, read from its checkout, so the environment is the oracle's.
-        worktree
-            .checkout(&repository, oid(&first.record.commit)?)
-            .map_err(|error| failed(error.into()))?;
-        let child = crate::python::declared_requirements(worktree.dir());
-        let parent = oid(&first.record.parent)?;
-        worktree
-            .checkout(&repository, parent)
-            .map_err(|error| failed(error.into()))?;
-        crate::python::prepare_checkout(worktree.dir()).map_err(|error| failed(error.into()))?;
+        let checkout = ParentCheckout::of(ctx, item, &first.record)?;
+        let worktree = checkout.worktree.dir();
 
         // 1. Rewrite, and put every rewrite in its file.
         let mut records = Vec::new();
         let mut files: BTreeMap<String, String> = BTreeMap::new();
         let mut kept: Vec<(&Line, crate::controls::paraphrase::Paraphrase)> = Vec::new();
         for claim in &claims {
-            match rewrite_in(claim, worktree.dir(), &mut files).map_err(failed)? {
+            match rewrite_in(claim, worktree, &mut files).map_err(&failed)? {
                 Ok(rewrite) => kept.push((claim, rewrite)),
                 Err(why) => records.push(refused(&claim.record.id, why)),
             }
@@ -310,7 +288,7 @@ impl ParaphraseStep {
             return Ok(records);
         }
         for (path, text) in &files {
-            std::fs::write(worktree.dir().join(path), text)
+            std::fs::write(worktree.join(path), text)
                 .map_err(|error| failed(format!("write {path}: {error}").into()))?;
         }
 
@@ -319,27 +297,22 @@ impl ParaphraseStep {
             .line
             .get("interpreter")
             .and_then(serde_json::Value::as_str);
-        let date = repository
-            .find_commit(parent)
-            .map(|commit| commit.time().seconds())
-            .ok();
         let environment = match self.environments.environment(
-            spec,
-            worktree.dir(),
+            checkout.spec,
+            worktree,
             interpreter,
-            date,
-            &child,
+            checkout.date,
+            &checkout.child,
             &ctx.session,
         ) {
             Ok(environment) => environment,
             Err(EnvironmentFailure::Retry(reason)) => return Err(failed(reason.into())),
             Err(EnvironmentFailure::Unbuildable(reason)) => {
-                for (claim, _) in &kept {
-                    records.push(refused(
-                        &claim.record.id,
-                        format!("no environment to run it in: {reason}"),
-                    ));
-                }
+                let why = format!("no environment to run it in: {reason}");
+                records.extend(
+                    kept.iter()
+                        .map(|(claim, _)| refused(&claim.record.id, &why)),
+                );
                 return Ok(records);
             }
         };
@@ -352,32 +325,99 @@ impl ParaphraseStep {
         let test_files: Vec<String> = files.keys().cloned().collect();
         let run = RunAt {
             environment: &environment,
-            worktree: worktree.dir(),
-            scratch: &scratch,
+            worktree,
+            scratch: &checkout.scratch,
             test_files: &test_files,
         };
         let failures = run
             .failures(&nodes, params)
             .map_err(|error| failed(error.into()))?;
-        for (claim, rewrite) in kept {
-            if let Some(why) = failures.get(&claim.record.node) {
-                records.push(refused(&claim.record.id, why));
-                continue;
+        records.extend(kept.into_iter().map(|(claim, rewrite)| {
+            match failures.get(&claim.record.node) {
+                Some(why) => refused(&claim.record.id, why),
+                None => paraphrased(claim, &rewrite, params.runs),
             }
-            let mut line = claim.line.clone();
-            line["record"] = json!("paraphrased");
-            line["source"] = json!(rewrite.source);
-            line["original_source"] = json!(claim.record.source);
-            line["paraphrase"] = json!({
-                "renamed": rewrite.renamed,
-                "docstrings": rewrite.docstrings,
-                "reflowed": rewrite.reflowed,
-                "runs_passed": params.runs,
-            });
-            records.push(line);
-        }
+        }));
         Ok(records)
     }
+}
+
+/// How a step item's failures are reported: with the step and the item named.
+fn item_failure<'a>(
+    ctx: &'a StepContext,
+    item: &'a ItemPlan,
+) -> impl Fn(Box<dyn std::error::Error + Send + Sync>) -> StepError + 'a {
+    move |error| StepError::failed(format!("step `{}` item {}", ctx.step.name, item.id), error)
+}
+
+/// A commit's parent checked out in the item's scratch directory, ready for pytest, with what
+/// the environment to run it in depends on.
+struct ParentCheckout<'a> {
+    spec: &'a crate::pipeline::RepoSpec,
+    scratch: std::path::PathBuf,
+    worktree: Worktree,
+    /// What the child declares, read from its checkout, so the environment is the oracle's.
+    child: Vec<crate::python::Requirement>,
+    /// The parent commit's date (seconds since the epoch), which chooses its environment's era.
+    date: Option<i64>,
+}
+
+impl<'a> ParentCheckout<'a> {
+    /// Checks out the child of `claim` to read what it declares, then its parent to run at.
+    fn of(ctx: &'a StepContext, item: &ItemPlan, claim: &ClaimRecord) -> Result<Self, StepError> {
+        let failed = item_failure(ctx, item);
+        let spec = ctx.pipeline.repo(&claim.repo).ok_or_else(|| {
+            StepError::Invariant(format!(
+                "step `{}`: claim {} names repository `{}`, which the pipeline does not declare",
+                ctx.step.name, claim.id, claim.repo
+            ))
+        })?;
+        let repository = crate::mining::repository::locate(spec, ctx.workdir)
+            .and_then(|prepared| prepared.open())
+            .map_err(|error| failed(error.into()))?;
+        let oid = |text: &str| git2::Oid::from_str(text).map_err(|error| failed(error.into()));
+        let scratch = ctx.scratch(&Digest::of(item.id.as_bytes()).short())?;
+        let mut worktree = Worktree::new(scratch.join("worktree"));
+        worktree
+            .checkout(&repository, oid(&claim.commit)?)
+            .map_err(|error| failed(error.into()))?;
+        let child = crate::python::declared_requirements(worktree.dir());
+        let parent = oid(&claim.parent)?;
+        worktree
+            .checkout(&repository, parent)
+            .map_err(|error| failed(error.into()))?;
+        crate::python::prepare_checkout(worktree.dir()).map_err(|error| failed(error.into()))?;
+        let date = repository
+            .find_commit(parent)
+            .map(|commit| commit.time().seconds())
+            .ok();
+        Ok(ParentCheckout {
+            spec,
+            scratch,
+            worktree,
+            child,
+            date,
+        })
+    }
+}
+
+/// The record of a kept claim: its claim line with the rewritten source, and what was done.
+fn paraphrased(
+    claim: &Line,
+    rewrite: &crate::controls::paraphrase::Paraphrase,
+    runs: u32,
+) -> serde_json::Value {
+    let mut line = claim.line.clone();
+    line["record"] = json!("paraphrased");
+    line["source"] = json!(rewrite.source);
+    line["original_source"] = json!(claim.record.source);
+    line["paraphrase"] = json!({
+        "renamed": rewrite.renamed,
+        "docstrings": rewrite.docstrings,
+        "reflowed": rewrite.reflowed,
+        "runs_passed": runs,
+    });
+    line
 }
 
 impl StepKind for ParaphraseStep {
