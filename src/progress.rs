@@ -91,100 +91,25 @@ impl Reporter for Progress {
             Event::ItemFailed {
                 step, item, error, ..
             } => self.line(&format!("error: step `{step}` item `{item}`: {error}")),
-            Event::StepFailed { step, error, .. } => {
-                if let Some(bars) = &self.bars
-                    && let Some(bar) = bars.by_step.lock().expect("bars lock").get(step)
-                {
-                    bar.abandon_with_message("failed");
-                }
-                self.line(&format!("error: step `{step}` failed: {error}"));
-            }
+            Event::StepFailed { step, error, .. } => self.step_failed(step, error),
             _ if self.verbosity == Verbosity::Quiet => {}
             Event::StepPlanned {
                 step,
                 total,
                 cached,
-            } => match &self.bars {
-                Some(bars) => {
-                    let bar = bars.multi.add(ProgressBar::new(*total as u64));
-                    bar.set_style(bars.style.clone());
-                    bar.set_prefix(step.clone());
-                    bar.set_message(format!("{cached} cached"));
-                    // Cached items send no event of their own: they are done from the start.
-                    bar.set_position(*cached as u64);
-                    bars.by_step
-                        .lock()
-                        .expect("bars lock")
-                        .insert(step.clone(), bar);
-                }
-                None => {
-                    self.counts
-                        .lock()
-                        .expect("counts lock")
-                        .insert(step.clone(), (*cached, *total, Instant::now()));
-                    self.line(&format!(
-                        "{step}: {total} items, {cached} cached, {} to run",
-                        total - cached
-                    ));
-                }
-            },
-            Event::ItemFinished { step, .. } => match &self.bars {
-                Some(bars) => {
-                    if let Some(bar) = bars.by_step.lock().expect("bars lock").get(step) {
-                        bar.inc(1);
-                    }
-                }
-                None => {
-                    let mut counts = self.counts.lock().expect("counts lock");
-                    if let Some((done, total, printed)) = counts.get_mut(step) {
-                        *done += 1;
-                        if *done < *total && printed.elapsed() >= COUNT_EVERY {
-                            *printed = Instant::now();
-                            let line = format!("{step}: {done}/{total} items done");
-                            drop(counts);
-                            self.line(&line);
-                        }
-                    }
-                }
-            },
+            } => self.step_planned(step, *total, *cached),
+            Event::ItemFinished { step, .. } => self.item_finished(step),
             Event::StepFinished {
                 step,
                 computed,
                 cached,
                 elapsed,
-            } => {
-                let text = format!(
-                    "{computed} computed, {cached} cached in {:.1}s",
-                    elapsed.as_secs_f64()
-                );
-                match &self.bars {
-                    Some(bars) => {
-                        if let Some(bar) = bars.by_step.lock().expect("bars lock").get(step) {
-                            bar.finish_with_message(text);
-                        }
-                    }
-                    None => self.line(&format!("{step}: done, {text}")),
-                }
-            }
+            } => self.step_finished(step, *computed, *cached, *elapsed),
             Event::StepSkipped { step, because } => {
                 self.line(&format!("{step}: skipped ({because})"))
             }
             Event::Note { step, message } => self.line(&format!("{step}: {message}")),
-            Event::Spent { step, spend } => {
-                // Every few seconds, the calls made so far, their tokens and their cost.
-                let line = {
-                    let mut spent = self.spent.lock().expect("spent lock");
-                    spent.0.add(spend);
-                    let due = spent.1.is_none_or(|said| said.elapsed() >= SPENT_EVERY);
-                    due.then(|| {
-                        spent.1 = Some(Instant::now());
-                        format!("{step}: model calls so far: {}", spent.0)
-                    })
-                };
-                if let Some(line) = line {
-                    self.line(&line);
-                }
-            }
+            Event::Spent { step, spend } => self.spent(step, spend),
             Event::ItemRetry {
                 step,
                 item,
@@ -195,6 +120,99 @@ impl Reporter for Progress {
                 "{step}: item `{item}` failed transiently ({error}); retry {attempt} in {:.1}s",
                 delay.as_secs_f64()
             )),
+        }
+    }
+}
+
+impl Progress {
+    fn step_failed(&self, step: &str, error: &impl std::fmt::Display) {
+        if let Some(bars) = &self.bars
+            && let Some(bar) = bars.by_step.lock().expect("bars lock").get(step)
+        {
+            bar.abandon_with_message("failed");
+        }
+        self.line(&format!("error: step `{step}` failed: {error}"));
+    }
+
+    /// A bar for the step, or a line saying how many of its items are cached.
+    fn step_planned(&self, step: &str, total: usize, cached: usize) {
+        match &self.bars {
+            Some(bars) => {
+                let bar = bars.multi.add(ProgressBar::new(total as u64));
+                bar.set_style(bars.style.clone());
+                bar.set_prefix(step.to_string());
+                bar.set_message(format!("{cached} cached"));
+                // Cached items send no event of their own: they are done from the start.
+                bar.set_position(cached as u64);
+                bars.by_step
+                    .lock()
+                    .expect("bars lock")
+                    .insert(step.to_string(), bar);
+            }
+            None => {
+                self.counts
+                    .lock()
+                    .expect("counts lock")
+                    .insert(step.to_string(), (cached, total, Instant::now()));
+                self.line(&format!(
+                    "{step}: {total} items, {cached} cached, {} to run",
+                    total - cached
+                ));
+            }
+        }
+    }
+
+    /// The bar moves on; without bars, a count every [`COUNT_EVERY`].
+    fn item_finished(&self, step: &str) {
+        match &self.bars {
+            Some(bars) => {
+                if let Some(bar) = bars.by_step.lock().expect("bars lock").get(step) {
+                    bar.inc(1);
+                }
+            }
+            None => {
+                let mut counts = self.counts.lock().expect("counts lock");
+                if let Some((done, total, printed)) = counts.get_mut(step) {
+                    *done += 1;
+                    if *done < *total && printed.elapsed() >= COUNT_EVERY {
+                        *printed = Instant::now();
+                        let line = format!("{step}: {done}/{total} items done");
+                        drop(counts);
+                        self.line(&line);
+                    }
+                }
+            }
+        }
+    }
+
+    fn step_finished(&self, step: &str, computed: usize, cached: usize, elapsed: Duration) {
+        let text = format!(
+            "{computed} computed, {cached} cached in {:.1}s",
+            elapsed.as_secs_f64()
+        );
+        match &self.bars {
+            Some(bars) => {
+                if let Some(bar) = bars.by_step.lock().expect("bars lock").get(step) {
+                    bar.finish_with_message(text);
+                }
+            }
+            None => self.line(&format!("{step}: done, {text}")),
+        }
+    }
+
+    /// Every few seconds, the calls made so far, their tokens and their cost.
+    fn spent(&self, step: &str, spend: &Spend) {
+        let line = {
+            let mut spent = self.spent.lock().expect("spent lock");
+            spent.0.add(spend);
+            let due = spent.1.is_none_or(|said| said.elapsed() >= SPENT_EVERY);
+            due.then(|| {
+                spent.1 = Some(Instant::now());
+                format!("{step}: model calls so far: {}", spent.0)
+            })
+        };
+        if let Some(line) = line {
+            self.line(&line);
         }
     }
 }

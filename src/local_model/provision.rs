@@ -490,6 +490,42 @@ impl Work<'_> {
             &mut commands::pip_install(python, &BUILD_TOOLS, self.pip_cache),
             PIP_TIMEOUT,
         )?;
+        let (archive, source_digest, source) = self.source(python)?;
+        let built = self.build_server(python, &source)?;
+        let part = self.scratch.join("server-part");
+        let binary = part.join("bin").join("llama-server");
+        fs::create_dir_all(part.join("bin"))
+            .map_err(io_error(format!("create {}", part.display())))?;
+        fs::rename(&built, &binary).map_err(io_error(format!(
+            "move {} to {}",
+            built.display(),
+            binary.display()
+        )))?;
+        let log = self.run(
+            "check llama-server",
+            &mut commands::server_version(&binary),
+            VERSION_TIMEOUT,
+        )?;
+        write_description(
+            &part,
+            &ServerPart {
+                layout: LAYOUT,
+                project: LLAMA_CPP_PROJECT.to_string(),
+                version: LLAMA_CPP_VERSION.to_string(),
+                source_archive: archive
+                    .file_name()
+                    .map(|name| name.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                source_digest,
+                version_output: log_tail(&log, 4),
+            },
+        )?;
+        Ok(part)
+    }
+
+    /// The llama.cpp source, downloaded and extracted in the scratch directory: the archive, its
+    /// digest, and the directory holding `CMakeLists.txt`.
+    fn source(&self, python: &Path) -> Result<(PathBuf, Digest, PathBuf), ProvisionError> {
         (self.progress)(&format!(
             "downloading the llama.cpp source ({LLAMA_CPP_PROJECT} {LLAMA_CPP_VERSION})"
         ));
@@ -529,13 +565,18 @@ impl Work<'_> {
                 what: format!("llama.cpp/CMakeLists.txt under {}", extracted.display()),
                 log,
             })?;
+        Ok((archive, source_digest, source))
+    }
+
+    /// `llama-server` configured and built from `source` in the scratch directory.
+    fn build_server(&self, python: &Path, source: &Path) -> Result<PathBuf, ProvisionError> {
         let bin = python.parent().expect("a venv's python is in its bin");
         let build = self.scratch.join("build");
         self.run(
             "configure llama.cpp",
             &mut commands::cmake_configure(
                 bin,
-                &source,
+                source,
                 &build,
                 llama_cpp_build_number(),
                 self.pip_cache,
@@ -561,35 +602,7 @@ impl Work<'_> {
                 log,
             });
         }
-        let part = self.scratch.join("server-part");
-        let binary = part.join("bin").join("llama-server");
-        fs::create_dir_all(part.join("bin"))
-            .map_err(io_error(format!("create {}", part.display())))?;
-        fs::rename(&built, &binary).map_err(io_error(format!(
-            "move {} to {}",
-            built.display(),
-            binary.display()
-        )))?;
-        let log = self.run(
-            "check llama-server",
-            &mut commands::server_version(&binary),
-            VERSION_TIMEOUT,
-        )?;
-        write_description(
-            &part,
-            &ServerPart {
-                layout: LAYOUT,
-                project: LLAMA_CPP_PROJECT.to_string(),
-                version: LLAMA_CPP_VERSION.to_string(),
-                source_archive: archive
-                    .file_name()
-                    .map(|name| name.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
-                source_digest,
-                version_output: log_tail(&log, 4),
-            },
-        )?;
-        Ok(part)
+        Ok(built)
     }
 }
 

@@ -169,49 +169,8 @@ pub fn judge_commit(
     let at_parent = Stage::new(settings, environment, slot)
         .run(&nodes, 0..runs, settled_at_parent)
         .map_err(runner_error)?;
-    let kept: Vec<String> = nodes
-        .iter()
-        .filter(|node| {
-            at_parent
-                .records(node)
-                .iter()
-                .all(|run| run.outcome == Outcome::Passed)
-                && at_parent.records(node).len() == runs as usize
-        })
-        .cloned()
-        .collect();
-
-    let mut judgements = BTreeMap::new();
-    for claim in under_test.claims {
-        let parent_runs = at_parent.records(&claim.node);
-        if kept.contains(&claim.node) {
-            continue;
-        }
-        let passed = count(&parent_runs, Outcome::Passed);
-        let unknown = count(&parent_runs, Outcome::Unknown);
-        let (cause, reason) = if unknown > 0 {
-            (
-                Cause::UnknownAtParent,
-                format!(
-                    "no verdict at the parent (after {} of {runs} runs): {}",
-                    parent_runs.len(),
-                    details(&parent_runs, Outcome::Unknown)
-                ),
-            )
-        } else {
-            (
-                Cause::NotPassingAtParent,
-                format!(
-                    "did not pass {runs} of {runs} runs at the parent: {passed} passed, then it failed ({})",
-                    details(&parent_runs, Outcome::Failed)
-                ),
-            )
-        };
-        judgements.insert(
-            claim.id.clone(),
-            discarded(claim, cause, reason, parent_runs, Vec::new()),
-        );
-    }
+    let kept = passed_every_run(&nodes, &at_parent, runs);
+    let mut judgements = discarded_at_parent(under_test.claims, &at_parent, &kept, runs);
     if kept.is_empty() {
         return Ok(ordered(under_test.claims, judgements));
     }
@@ -220,33 +179,13 @@ pub fn judge_commit(
     let touched = touched_test_files(repository, parent, commit, &settings.test_files)
         .map_err(worktree_error)?;
     check_out(slot, repository, commit).map_err(worktree_error)?;
-    let mut own_files: BTreeSet<String> =
-        nodes.iter().map(|node| file_of(node).to_string()).collect();
-    let nose = crate::python::runs_under_nose(slot.worktree.dir());
-    own_files.extend(
-        under_test
-            .test_files
-            .iter()
-            .chain(&touched)
-            .filter(|file| is_test_module(file, nose))
-            .cloned(),
+    let (own_files, deleted) = child_test_files(
+        under_test,
+        &touched,
+        &nodes,
+        &at_parent,
+        slot.worktree.dir(),
     );
-    // A file that did not collect at the parent fails at the child for the same old reason.
-    let own_files: Vec<String> = own_files
-        .into_iter()
-        .filter(|file| !at_parent.broken_files.contains_key(file))
-        .collect();
-    // Test modules the commit deleted: a test it moved to another file (and class) is found
-    // there at the parent by its name.
-    let deleted: Vec<String> = under_test
-        .test_files
-        .iter()
-        .chain(&touched)
-        .filter(|file| is_test_module(file, true) && !slot.worktree.dir().join(file).is_file())
-        .cloned()
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
     let gate = ChildGate {
         deleted: &deleted,
         settings,
@@ -284,18 +223,110 @@ pub fn judge_commit(
         .run(&kept, 0..runs, settled_at_child)
         .map_err(runner_error)?;
     for claim in under_test.claims {
-        if !kept.contains(&claim.node) {
-            continue;
+        if kept.contains(&claim.node) {
+            let judgement = label_at_child(settings, claim, &at_parent, &at_child);
+            judgements.insert(claim.id.clone(), judgement);
         }
-        let parent_runs = at_parent.records(&claim.node);
-        let child_runs = at_child.records(&claim.node);
-        let judgement = match at_child.broken_files.get(file_of(&claim.node)) {
-            Some(error) => import_error(settings, claim, error, parent_runs, child_runs),
-            None => label(claim, runs, parent_runs, child_runs),
-        };
-        judgements.insert(claim.id.clone(), judgement);
     }
     Ok(ordered(under_test.claims, judgements))
+}
+
+/// The nodes that passed every one of the `runs` runs at the parent: the claims kept.
+fn passed_every_run(nodes: &[String], at_parent: &StageResult, runs: u32) -> Vec<String> {
+    nodes
+        .iter()
+        .filter(|node| {
+            let records = at_parent.records(node);
+            records.iter().all(|run| run.outcome == Outcome::Passed)
+                && records.len() == runs as usize
+        })
+        .cloned()
+        .collect()
+}
+
+/// The claims not `kept` at the parent, discarded with what they did there: no verdict, or
+/// not passing every run.
+fn discarded_at_parent(
+    claims: &[ClaimRecord],
+    at_parent: &StageResult,
+    kept: &[String],
+    runs: u32,
+) -> BTreeMap<String, Judgement> {
+    let mut judgements = BTreeMap::new();
+    for claim in claims.iter().filter(|claim| !kept.contains(&claim.node)) {
+        let parent_runs = at_parent.records(&claim.node);
+        let passed = count(&parent_runs, Outcome::Passed);
+        let unknown = count(&parent_runs, Outcome::Unknown);
+        let (cause, reason) = if unknown > 0 {
+            (
+                Cause::UnknownAtParent,
+                format!(
+                    "no verdict at the parent (after {} of {runs} runs): {}",
+                    parent_runs.len(),
+                    details(&parent_runs, Outcome::Unknown)
+                ),
+            )
+        } else {
+            (
+                Cause::NotPassingAtParent,
+                format!(
+                    "did not pass {runs} of {runs} runs at the parent: {passed} passed, then it failed ({})",
+                    details(&parent_runs, Outcome::Failed)
+                ),
+            )
+        };
+        judgements.insert(
+            claim.id.clone(),
+            discarded(claim, cause, reason, parent_runs, Vec::new()),
+        );
+    }
+    judgements
+}
+
+/// The child's own test files (the claims' files and the test modules the commit touched,
+/// without those that did not collect at the parent either: they fail at the child for the
+/// same old reason), and the test modules the commit deleted (a test it moved to another file
+/// and class is found there at the parent by its name). The slot holds the child.
+fn child_test_files(
+    under_test: &CommitUnderTest,
+    touched: &[String],
+    nodes: &[String],
+    at_parent: &StageResult,
+    worktree: &std::path::Path,
+) -> (Vec<String>, Vec<String>) {
+    let nose = crate::python::runs_under_nose(worktree);
+    let declared_and_touched = || under_test.test_files.iter().chain(touched);
+    let own: BTreeSet<String> = nodes
+        .iter()
+        .map(|node| file_of(node).to_string())
+        .chain(
+            declared_and_touched()
+                .filter(|file| is_test_module(file, nose))
+                .cloned(),
+        )
+        .filter(|file| !at_parent.broken_files.contains_key(file))
+        .collect();
+    let deleted: BTreeSet<String> = declared_and_touched()
+        .filter(|file| is_test_module(file, true) && !worktree.join(file).is_file())
+        .cloned()
+        .collect();
+    (own.into_iter().collect(), deleted.into_iter().collect())
+}
+
+/// The label of a kept claim from its runs at the child: an import error when its file no
+/// longer collects there, else by its N runs.
+fn label_at_child(
+    settings: &Settings,
+    claim: &ClaimRecord,
+    at_parent: &StageResult,
+    at_child: &StageResult,
+) -> Judgement {
+    let parent_runs = at_parent.records(&claim.node);
+    let child_runs = at_child.records(&claim.node);
+    match at_child.broken_files.get(file_of(&claim.node)) {
+        Some(error) => import_error(settings, claim, error, parent_runs, child_runs),
+        None => label(claim, settings.runs, parent_runs, child_runs),
+    }
 }
 
 /// Failures of the child gate's machinery (never test outcomes).
