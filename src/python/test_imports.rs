@@ -28,16 +28,8 @@ const MAX_FILES: usize = 2000;
 /// function needs it as much). Relative imports name nothing installable.
 pub fn test_imports(worktree: &Path) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
-    let files = super::importers::python_files(worktree);
-    for file in files
-        .iter()
-        .filter(|file| is_test_file(file))
-        .take(MAX_FILES)
-    {
-        let Ok(text) = std::fs::read_to_string(worktree.join(file)) else {
-            continue;
-        };
-        match ParsedModule::parse(file, &text) {
+    for (file, text) in test_sources(worktree) {
+        match ParsedModule::parse(&file, &text) {
             Ok(module) => names.extend(module.imports().iter().filter_map(top_level_name)),
             // Python 2 source: its import statements read the same line by line.
             Err(_) => names.extend(text.lines().filter_map(import_line_name)),
@@ -52,16 +44,8 @@ pub fn test_imports(worktree: &Path) -> BTreeSet<String> {
 /// everything). A Python 2 source that does not parse is read for `importorskip` calls alone.
 pub fn optional_test_imports(worktree: &Path) -> BTreeMap<String, String> {
     let mut found = BTreeMap::new();
-    let files = super::importers::python_files(worktree);
-    for file in files
-        .iter()
-        .filter(|file| is_test_file(file))
-        .take(MAX_FILES)
-    {
-        let Ok(text) = std::fs::read_to_string(worktree.join(file)) else {
-            continue;
-        };
-        let names = match ast::Suite::parse(&text, file) {
+    for (file, text) in test_sources(worktree) {
+        let names = match ast::Suite::parse(&text, &file) {
             Ok(suite) => {
                 let mut collector = OptionalImports::default();
                 for statement in suite {
@@ -76,6 +60,19 @@ pub fn optional_test_imports(worktree: &Path) -> BTreeMap<String, String> {
         }
     }
     found
+}
+
+/// The test files of `worktree` (in path order, at most [`MAX_FILES`]) that read as text, with
+/// their text.
+fn test_sources(worktree: &Path) -> impl Iterator<Item = (String, String)> + '_ {
+    super::importers::python_files(worktree)
+        .into_iter()
+        .filter(|file| is_test_file(file))
+        .take(MAX_FILES)
+        .filter_map(|file| {
+            let text = std::fs::read_to_string(worktree.join(&file)).ok()?;
+            Some((file, text))
+        })
 }
 
 /// Walks a module for optional imports (see [`optional_test_imports`]).

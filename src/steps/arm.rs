@@ -13,6 +13,7 @@
 //! paired commit's diff (the shuffled-diff null, a control of the same arm without the shuffle);
 //! with a `paraphrase` step, the claims it kept, as rewritten.
 
+use super::repositories;
 use std::collections::{BTreeMap, BTreeSet};
 
 use schemars::JsonSchema;
@@ -284,31 +285,16 @@ impl Arm {
                 error,
             )
         };
-        let spec = ctx.pipeline.repo(&claim.repo).ok_or_else(|| {
-            StepError::Invariant(format!(
-                "step `{}`: claim {} names repository `{}`, which the pipeline does not declare",
-                ctx.step.name, claim.id, claim.repo
-            ))
-        })?;
-        let repository = crate::mining::repository::locate(spec, ctx.workdir)
-            .and_then(|prepared| prepared.open())
-            .map_err(|error| failed(error.into()))?;
+        let (_, repository) =
+            repositories::open(ctx, &claim.repo, &format!("claim {}", claim.id), failed)?;
         let change = Change::load_with(&repository, &claim.parent, &claim.commit, &rules)
             .map_err(|error| failed(error.into()))?;
         let Some(shown) = Shown::from_item(ctx, item)? else {
             return predict(claim, &change).map_err(|error| failed(error.into()));
         };
         // The shuffled-diff null: the claim read in its own trees, another commit's diff shown.
-        let spec = ctx.pipeline.repo(&shown.commit.repo).ok_or_else(|| {
-            StepError::Invariant(format!(
-                "step `{}`: claim {} is paired with repository `{}`, which the pipeline does not \
-                 declare",
-                ctx.step.name, claim.id, shown.commit.repo
-            ))
-        })?;
-        let other = crate::mining::repository::locate(spec, ctx.workdir)
-            .and_then(|prepared| prepared.open())
-            .map_err(|error| failed(error.into()))?;
+        let paired = format!("the commit paired with claim {}", claim.id);
+        let (_, other) = repositories::open(ctx, &shown.commit.repo, &paired, failed)?;
         let other_rules = shown.settings.rules();
         let other_change = Change::load_with(
             &other,
@@ -343,15 +329,8 @@ impl Arm {
         let Some(first) = claims.first() else {
             return Ok(ItemOutput::default());
         };
-        let spec = ctx.pipeline.repo(&first.repo).ok_or_else(|| {
-            StepError::Invariant(format!(
-                "step `{}`: claim {} names repository `{}`, which the pipeline does not declare",
-                ctx.step.name, first.id, first.repo
-            ))
-        })?;
-        let repository = crate::mining::repository::locate(spec, ctx.workdir)
-            .and_then(|prepared| prepared.open())
-            .map_err(|error| failed(error.into()))?;
+        let (spec, repository) =
+            repositories::open(ctx, &first.repo, &format!("claim {}", first.id), failed)?;
         let test_files: BTreeSet<String> = claims.iter().map(Claim::test_file).collect();
         let scratch = ctx.scratch(&Digest::of(item.id.as_bytes()).short())?;
         let settings = RepositorySettings::from_item(ctx, item)?;

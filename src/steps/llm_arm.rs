@@ -256,19 +256,10 @@ impl Opened {
             )
         };
         if !self.repositories.contains_key(&claim.repo) {
-            let spec = ctx.pipeline.repo(&claim.repo).ok_or_else(|| {
-                StepError::Invariant(format!(
-                    "step `{}`: commit {} names repository `{}`, which the pipeline does not declare",
-                    ctx.step.name,
-                    claim.name(),
-                    claim.repo
-                ))
-            })?;
+            let commit = format!("commit {}", claim.name());
+            let (spec, repository) = super::repositories::open(ctx, &claim.repo, &commit, failed)?;
             let rules =
                 TestFileRules::for_repository(spec, &[]).map_err(|error| failed(error.into()))?;
-            let repository = crate::mining::repository::locate(spec, ctx.workdir)
-                .and_then(|prepared| prepared.open())
-                .map_err(|error| failed(error.into()))?;
             self.repositories
                 .insert(claim.repo.clone(), (repository, Arc::new(rules)));
         }

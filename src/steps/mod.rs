@@ -21,6 +21,7 @@ mod rank_commits;
 mod rename_class;
 mod report;
 mod report_page;
+mod repositories;
 pub mod scored;
 pub mod selection;
 mod shuffle;

@@ -366,15 +366,8 @@ impl<'a> ParentCheckout<'a> {
     /// Checks out the child of `claim` to read what it declares, then its parent to run at.
     fn of(ctx: &'a StepContext, item: &ItemPlan, claim: &ClaimRecord) -> Result<Self, StepError> {
         let failed = item_failure(ctx, item);
-        let spec = ctx.pipeline.repo(&claim.repo).ok_or_else(|| {
-            StepError::Invariant(format!(
-                "step `{}`: claim {} names repository `{}`, which the pipeline does not declare",
-                ctx.step.name, claim.id, claim.repo
-            ))
-        })?;
-        let repository = crate::mining::repository::locate(spec, ctx.workdir)
-            .and_then(|prepared| prepared.open())
-            .map_err(|error| failed(error.into()))?;
+        let (spec, repository) =
+            super::repositories::open(ctx, &claim.repo, &format!("claim {}", claim.id), &failed)?;
         let oid = |text: &str| git2::Oid::from_str(text).map_err(|error| failed(error.into()));
         let scratch = ctx.scratch(&Digest::of(item.id.as_bytes()).short())?;
         let mut worktree = Worktree::new(scratch.join("worktree"));
