@@ -267,19 +267,14 @@ impl TestmonRequest<'_> {
         remove_file(&report_path)?;
         let log = self.scratch.join(format!("{label}.log"));
         let private = self.scratch.join("private");
-        let launch = PytestLaunch::new(environment, worktree, &private)
+        let mut launch = PytestLaunch::new(environment, worktree, &private)
             .plugin_dir(self.scratch.join("probe"));
-        let mut arguments: Vec<OsString> = Vec::new();
         if release.reads_last_failed() {
-            // The launcher disables pytest's cache provider; testmon from 1.0 on reads its `--lf`
-            // option, so it is re-enabled with its directory outside the worktree.
-            arguments.extend([
-                "-p".into(),
-                "cacheprovider".into(),
-                "-o".into(),
-                format!("cache_dir={}", self.scratch.join("pytest-cache").display()).into(),
-            ]);
+            // testmon from 1.0 on reads the cache provider's `--lf` option: the provider stays
+            // on, its directory outside the worktree.
+            launch = launch.cache_dir(self.scratch.join("pytest-cache"));
         }
+        let mut arguments: Vec<OsString> = Vec::new();
         arguments.extend([
             "-p".into(),
             "claimflow_testmon_probe".into(),

@@ -24,6 +24,9 @@ pub struct PytestLaunch<'a> {
     hash_seed: u32,
     /// Directories holding plugins loaded with `-p` (after the worktree and the environment).
     plugin_dirs: Vec<PathBuf>,
+    /// Where pytest's cache provider keeps its files, for a plugin that needs it; None (the
+    /// default) turns the provider off.
+    cache_dir: Option<PathBuf>,
 }
 
 impl<'a> PytestLaunch<'a> {
@@ -35,12 +38,22 @@ impl<'a> PytestLaunch<'a> {
             private,
             hash_seed: 0,
             plugin_dirs: Vec::new(),
+            cache_dir: None,
         }
     }
 
     /// Sets `PYTHONHASHSEED` (the oracle derives it from the run index).
     pub fn hash_seed(mut self, seed: u32) -> Self {
         self.hash_seed = seed;
+        self
+    }
+
+    /// Leaves pytest's cache provider on, its files in `directory` (outside the worktree), for a
+    /// plugin that reads its options. Turning it off and on again with `-p cacheprovider` warns
+    /// that the module was imported before it could be rewritten, which a suite that turns
+    /// warnings into errors fails on.
+    pub fn cache_dir(mut self, directory: impl Into<PathBuf>) -> Self {
+        self.cache_dir = Some(directory.into());
         self
     }
 
@@ -129,12 +142,14 @@ impl<'a> PytestLaunch<'a> {
     /// writes into the worktree, no `addopts` (coverage gates, `-x`, `-n auto`), no random order, no
     /// parallel workers.
     fn neutralizing_options(&self) -> Vec<String> {
-        let mut options = vec![
-            "-p".to_string(),
-            "no:cacheprovider".to_string(),
-            "-o".to_string(),
-            "addopts=".to_string(),
-        ];
+        let mut options = match &self.cache_dir {
+            None => vec!["-p".to_string(), "no:cacheprovider".to_string()],
+            Some(directory) => vec![
+                "-o".to_string(),
+                format!("cache_dir={}", directory.display()),
+            ],
+        };
+        options.extend(["-o".to_string(), "addopts=".to_string()]);
         for (distribution, plugin) in [("pytest-randomly", "randomly"), ("pytest-xdist", "xdist")] {
             if self.environment.has_distribution(distribution) {
                 options.push("-p".to_string());
@@ -329,6 +344,21 @@ mod tests {
             ]
         );
         assert_eq!(arguments.last().unwrap(), "tests/test_a.py");
+        // A plugin that needs the cache provider keeps it on, once, with its files elsewhere.
+        let cached = PytestLaunch::new(&environment, &worktree, &private)
+            .cache_dir("/scratch/pytest-cache")
+            .command(&[])
+            .unwrap();
+        let cached: Vec<String> = cached
+            .get_args()
+            .map(|argument| argument.to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            !cached
+                .iter()
+                .any(|argument| argument.contains("cacheprovider"))
+        );
+        assert!(cached.contains(&"cache_dir=/scratch/pytest-cache".to_string()));
         let config = arguments
             .iter()
             .position(|argument| argument == "-c")

@@ -23,8 +23,10 @@ pub struct TestmonRelease {
 
 /// The releases chosen from, newest first (metadata of the published distributions).
 pub const RELEASES: [TestmonRelease; 5] = [
-    release("2.2.0", Some(">=3.10"), ">=5,<10"),
-    release("2.1.4", Some(">=3.8"), ">=5,<9"),
+    // 2.1 and 2.2 declare pytest >= 5, but their hooks take `collection_path`, which pytest has
+    // from 7.0 on: under pytest 5.4 (tabulate d280152dd3) pytest stops with an INTERNALERROR.
+    release("2.2.0", Some(">=3.10"), ">=7,<10"),
+    release("2.1.4", Some(">=3.8"), ">=7,<9"),
     release("2.0.15", Some(">=3.7"), ">=5,<8"),
     release("1.3.3", Some(">=3.6"), ">=5,<8"),
     // The last release for Python 2 and for pytest before 5; its sdist declares no Python.
@@ -156,6 +158,9 @@ mod tests {
         assert_eq!(testmon("3.6.15", "7.0.1"), Ok("1.3.3"));
         assert_eq!(testmon("3.7.16", "7.4.4"), Ok("2.0.15"));
         assert_eq!(testmon("3.8.18", "7.4.4"), Ok("2.1.4"));
+        // 2.1 on needs pytest 7's `collection_path`: tabulate's 3.8 / pytest 5.4 gets 2.0.
+        assert_eq!(testmon("3.8.18", "5.4.3"), Ok("2.0.15"));
+        assert_eq!(testmon("3.10.13", "6.2.5"), Ok("2.0.15"));
         assert_eq!(testmon("3.9.18", "8.3.4"), Ok("2.1.4"));
         assert_eq!(testmon("3.10.13", "8.3.4"), Ok("2.2.0"));
         assert_eq!(testmon("3.13.0", "8.3.4"), Ok("2.2.0"));
@@ -209,7 +214,7 @@ mod tests {
                 .requires_python
                 .map(|text| SpecifierSet::parse(text).unwrap());
         }
-        assert!(fingerprint().starts_with("2.2.0:>=3.10:>=5,<10;"));
+        assert!(fingerprint().starts_with("2.2.0:>=3.10:>=7,<10;"));
     }
 
     #[test]
