@@ -40,7 +40,7 @@ use super::worktree::{Worktree, WorktreeError, touched_test_files};
 
 mod gate;
 use crate::mining::TestFileRules;
-use crate::python::Environment;
+use crate::python::{DroppedRequirement, Environment};
 use crate::records::{ClaimRecord, Label, Outcome, RunRecord, TruthRecord};
 
 /// Failures that stop the oracle for a commit (not test outcomes: those are verdicts).
@@ -170,7 +170,8 @@ pub fn judge_commit(
         .run(&nodes, 0..runs, settled_at_parent)
         .map_err(runner_error)?;
     let kept = passed_every_run(&nodes, &at_parent, runs);
-    let mut judgements = discarded_at_parent(under_test.claims, &at_parent, &kept, runs);
+    let left_out = left_out_note(&environment.dropped);
+    let mut judgements = discarded_at_parent(under_test.claims, &at_parent, &kept, runs, &left_out);
     if kept.is_empty() {
         return Ok(ordered(under_test.claims, judgements));
     }
@@ -244,13 +245,15 @@ fn passed_every_run(nodes: &[String], at_parent: &StageResult, runs: u32) -> Vec
         .collect()
 }
 
-/// The claims not `kept` at the parent, discarded with what they did there: no verdict, or
-/// not passing every run.
+/// The claims not `kept` at the parent, discarded with what they did there: no verdict (with
+/// `left_out`, what the environment could not install that the tests import only if they can),
+/// or not passing every run.
 fn discarded_at_parent(
     claims: &[ClaimRecord],
     at_parent: &StageResult,
     kept: &[String],
     runs: u32,
+    left_out: &str,
 ) -> BTreeMap<String, Judgement> {
     let mut judgements = BTreeMap::new();
     for claim in claims.iter().filter(|claim| !kept.contains(&claim.node)) {
@@ -261,7 +264,7 @@ fn discarded_at_parent(
             (
                 Cause::UnknownAtParent,
                 format!(
-                    "no verdict at the parent (after {} of {runs} runs): {}",
+                    "no verdict at the parent (after {} of {runs} runs): {}{left_out}",
                     parent_runs.len(),
                     details(&parent_runs, Outcome::Unknown)
                 ),
@@ -281,6 +284,24 @@ fn discarded_at_parent(
         );
     }
     judgements
+}
+
+/// `"; the environment could not install the optional numpy, pandas"` when it left out optional
+/// requirements (a test that imports one only if it can skips itself without it), else nothing.
+fn left_out_note(dropped: &[DroppedRequirement]) -> String {
+    let optional: Vec<&str> = dropped
+        .iter()
+        .filter(|requirement| requirement.source.starts_with("optional:"))
+        .map(|requirement| requirement.spec.as_str())
+        .collect();
+    if optional.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; the environment could not install the optional {}",
+            optional.join(", ")
+        )
+    }
 }
 
 /// The child's own test files (the claims' files and the test modules the commit touched,
@@ -838,4 +859,33 @@ fn settled_at_child(verdicts: &[Verdict]) -> bool {
         .iter()
         .any(|verdict| matches!(verdict, Verdict::Failed(_)));
     unknown || (passed && failed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dropped(spec: &str, source: &str) -> DroppedRequirement {
+        DroppedRequirement {
+            spec: spec.into(),
+            source: source.into(),
+            reason: "no matching distribution".into(),
+        }
+    }
+
+    #[test]
+    fn a_discard_names_the_optional_requirements_the_environment_left_out() {
+        assert_eq!(left_out_note(&[]), "");
+        // A declared requirement left out is the environment's description's business, not a
+        // reason a test skipped.
+        assert_eq!(left_out_note(&[dropped("blist", "setup.py")]), "");
+        assert_eq!(
+            left_out_note(&[
+                dropped("numpy", "optional: tox.ini [testenv:py38-extra]"),
+                dropped("blist", "setup.py"),
+                dropped("pandas", "optional: setup.py extras"),
+            ]),
+            "; the environment could not install the optional numpy, pandas"
+        );
+    }
 }
