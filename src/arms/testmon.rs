@@ -275,6 +275,7 @@ impl TestmonRequest<'_> {
             launch = launch.cache_dir(self.scratch.join("pytest-cache"));
         }
         let mut arguments: Vec<OsString> = Vec::new();
+        arguments.extend(release.plugin_options().map(OsString::from));
         arguments.extend([
             "-p".into(),
             "claimflow_testmon_probe".into(),

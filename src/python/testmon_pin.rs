@@ -80,7 +80,26 @@ impl TestmonRelease {
     pub fn reads_last_failed(&self) -> bool {
         !self.version.starts_with("0.")
     }
+
+    /// The pytest options that load this release's plugin by its module, with its `pytest11`
+    /// entry point blocked. Loaded through the entry point, the plugin's requirements are checked
+    /// first where pluggy reads entry points with `pkg_resources` (pytest before 3.7 on Python
+    /// 2): a project that is itself one of pytest's requirements (more-itertools, which pytest 3.5
+    /// wants at `>=4.0.0`) is registered in its checkout under its own, older version, and the
+    /// check refuses to load testmon (`VersionConflict`). The entry point is named `testmon` up
+    /// to 1.x and `pytest-testmon` from 2.0; the module is the same.
+    pub fn plugin_options(&self) -> [&'static str; 4] {
+        let entry_point = if self.version.starts_with("0.") || self.version.starts_with("1.") {
+            "no:testmon"
+        } else {
+            "no:pytest-testmon"
+        };
+        ["-p", entry_point, "-p", PLUGIN_MODULE]
+    }
 }
+
+/// The module every release's `pytest11` entry point names.
+const PLUGIN_MODULE: &str = "testmon.pytest_testmon";
 
 /// The newest release that runs under `interpreter` beside `pytest` (an installed version, `3.5.1`).
 pub fn testmon_for(
@@ -199,6 +218,26 @@ mod tests {
         assert!(needs("1.3.3"));
         assert!(needs("2.2.0"));
         assert_eq!(RELEASES[4].requirement(), "pytest-testmon==0.9.19");
+    }
+
+    #[test]
+    fn the_plugin_is_loaded_by_module_with_the_releases_own_entry_point_blocked() {
+        let options = |version: &str| {
+            RELEASES
+                .iter()
+                .find(|release| release.version == version)
+                .unwrap()
+                .plugin_options()
+        };
+        // Entry point names as the distributions publish them (entry_points.txt, setup.cfg).
+        assert_eq!(
+            options("0.9.19"),
+            ["-p", "no:testmon", "-p", "testmon.pytest_testmon"]
+        );
+        assert_eq!(options("1.3.3")[1], "no:testmon");
+        for version in ["2.0.15", "2.1.4", "2.2.0"] {
+            assert_eq!(options(version)[1], "no:pytest-testmon", "{version}");
+        }
     }
 
     #[test]

@@ -81,8 +81,9 @@ impl ArmName {
             ArmName::A0 | ArmName::A1 => 1,
             ArmName::FileAnchoring | ArmName::SymbolAnchoring => 1,
             // 2: testmon runs under the interpreter and pytest the claims were mined under, with
-            // the newest release that supports them.
-            ArmName::Testmon => 2,
+            // the newest release that supports them. 3: its plugin is loaded by module, so a
+            // project that pytest itself requires (at a newer version) no longer stops it.
+            ArmName::Testmon => 3,
         }
     }
 }

@@ -575,22 +575,38 @@ fn testmon_predictions(pipeline: &Pipeline) -> Vec<serde_json::Value> {
 /// they were mined under 2.7.18 with pytest 3.5.1: testmon 0.9.19 judges them there.
 #[test]
 fn testmon_runs_under_the_interpreter_and_pytest_the_claims_were_mined_under() {
+    testmon_judges_a_python_2_calc(&[]);
+}
+
+/// A project that is itself a dependency of the test tooling (more-itertools, which pytest 3.5
+/// requires at `>=4.0.0`) is registered in its checkout under its own older version. testmon must
+/// still start: its plugin is loaded by module, not through the `pytest11` entry point whose
+/// requirements `pkg_resources` checks (and refuses with `VersionConflict`).
+#[test]
+fn testmon_starts_when_the_project_is_a_dependency_of_pytest_at_an_older_version() {
+    testmon_judges_a_python_2_calc(&[(
+        "setup.py",
+        "from setuptools import setup\n\
+         setup(name='more-itertools', version='3.2.0', packages=['demo'], \
+         package_dir={'': 'src'})\n",
+    )]);
+}
+
+/// A Python 2 calculator whose child swaps a multiplication's operands, with `extra` files in the
+/// parent: testmon 0.9.19 under Python 2.7 and pytest 3.5.1 selects the two tests that multiply.
+fn testmon_judges_a_python_2_calc(extra: &[(&str, &str)]) {
     let python_2_calc = CALC.replace(
         "    return a + b",
         "    try:\n        return a + b\n    except TypeError, error:\n        raise error",
     );
+    let mut files = vec![
+        ("src/demo/__init__.py", Some("")),
+        ("src/demo/calc.py", Some(python_2_calc.as_str())),
+        ("tests/test_calc.py", Some(TEST_CALC)),
+    ];
+    files.extend(extra.iter().map(|(path, content)| (*path, Some(*content))));
     let mut repository = FixtureRepo::new();
-    let parent = repository
-        .commit(
-            "parent",
-            &[
-                ("src/demo/__init__.py", Some("")),
-                ("src/demo/calc.py", Some(&python_2_calc)),
-                ("tests/test_calc.py", Some(TEST_CALC)),
-            ],
-        )
-        .head()
-        .to_string();
+    let parent = repository.commit("parent", &files).head().to_string();
     let child = repository
         .commit(
             "calc: multiply the other way round",
