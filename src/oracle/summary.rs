@@ -92,6 +92,40 @@ impl OracleSummary {
 }
 
 impl OracleSummary {
+    /// One line for the run's output: the labels, the discards by cause, and the claims without
+    /// a verdict by why their run gave none (the counts of `oracle_summary.json`).
+    pub fn labels_note(&self) -> String {
+        let count = |label: &str| self.labels.get(label).copied().unwrap_or(0);
+        let listed = |counts: &BTreeMap<String, usize>| {
+            counts
+                .iter()
+                .map(|(name, count)| format!("{name} {count}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut note = format!(
+            "{} at {}: {} flipped, {} held, {} discarded ({:.1}%",
+            counted(self.claims, "claim"),
+            counted(self.commits, "commit"),
+            count("flipped"),
+            count("held"),
+            count("discarded"),
+            100.0 * self.discard_rate
+        );
+        if !self.causes.is_empty() {
+            note.push_str(&format!(": {}", listed(&self.causes)));
+        }
+        note.push(')');
+        let unknown: usize = self.unknown_causes.values().sum();
+        if unknown > 0 {
+            note.push_str(&format!(
+                "; {unknown} without a verdict, by cause: {}",
+                listed(&self.unknown_causes)
+            ));
+        }
+        note
+    }
+
     /// A warning when most of the claims without a verdict timed out: their tests hung under
     /// the time limit (a run starved of CPU fails its item instead), which a reader should look
     /// at before trusting the discard rate.
@@ -105,6 +139,15 @@ impl OracleSummary {
                  `timeout:` if they are merely slow"
             )
         })
+    }
+}
+
+/// `1 claim`, `2 claims`.
+fn counted(count: usize, noun: &str) -> String {
+    if count == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{count} {noun}s")
     }
 }
 
@@ -173,6 +216,30 @@ mod tests {
         );
         let note = summary.timeout_note().expect("most unknowns are timeouts");
         assert!(note.contains("2 of the 3 claims"), "{note}");
+        assert_eq!(
+            summary.labels_note(),
+            "3 claims at 1 commit: 0 flipped, 0 held, 3 discarded (100.0%: unknown_at_child 2, \
+             unknown_at_parent 1); 3 without a verdict, by cause: crash 1, timeout 2"
+        );
+    }
+
+    #[test]
+    fn the_run_is_told_the_labels_even_when_every_claim_has_one() {
+        let held = Judgement {
+            truth: TruthRecord {
+                claim: "a".to_string(),
+                label: Label::Held,
+                reason: None,
+                parent_runs: Vec::new(),
+                child_runs: Vec::new(),
+            },
+            cause: None,
+        };
+        let summary = OracleSummary::new(3, &[("demo@c1".to_string(), vec![held])]);
+        assert_eq!(
+            summary.labels_note(),
+            "1 claim at 1 commit: 0 flipped, 1 held, 0 discarded (0.0%)"
+        );
     }
 
     #[test]

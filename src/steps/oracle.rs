@@ -513,7 +513,9 @@ impl StepKind for OracleStep {
         // 8: a run that outlives its limit starved of CPU is tried again and, starved every time,
         // fails the item instead of leaving its claims unknown; runs after a suite's first are
         // limited to five times its duration (at least 30 s), so a hang is a timeout sooner.
-        8
+        // 9: a child's test failing on a name its own file never defines (a `NameError` raised
+        // in the test file) does not make the child broken.
+        9
     }
 
     fn about(&self) -> &'static str {
@@ -760,6 +762,7 @@ impl StepKind for OracleStep {
             .flat_map(|(_, judgements)| judgements.iter().map(truth_line));
         ctx.write_jsonl(&ctx.own_result("truth.jsonl"), lines)?;
         let summary = OracleSummary::new(params.runs, &commits);
+        ctx.note(&summary.labels_note());
         if let Some(note) = summary.timeout_note() {
             ctx.note(&note);
         }
