@@ -23,6 +23,9 @@ pub enum FailureKind {
     Assertion,
     /// Another exception in the test's call, by class name.
     Exception(String),
+    /// A `NameError` (or subclass) raised by the test's own module code, which imports nothing
+    /// with `*`: the test used a name its file never defines. It fails whatever the library does.
+    UndefinedNameInTest(String),
     /// An exception while setting the test up (a fixture failed), by class name.
     SetupError(String),
     /// An exception while tearing the test down, by class name.
@@ -65,6 +68,9 @@ impl fmt::Display for FailureKind {
         match self {
             FailureKind::Assertion => write!(f, "assertion"),
             FailureKind::Exception(class) => write!(f, "{class}"),
+            FailureKind::UndefinedNameInTest(class) => {
+                write!(f, "{class} in the test file's own code")
+            }
             FailureKind::SetupError(class) => write!(f, "setup error: {class}"),
             FailureKind::TeardownError(class) => write!(f, "teardown error: {class}"),
             FailureKind::SubTests { failure, subtests } => {
@@ -195,6 +201,8 @@ struct Record {
     #[serde(default)]
     assertion: bool,
     #[serde(default)]
+    undefined_name_in_test_file: bool,
+    #[serde(default)]
     longrepr: Option<String>,
     /// The sub-test a record is about (or, without sub-test reports, the sub-test a failure left).
     #[serde(default)]
@@ -287,6 +295,8 @@ fn test_verdict(records: &[Record]) -> Verdict {
     if let Some(first) = failed.first() {
         let failure = if first.assertion {
             FailureKind::Assertion
+        } else if first.undefined_name_in_test_file {
+            FailureKind::UndefinedNameInTest(class(first))
         } else {
             FailureKind::Exception(class(first))
         };
@@ -413,6 +423,35 @@ mod tests {
             verdict_of(&batch, SELECTED[2]),
             Verdict::Failed(FailureKind::Exception("AttributeError".into()))
         );
+    }
+
+    #[test]
+    fn a_name_error_of_the_test_files_own_code_is_told_apart() {
+        let mut text = String::from("{\"event\":\"start\"}\n");
+        text.push_str(&test_lines(
+            SELECTED[0],
+            "\"outcome\":\"failed\",\"exception\":\"NameError\",\"assertion\":false,\
+             \"undefined_name_in_test_file\":true",
+        ));
+        text.push_str(&test_lines(
+            SELECTED[1],
+            "\"outcome\":\"failed\",\"exception\":\"NameError\",\"assertion\":false",
+        ));
+        text.push_str("{\"event\":\"finish\",\"exitstatus\":1}\n");
+        let batch = classify(&selected(), &process::Outcome::Exited(1), &text);
+        let own = verdict_of(&batch, SELECTED[0]);
+        assert_eq!(
+            own,
+            Verdict::Failed(FailureKind::UndefinedNameInTest("NameError".into()))
+        );
+        assert_eq!(
+            verdict_of(&batch, SELECTED[1]),
+            Verdict::Failed(FailureKind::Exception("NameError".into()))
+        );
+        let Verdict::Failed(kind) = own else {
+            unreachable!()
+        };
+        assert_eq!(kind.to_string(), "NameError in the test file's own code");
     }
 
     #[test]

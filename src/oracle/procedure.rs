@@ -11,7 +11,11 @@
 //!    test function whose body moved under a new name, are followed; see [`super::lineage`]; a
 //!    test not found so is looked up by name in the test files the commit deleted). The
 //!    child's own failures mean the child is broken and excluded, because its "flips" would be
-//!    artefacts; a failure already there comes from the environment or the suite.
+//!    artefacts; a failure already there comes from the environment or the suite. A test that
+//!    fails on a name its own file never defines (a `NameError` raised in the test file, which
+//!    imports nothing with `*`) is named but not counted: its code fails whatever the child's
+//!    does (marshmallow a8f1024206 merged a test calling `assert_raises` into a file that no
+//!    longer imported it).
 //! 3. Restore the parent's version of every touched test file (modified and deleted files come back,
 //!    added files go; helpers and `conftest.py` included) and run the kept claims N times: N fails →
 //!    flipped, N passes → held, a mix → flaky, any unknown → discarded.
@@ -395,6 +399,11 @@ impl ChildGate<'_> {
         let first = self.first_run(slot, files)?;
         let (mut own, mut failing, unknown) = (first.result, first.failing, first.unknown);
         let flaky = self.drop_flaky(slot, &mut failing)?;
+        // A test whose own file lacks a name it uses fails whatever the child's code does.
+        let undefined_note = note(
+            "failing on a name their own test file never defines, not counted",
+            &first.undefined_names,
+        );
 
         let inherited = self.inherited_from_merged_parents(slot, &failing, &own.broken_files)?;
         failing.retain(|node, _| !inherited.nodes.contains(node));
@@ -411,7 +420,7 @@ impl ChildGate<'_> {
         // The other failures may have been there already.
         new_failures.extend(self.new_at_child(slot, &failing, &own.broken_files)?);
 
-        let flaky_note = note("flaky at the child, not counted", &flaky);
+        let flaky_note = note("flaky at the child, not counted", &flaky) + &undefined_note;
         if !new_failures.is_empty() {
             let inherited_note = note(
                 "brought in by a merged parent, not counted",

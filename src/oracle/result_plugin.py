@@ -17,6 +17,7 @@
 import contextlib
 import json
 import os
+import re
 import unittest
 
 import pytest
@@ -64,6 +65,29 @@ def _exception_name(kind):
     if module in ("builtins", "exceptions", "__builtin__", ""):
         return name
     return module + "." + name
+
+
+_STAR_IMPORT = re.compile(r"^\s*from\s+\S+\s+import\s+\*", re.MULTILINE)
+
+
+def _undefined_name_in_test_file(item, excinfo):
+    """True when the test's own module code used a name the module never defines: a NameError
+    raised in a frame of the test's file, which imports nothing with `*` (through which a name
+    the library removed would surface as the same error)."""
+    if not issubclass(excinfo.type, NameError):
+        return False
+    try:
+        raised_in = os.path.realpath(str(excinfo.traceback[-1].path))
+        own = getattr(item, "path", None)
+        if own is None:
+            own = item.fspath
+        own = os.path.realpath(str(own))
+        if raised_in != own:
+            return False
+        with open(own) as handle:
+            return _STAR_IMPORT.search(handle.read()) is None
+    except Exception:  # no traceback, no file: not known, so not claimed
+        return False
 
 
 def _describe_subtest(message, params):
@@ -161,6 +185,7 @@ def pytest_runtest_makereport(item, call):
     if excinfo is not None:
         report.claimflow_exception = _exception_name(excinfo.type)
         report.claimflow_assertion = issubclass(excinfo.type, AssertionError)
+        report.claimflow_undefined_name = _undefined_name_in_test_file(item, excinfo)
         subtest = getattr(excinfo.value, _SUBTEST_MARK, None)
         if subtest is not None:
             report.claimflow_subtest = subtest
@@ -177,6 +202,8 @@ def pytest_runtest_logreport(report):
     if exception is not None:
         record["exception"] = exception
         record["assertion"] = bool(getattr(report, "claimflow_assertion", False))
+        if getattr(report, "claimflow_undefined_name", False):
+            record["undefined_name_in_test_file"] = True
     if hasattr(report, "wasxfail"):
         record["xfail"] = True
     # pytest-subtests and pytest's own sub-tests report each sub-result with a `context`.

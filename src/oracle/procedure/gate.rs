@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use git2::Oid;
 
 use super::{ChildGate, GateError, Slot, Stage, StageResult, check_out, file_of, passed_once};
-use crate::oracle::classify::{CollectionError, UnknownReason, Verdict};
+use crate::oracle::classify::{CollectionError, FailureKind, UnknownReason, Verdict};
 use crate::oracle::lineage::Lineage;
 use crate::oracle::worktree::WorktreeError;
 
@@ -27,6 +27,9 @@ pub(super) struct FirstRun {
     pub failing: BTreeMap<String, String>,
     /// Nodes that gave no verdict, with the reason.
     pub unknown: Vec<String>,
+    /// Nodes that failed on a name their own test file never defines, with the error: the
+    /// test's code is broken whatever the child's is, so they are named, not counted.
+    pub undefined_names: Vec<String>,
 }
 
 /// What the child's failures owe to its other parents.
@@ -46,12 +49,16 @@ impl ChildGate<'_> {
         let result = Stage::new(self.settings, self.environment, slot).run_files_once(files)?;
         let mut failing = BTreeMap::new();
         let mut unknown = Vec::new();
+        let mut undefined_names = Vec::new();
         for (node, verdicts) in &result.verdicts {
             // A claim that did not pass at the parent fails, or gives no verdict, for reasons
             // older than the commit.
             let not_passing_before = self.claims.contains(node) && !self.kept.contains(node);
             match verdicts.first() {
                 Some(Verdict::Failed(_) | Verdict::Unknown(_)) if not_passing_before => {}
+                Some(Verdict::Failed(kind @ FailureKind::UndefinedNameInTest(_))) => {
+                    undefined_names.push(format!("{node} ({kind})"));
+                }
                 Some(Verdict::Failed(kind)) => {
                     failing.insert(node.clone(), kind.to_string());
                 }
@@ -74,6 +81,7 @@ impl ChildGate<'_> {
             result,
             failing,
             unknown,
+            undefined_names,
         })
     }
 

@@ -512,3 +512,109 @@ fn a_version_file_the_build_backend_writes_is_there_for_the_tests() {
          reason: failed 3 of 3 runs at the child: assertion\n  parent: PPP\n  child: FFF\n"
     );
 }
+
+/// Each claim's node id (without its file) and label, and the first discard reason.
+fn labels(judgements: &[Judgement]) -> (Vec<(String, Label)>, Option<String>) {
+    let labels = judgements
+        .iter()
+        .map(|judgement| {
+            let node = judgement.truth.claim.rsplit("::").next().unwrap();
+            (node.to_string(), judgement.truth.label)
+        })
+        .collect();
+    let reason = judgements
+        .iter()
+        .find_map(|judgement| judgement.truth.reason.clone());
+    (labels, reason)
+}
+
+/// Seen on a real repository: marshmallow a8f1024206 merged a test calling `assert_raises` into a
+/// file that no longer imported it, and all 134 claims of the commit were discarded as
+/// `broken_child`. The test's own code fails whatever the library does: the claims are labelled.
+#[test]
+fn a_test_that_uses_a_name_its_own_file_never_defines_does_not_make_the_child_broken() {
+    let (dir, mut gate) = setup();
+    let case = gate.case(
+        "mul adds one, its test updated, with a new test that forgot an import",
+        &[
+            Change::Write(
+                "pkg/core.py",
+                &CORE.replace("return a * b", "return a * b + 1"),
+            ),
+            Change::Write(
+                "tests/test_core.py",
+                &TEST_CORE.replace("mul(2, 3) == 6", "mul(2, 3) == 7"),
+            ),
+            Change::Write(
+                "tests/test_more.py",
+                "from pkg.core import add\n\n\ndef test_add_rejects_one_argument():\n    \
+                 assert_raises(TypeError, add, 1)\n",
+            ),
+        ],
+    );
+    let (labels, reason) = labels(&gate.judge(dir.path(), case));
+    assert_eq!(
+        labels,
+        [
+            ("test_add".to_string(), Label::Held),
+            ("test_mul".to_string(), Label::Flipped)
+        ],
+        "{reason:?}"
+    );
+}
+
+/// The same `NameError` raised in the library's code is the child's: the child is broken.
+#[test]
+fn a_name_error_the_library_raises_makes_the_child_broken() {
+    let (dir, mut gate) = setup();
+    let case = gate.case(
+        "Add sub, misspelled, with its test",
+        &[
+            Change::Write(
+                "pkg/core.py",
+                &format!("{CORE}\n\ndef sub(a, b):\n    return a - bb\n"),
+            ),
+            Change::Write(
+                "tests/test_more.py",
+                "from pkg.core import sub\n\n\ndef test_sub():\n    assert sub(3, 2) == 1\n",
+            ),
+        ],
+    );
+    let (labels, reason) = labels(&gate.judge(dir.path(), case));
+    assert!(
+        labels.iter().all(|(_, label)| *label == Label::Discarded),
+        "{labels:?}"
+    );
+    let reason = reason.unwrap();
+    assert!(
+        reason.contains("tests/test_more.py::test_sub fails (NameError)"),
+        "{reason}"
+    );
+}
+
+/// A test file that imports the library with `*` sees a name the child removed as a `NameError`
+/// in its own code: that failure is the child's.
+#[test]
+fn a_name_error_behind_a_star_import_makes_the_child_broken() {
+    let (dir, mut gate) = setup();
+    let case = gate.case(
+        "Rename mul to times; a new test still calls mul",
+        &[
+            Change::Write("pkg/core.py", &CORE.replace("def mul(", "def times(")),
+            Change::Write(
+                "tests/test_more.py",
+                "from pkg.core import *\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n",
+            ),
+        ],
+    );
+    let (labels, reason) = labels(&gate.judge(dir.path(), case));
+    assert!(
+        labels.iter().all(|(_, label)| *label == Label::Discarded),
+        "{labels:?}"
+    );
+    let reason = reason.unwrap();
+    assert!(
+        reason.contains("tests/test_more.py::test_mul fails (NameError)"),
+        "{reason}"
+    );
+}
