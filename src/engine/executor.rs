@@ -12,6 +12,7 @@ use crate::cache::{Digest, KEY_SCHEMA, KeyParts, KeyRecord, OutputBytes, Store, 
 use crate::engine::dag::Dag;
 use crate::engine::events::{Event, Reporter, Spend, Tally};
 use crate::engine::pools::{PoolSizes, Pools};
+use crate::engine::remote::MissingResult;
 use crate::engine::session::Session;
 use crate::engine::state::RunState;
 use crate::engine::{
@@ -855,17 +856,15 @@ impl Engine<'_> {
             .map_err(StepError::Remote)?;
         // The job appended its action record from another process: read the log again.
         // The job stored the item's blobs as objects: they are what is looked for.
-        let (digest, output, _) = decode_output(
-            &self.store,
-            self.store.cached_output_now(key)?,
-            &|_| None,
-        )?
-        .ok_or_else(|| {
-            StepError::Message(format!(
-                "slurm job {job} completed but the cache has no readable result for item `{}`",
-                plan.id
-            ))
-        })?;
+        let (digest, output, _) =
+            decode_output(&self.store, self.store.cached_output_now(key)?, &|_| None)?.ok_or_else(
+                || {
+                    StepError::Remote(Box::new(MissingResult {
+                        job,
+                        item: plan.id.clone(),
+                    }))
+                },
+            )?;
         Ok(ItemResult {
             plan: plan.clone(),
             digest,

@@ -25,3 +25,13 @@ pub trait RemoteExecutor: Send + Sync {
         force: bool,
     ) -> Result<String, Box<dyn std::error::Error + Send + Sync>>;
 }
+
+/// A remote job that reported success but left no result the store can read for its item.
+#[derive(Debug, thiserror::Error)]
+#[error("slurm job {job} completed but the cache has no readable result for item `{item}`")]
+pub struct MissingResult {
+    /// The job's name, as [`RemoteExecutor::compute`] returned it.
+    pub job: String,
+    /// The item's id.
+    pub item: String,
+}

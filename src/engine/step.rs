@@ -431,9 +431,6 @@ impl<'a> StepContext<'a> {
 /// the message the user sees is the whole chain ([`StepError::chain`]).
 #[derive(Debug, thiserror::Error)]
 pub enum StepError {
-    /// A computation failed.
-    #[error("{0}")]
-    Message(String),
     /// A computation failed, because of `source`.
     #[error("{context}")]
     Failed {
@@ -461,6 +458,13 @@ pub enum StepError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// A computation failed, as the error of another module says in full (its message and
+    /// its sources are the error's own).
+    #[error(transparent)]
+    Cause(Box<dyn std::error::Error + Send + Sync>),
+    /// The user's input is wrong, as the error of another module says in full (exit code 2).
+    #[error(transparent)]
+    InputCause(Box<dyn std::error::Error + Send + Sync>),
     /// Worth trying again (a rate limit, a dropped connection, an index that did not answer): the
     /// engine retries the item with backoff, after `retry_after` when the other side said so.
     #[error("{message}")]
@@ -552,6 +556,7 @@ impl StepError {
         match self {
             StepError::Input(_)
             | StepError::InputBecause { .. }
+            | StepError::InputCause(_)
             | StepError::NotPredictions { .. } => ErrorClass::Input,
             StepError::Transient { .. } => ErrorClass::Transient,
             StepError::Cancelled => ErrorClass::Cancelled,

@@ -84,8 +84,8 @@ impl From<MiningError> for StepError {
             | MiningError::Setting { .. }
             | MiningError::Chosen { .. }
             | MiningError::Unreachable { .. }
-            | MiningError::BranchNotFound { .. } => StepError::Input(error.to_string()),
-            other => StepError::Message(other.to_string()),
+            | MiningError::BranchNotFound { .. } => StepError::InputCause(Box::new(error)),
+            other => StepError::Cause(Box::new(other)),
         }
     }
 }
@@ -107,6 +107,20 @@ mod tests {
             branch: "release".into(),
             hint: String::new(),
         });
-        assert!(matches!(error, StepError::Input(_)), "{error:?}");
+        assert!(matches!(error, StepError::InputCause(_)), "{error:?}");
+        assert_eq!(error.class(), crate::engine::ErrorClass::Input);
+    }
+
+    #[test]
+    fn a_git_failure_keeps_libgit2s_error_as_its_cause() {
+        let error = StepError::from(MiningError::Git {
+            action: "open".into(),
+            repo: "r".into(),
+            source: git2::Error::from_str("not a repository"),
+        });
+        assert_eq!(error.class(), crate::engine::ErrorClass::Failure);
+        let cause = std::error::Error::source(&error).expect("the error keeps its cause");
+        assert!(cause.downcast_ref::<git2::Error>().is_some(), "{cause:?}");
+        assert_eq!(error.chain(), "open in repository `r`: not a repository");
     }
 }

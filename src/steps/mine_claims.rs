@@ -26,6 +26,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::broken_setup::BrokenSetup;
 use crate::cache::Digest;
 use crate::engine::{
     ItemOutput, ItemPlan, ItemResult, ParamsDecl, Pool, Role, StepContext, StepError, StepKind,
@@ -103,11 +104,13 @@ fn record_digest(record: &CommitRecord) -> Digest {
     Digest::of(&serde_json::to_vec(&read).expect("records serialize"))
 }
 
-fn step_message(ctx: &StepContext, item: &str, message: impl std::fmt::Display) -> StepError {
-    StepError::Message(format!(
-        "step `{}`: item `{item}`: {message}",
-        ctx.step.name
-    ))
+/// A failure of `item`, because of `source`.
+fn item_failed(
+    ctx: &StepContext,
+    item: &str,
+    source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+) -> StepError {
+    StepError::failed(format!("step `{}`: item `{item}`", ctx.step.name), source)
 }
 
 /// The tool fingerprints every item shares: what decides interpreters, pytest and collection.
@@ -229,7 +232,7 @@ impl StepKind for MineClaims {
         let params: ItemParams = item
             .params
             .decode()
-            .map_err(|error| step_message(ctx, &item.id, error))?;
+            .map_err(|error| item_failed(ctx, &item.id, error))?;
         let record = upstream
             .first_with_role(|role| *role == Role::Commits)
             .map(|ranked| ranked.decode_all::<CommitRecord>())
@@ -239,18 +242,17 @@ impl StepKind for MineClaims {
             .find(|record| record.repo == params.repo && record.commit == params.commit)
             .filter(|record| Some(&record_digest(record)) == item.reads.get("commit"))
             .ok_or_else(|| {
-                step_message(
-                    ctx,
-                    &item.id,
-                    "its commit record is not among rank-commits' outputs",
-                )
+                // The items were planned from these records.
+                StepError::Invariant(format!(
+                    "step `{}`: item `{}`: its commit record is not among rank-commits' outputs",
+                    ctx.step.name, item.id
+                ))
             })?;
         let spec = ctx.pipeline.repo(&params.repo).ok_or_else(|| {
-            step_message(
-                ctx,
-                &item.id,
-                format!("repository `{}` is not a `repos:` entry", params.repo),
-            )
+            StepError::Input(format!(
+                "step `{}`: item `{}`: repository `{}` is not a `repos:` entry",
+                ctx.step.name, item.id, params.repo
+            ))
         })?;
         let located = repository::locate(spec, ctx.workdir)?;
         let git = located.open()?;
@@ -261,12 +263,16 @@ impl StepKind for MineClaims {
             .join(format!("claims-{slot}"));
         let scratch = ctx.scratch(&slot)?;
         python::checkout_commit(&git, &record.parent, &worktree)
-            .map_err(|error| step_message(ctx, &item.id, error))?;
+            .map_err(|error| item_failed(ctx, &item.id, error))?;
         python::prepare_checkout(&worktree).map_err(|error| {
-            step_message(
-                ctx,
-                &item.id,
-                format!("prepare the checkout {}: {error}", worktree.display()),
+            StepError::failed(
+                format!(
+                    "step `{}`: item `{}`: prepare the checkout {}",
+                    ctx.step.name,
+                    item.id,
+                    worktree.display()
+                ),
+                error,
             )
         })?;
         let date = git2::Oid::from_str(&record.parent)
@@ -293,7 +299,7 @@ impl StepKind for MineClaims {
         // Clean between checkouts: the next item in this slot starts from nothing.
         let _ = std::fs::remove_dir_all(&worktree);
         let _ = std::fs::remove_dir_all(&scratch);
-        let mined = mined.map_err(|message| step_message(ctx, &item.id, message))?;
+        let mined = mined.map_err(|error| item_failed(ctx, &item.id, error))?;
         // A broken claim fails the item, so it never reaches the cache.
         for claim in &mined.claims {
             python::check_claim(claim).map_err(StepError::Invariant)?;
@@ -333,19 +339,16 @@ impl StepKind for MineClaims {
             .filter(|exclusion| exclusion.kind == ExclusionKind::Environment)
             .count();
         if !items.is_empty() && environment_failures == items.len() {
-            let reasons: Vec<String> = exclusions
+            let first_reasons = exclusions
                 .iter()
                 .take(3)
                 .map(|exclusion| format!("{}: {}", exclusion.commit, exclusion.reason))
                 .collect();
-            return Err(StepError::Message(format!(
-                "step `{}`: no environment could be built for any of its {} commits, which is a \
-                 broken setup rather than a result (is the package index reachable, are the \
-                 repository's `dependencies:` installable?); first reasons: {}",
-                ctx.step.name,
-                items.len(),
-                reasons.join(" | ")
-            )));
+            return Err(StepError::Cause(Box::new(BrokenSetup::Mining {
+                step: ctx.step.name.to_string(),
+                commits: items.len(),
+                first_reasons,
+            })));
         }
         ctx.write_jsonl(&ctx.own_result("claims.jsonl"), &claims)?;
         ctx.write_jsonl(&ctx.own_result("excluded.jsonl"), &exclusions)?;

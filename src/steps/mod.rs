@@ -4,6 +4,7 @@ pub mod arm;
 
 use std::sync::Arc;
 
+mod broken_setup;
 mod cascade;
 mod claim_groups;
 mod command;

@@ -741,7 +741,7 @@ impl StepKind for OracleStep {
                     .all(|judgement| judgement.cause == Some(Cause::NoEnvironment))
         });
         if !commits.is_empty() && without_environment.clone().count() == commits.len() {
-            let reasons: Vec<String> = without_environment
+            let first_reasons = without_environment
                 .take(3)
                 .map(|(id, judgements)| {
                     format!(
@@ -750,11 +750,12 @@ impl StepKind for OracleStep {
                     )
                 })
                 .collect();
-            return Err(StepError::Message(format!(
-                "step `{step}`: no environment could be rebuilt for any of its {} commits, which \
-                 is a broken setup rather than a result; first reasons: {}",
-                commits.len(),
-                reasons.join(" | ")
+            return Err(StepError::Cause(Box::new(
+                super::broken_setup::BrokenSetup::Oracle {
+                    step: step.to_string(),
+                    commits: commits.len(),
+                    first_reasons,
+                },
             )));
         }
         let lines = commits

@@ -269,7 +269,8 @@ impl StepKind for RankCommits {
             .get(&tool_name(&spec.name))
             .and_then(|tip| git2::Oid::from_str(tip).ok())
             .ok_or_else(|| {
-                StepError::Message(format!(
+                // `items` keys every item by its branch tip.
+                StepError::Invariant(format!(
                     "step `{}`: item `{}` has no branch tip in its key",
                     ctx.step.name, item.id
                 ))
@@ -285,9 +286,10 @@ impl StepKind for RankCommits {
                 .map_err(|error| StepError::failed(format!("item `{}`", item.id), error))?;
             let records = crate::mining::rank::chosen(&spec.name, &history, &oids, params.by)
                 .map_err(|missing| {
-                    StepError::Message(format!(
+                    // Planning resolved every listed commit on this history (`chosen::resolve`).
+                    StepError::Invariant(format!(
                         "step `{}`: repository `{}`: listed commit {missing} is not in the \
-                             history from {tip}",
+                         history from {tip}",
                         ctx.step.name, spec.name
                     ))
                 })?;
