@@ -7,12 +7,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 
 use claimflow::engine::{Engine, Event, Recording, RunOptions, RunSummary, StepStatus};
-use claimflow::steps::{FixedEnvironment, OracleStep, Registry};
+use claimflow::steps::FixedEnvironment;
 
-use super::library::Library;
-use super::procedure::claims;
 use super::python::environment;
-use super::step::FixedClaims;
+use super::step::{assertion_flip_on_main, pipeline_text};
 
 /// Busy loops that keep every core of the machine wanted several times over while they live.
 struct CpuHogs(Vec<Child>);
@@ -55,37 +53,12 @@ fn truth_step(summary: &RunSummary) -> &StepStatus {
 fn a_starved_suite_fails_uncached_and_a_quiet_rerun_labels_it() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    let mut library = Library::create(&root.join("repo"));
-    let flip = library.assertion_flip();
-    library
-        .repo
-        .repository
-        .reference(
-            "refs/heads/main",
-            flip.commit,
-            true,
-            "branch for the pipeline",
-        )
-        .unwrap();
-    let registry = Registry::with(vec![
-        Arc::new(FixedClaims(claims(
-            flip,
-            &[
-                "tests/test_core.py::test_add",
-                "tests/test_core.py::test_mul",
-            ],
-        ))),
-        Arc::new(OracleStep::new(Arc::new(FixedEnvironment(environment())))),
-    ]);
+    let (flip, registry) = assertion_flip_on_main(root, Arc::new(FixedEnvironment(environment())));
     let run = |timeout: u32| {
         let file = root.join("pipeline.yaml");
         std::fs::write(
             &file,
-            format!(
-                "version: 1\nname: oracle\nrepos:\n  - name: demo\n    path: repo\n    branch: main\n\
-                 steps:\n  claims: {{uses: mine-claims}}\n  \
-                 truth: {{uses: oracle, needs: [claims], with: {{runs: 2, timeout: {timeout}}}}}\n"
-            ),
+            pipeline_text(&format!("{{runs: 2, timeout: {timeout}}}")),
         )
         .unwrap();
         let pipeline = claimflow::pipeline::load(&file, root, &registry)

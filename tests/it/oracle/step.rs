@@ -1,6 +1,7 @@
 //! The `oracle` step kind under the real engine: items per commit, result files, invariants, and a
 //! re-run that takes every item from the cache.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use claimflow::engine::{
@@ -9,9 +10,9 @@ use claimflow::engine::{
 };
 use claimflow::pipeline::StepSpec;
 use claimflow::records::ClaimRecord;
-use claimflow::steps::{FixedEnvironment, OracleStep, PythonEnvironments, Registry};
+use claimflow::steps::{Environments, FixedEnvironment, OracleStep, PythonEnvironments, Registry};
 
-use super::library::Library;
+use super::library::{Case, Library};
 use super::procedure::{claims, render};
 use super::python::environment;
 
@@ -54,11 +55,43 @@ impl StepKind for FixedClaims {
     }
 }
 
-fn pipeline_text(with: &str) -> String {
+/// The oracle pipeline over the repository `repo`, its `truth` step given `with`.
+pub(super) fn pipeline_text(with: &str) -> String {
     format!(
         "version: 1\nname: oracle\nrepos:\n  - name: demo\n    path: repo\n    branch: main\n\
          steps:\n  claims: {{uses: mine-claims}}\n  truth: {{uses: oracle, needs: [claims], with: {with}}}\n"
     )
+}
+
+/// A library under `root/repo` whose `main` is its assertion flip, and a registry whose
+/// `mine-claims` claims the flip's two core tests and whose oracle runs under `environments`.
+pub(super) fn assertion_flip_on_main(
+    root: &Path,
+    environments: Arc<dyn Environments>,
+) -> (Case, Registry) {
+    let mut library = Library::create(&root.join("repo"));
+    let flip = library.assertion_flip();
+    library
+        .repo
+        .repository
+        .reference(
+            "refs/heads/main",
+            flip.commit,
+            true,
+            "branch for the pipeline",
+        )
+        .unwrap();
+    let registry = Registry::with(vec![
+        Arc::new(FixedClaims(claims(
+            flip,
+            &[
+                "tests/test_core.py::test_add",
+                "tests/test_core.py::test_mul",
+            ],
+        ))),
+        Arc::new(OracleStep::new(environments)),
+    ]);
+    (flip, registry)
 }
 
 #[test]
@@ -240,28 +273,7 @@ fn an_invariant_failure_fails_the_step_and_writes_nothing() {
 fn builtin_environments_run_the_oracle_under_the_declared_interpreter() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    let mut library = Library::create(&root.join("repo"));
-    let flip = library.assertion_flip();
-    library
-        .repo
-        .repository
-        .reference(
-            "refs/heads/main",
-            flip.commit,
-            true,
-            "branch for the pipeline",
-        )
-        .unwrap();
-    let registry = Registry::with(vec![
-        Arc::new(FixedClaims(claims(
-            flip,
-            &[
-                "tests/test_core.py::test_add",
-                "tests/test_core.py::test_mul",
-            ],
-        ))),
-        Arc::new(OracleStep::new(Arc::new(PythonEnvironments))),
-    ]);
+    let (_, registry) = assertion_flip_on_main(root, Arc::new(PythonEnvironments));
     let file = root.join("pipeline.yaml");
     let text = pipeline_text("{runs: 2}").replace(
         "    branch: main\n",
