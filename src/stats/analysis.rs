@@ -339,18 +339,9 @@ mod tests {
     use crate::records::{Label, PredictionRecord, TruthRecord, Verdict, claim_id};
     use crate::stats::evaluation::{ArmInfo, ArmInput, Origins};
 
-    fn evaluation() -> Evaluation {
-        let ids: Vec<String> = (0..6)
-            .map(|index| {
-                claim_id(
-                    if index < 3 { "r" } else { "s" },
-                    "p",
-                    &format!("t::{index}"),
-                )
-            })
-            .collect();
-        let truth: Vec<TruthRecord> = ids
-            .iter()
+    /// Truth for `ids`: the even-numbered claims flipped, the odd-numbered held.
+    fn alternating_truth(ids: &[String]) -> Vec<TruthRecord> {
+        ids.iter()
             .enumerate()
             .map(|(index, id)| TruthRecord {
                 claim: id.clone(),
@@ -363,15 +354,24 @@ mod tests {
                 parent_runs: vec![],
                 child_runs: vec![],
             })
-            .collect();
-        let arm = |verdict: Verdict, control_of: Option<&str>| ArmInput {
+            .collect()
+    }
+
+    /// An arm, or the control of `control_of`, giving `ids` the `verdicts` in order.
+    fn arm_input(
+        ids: &[String],
+        verdicts: impl IntoIterator<Item = Verdict>,
+        control_of: Option<&str>,
+    ) -> ArmInput {
+        ArmInput {
             info: ArmInfo {
                 control_of: control_of.map(str::to_string),
                 ..ArmInfo::default()
             },
             predictions: ids
                 .iter()
-                .map(|id| PredictionRecord {
+                .zip(verdicts)
+                .map(|(id, verdict)| PredictionRecord {
                     claim: id.clone(),
                     verdict,
                     evidence: serde_json::Value::Null,
@@ -380,6 +380,22 @@ mod tests {
                     cost: None,
                 })
                 .collect(),
+        }
+    }
+
+    fn evaluation() -> Evaluation {
+        let ids: Vec<String> = (0..6)
+            .map(|index| {
+                claim_id(
+                    if index < 3 { "r" } else { "s" },
+                    "p",
+                    &format!("t::{index}"),
+                )
+            })
+            .collect();
+        let truth = alternating_truth(&ids);
+        let arm = |verdict: Verdict, control_of: Option<&str>| {
+            arm_input(&ids, std::iter::repeat(verdict), control_of)
         };
         let arms = BTreeMap::from([
             ("a0".to_string(), arm(Verdict::Flipped, None)),
@@ -418,38 +434,9 @@ mod tests {
         let ids: Vec<String> = (0..6)
             .map(|index| claim_id("r", "p", &format!("t::{index}")))
             .collect();
-        let truth: Vec<TruthRecord> = ids
-            .iter()
-            .enumerate()
-            .map(|(index, id)| TruthRecord {
-                claim: id.clone(),
-                label: if index % 2 == 0 {
-                    Label::Flipped
-                } else {
-                    Label::Held
-                },
-                reason: None,
-                parent_runs: vec![],
-                child_runs: vec![],
-            })
-            .collect();
-        let arm = |verdicts: [Verdict; 6], control_of: Option<&str>| ArmInput {
-            info: ArmInfo {
-                control_of: control_of.map(str::to_string),
-                ..ArmInfo::default()
-            },
-            predictions: ids
-                .iter()
-                .zip(verdicts)
-                .map(|(id, verdict)| PredictionRecord {
-                    claim: id.clone(),
-                    verdict,
-                    evidence: serde_json::Value::Null,
-                    tokens_in: None,
-                    tokens_out: None,
-                    cost: None,
-                })
-                .collect(),
+        let truth = alternating_truth(&ids);
+        let arm = |verdicts: [Verdict; 6], control_of: Option<&str>| {
+            arm_input(&ids, verdicts, control_of)
         };
         let arms = BTreeMap::from([
             ("a4".to_string(), arm([F, F, H, F, H, H], None)),
