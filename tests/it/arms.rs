@@ -592,6 +592,24 @@ fn testmon_starts_when_the_project_is_a_dependency_of_pytest_at_an_older_version
     )]);
 }
 
+/// Claim records of `nodes` as mined under `(interpreter, pytest)`.
+fn mined_under(
+    parent: &str,
+    child: &str,
+    nodes: &[&str],
+    (interpreter, pytest): (&str, &str),
+) -> Vec<serde_json::Value> {
+    nodes
+        .iter()
+        .map(|node| {
+            let mut record = claim_record(parent, child, node);
+            record["interpreter"] = json!(interpreter);
+            record["pytest"] = json!(pytest);
+            record
+        })
+        .collect()
+}
+
 /// A Python 2 calculator whose child swaps a multiplication's operands, with `extra` files in the
 /// parent: testmon 0.9.19 under Python 2.7 and pytest 3.5.1 selects the two tests that multiply.
 fn testmon_judges_a_python_2_calc(extra: &[(&str, &str)]) {
@@ -617,19 +635,16 @@ fn testmon_judges_a_python_2_calc(extra: &[(&str, &str)]) {
         )
         .head()
         .to_string();
-    let records: Vec<serde_json::Value> = [
-        "tests/test_calc.py::test_add",
-        "tests/test_calc.py::test_mul",
-        "tests/test_calc.py::test_both",
-    ]
-    .iter()
-    .map(|node| {
-        let mut record = claim_record(&parent, &child, node);
-        record["interpreter"] = json!("2.7.18");
-        record["pytest"] = json!("3.5.1");
-        record
-    })
-    .collect();
+    let records = mined_under(
+        &parent,
+        &child,
+        &[
+            "tests/test_calc.py::test_add",
+            "tests/test_calc.py::test_mul",
+            "tests/test_calc.py::test_both",
+        ],
+        ("2.7.18", "3.5.1"),
+    );
     let project = tempfile::tempdir().unwrap();
     let (pipeline, _) =
         run_testmon_allowing(project.path(), &repository, records, &["3.11", "2.7"]);
@@ -662,18 +677,15 @@ fn testmon_judges_a_python_2_calc(extra: &[(&str, &str)]) {
 #[test]
 fn claims_mined_where_no_testmon_release_runs_are_unjudged_with_the_reason() {
     let (repository, parent, child) = calc_history(&[]);
-    let records = [
-        "tests/test_calc.py::test_add",
-        "tests/test_calc.py::test_mul",
-    ]
-    .iter()
-    .map(|node| {
-        let mut record = claim_record(&parent, &child, node);
-        record["interpreter"] = json!("3.5.10");
-        record["pytest"] = json!("6.1.2");
-        record
-    })
-    .collect();
+    let records = mined_under(
+        &parent,
+        &child,
+        &[
+            "tests/test_calc.py::test_add",
+            "tests/test_calc.py::test_mul",
+        ],
+        ("3.5.10", "6.1.2"),
+    );
     let project = tempfile::tempdir().unwrap();
     let (pipeline, _) = run_testmon(project.path(), &repository, records);
     let predictions = testmon_predictions(&pipeline);

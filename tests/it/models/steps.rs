@@ -684,31 +684,7 @@ fn replicates_ask_each_call_again_and_report_their_agreement() {
 #[test]
 fn enlarging_a_sample_asks_only_the_claims_it_adds() {
     let setup = Setup::new();
-    let claims: Vec<ClaimRecord> =
-        serde_json::from_str(&std::fs::read_to_string(setup.root().join("claims.json")).unwrap())
-            .unwrap();
-    let labels: Vec<TruthRecord> = claims
-        .iter()
-        .map(|claim| TruthRecord {
-            claim: claim.id.clone(),
-            label: if claim.node.ends_with("::test_f") {
-                Label::Flipped
-            } else {
-                Label::Held
-            },
-            reason: None,
-            parent_runs: Vec::new(),
-            child_runs: Vec::new(),
-        })
-        .collect();
-    std::fs::write(
-        setup.root().join("labels.json"),
-        serde_json::to_string(&labels).unwrap(),
-    )
-    .unwrap();
-    let path = setup.root().join("pipeline.yaml");
-    let text = std::fs::read_to_string(&path).unwrap();
-    let (head, _) = text.split_once("steps:\n").unwrap();
+    let (path, head) = labelled_pipeline(&setup);
     let with = |size: u32| {
         format!(
             "{head}steps:
@@ -834,31 +810,7 @@ impl StepKind for Reworked {
 #[test]
 fn stats_recomputes_when_an_arms_publish_rule_changes_and_only_then() {
     let setup = Setup::new();
-    let claims: Vec<ClaimRecord> =
-        serde_json::from_str(&std::fs::read_to_string(setup.root().join("claims.json")).unwrap())
-            .unwrap();
-    let labels: Vec<TruthRecord> = claims
-        .iter()
-        .map(|claim| TruthRecord {
-            claim: claim.id.clone(),
-            label: if claim.node.ends_with("::test_f") {
-                Label::Flipped
-            } else {
-                Label::Held
-            },
-            reason: None,
-            parent_runs: Vec::new(),
-            child_runs: Vec::new(),
-        })
-        .collect();
-    std::fs::write(
-        setup.root().join("labels.json"),
-        serde_json::to_string(&labels).unwrap(),
-    )
-    .unwrap();
-    let path = setup.root().join("pipeline.yaml");
-    let text = std::fs::read_to_string(&path).unwrap();
-    let (head, _) = text.split_once("steps:\n").unwrap();
+    let (path, head) = labelled_pipeline(&setup);
     std::fs::write(
         &path,
         format!(
@@ -970,4 +922,35 @@ fn two_runs_in_one_process_each_report_their_own_spend() {
     }
     let again = summary(&first.pipeline());
     assert_eq!((again.spent.calls, again.spent.cost), (0, 0.0));
+}
+
+/// Writes `labels.json` (the claims of `test_f` flipped, the others held) for the setup's
+/// pipeline; returns the pipeline's path and its text up to its `steps:`.
+fn labelled_pipeline(setup: &Setup) -> (std::path::PathBuf, String) {
+    let claims: Vec<ClaimRecord> =
+        serde_json::from_str(&std::fs::read_to_string(setup.root().join("claims.json")).unwrap())
+            .unwrap();
+    let labels: Vec<TruthRecord> = claims
+        .iter()
+        .map(|claim| TruthRecord {
+            claim: claim.id.clone(),
+            label: if claim.node.ends_with("::test_f") {
+                Label::Flipped
+            } else {
+                Label::Held
+            },
+            reason: None,
+            parent_runs: Vec::new(),
+            child_runs: Vec::new(),
+        })
+        .collect();
+    std::fs::write(
+        setup.root().join("labels.json"),
+        serde_json::to_string(&labels).unwrap(),
+    )
+    .unwrap();
+    let path = setup.root().join("pipeline.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let (head, _) = text.split_once("steps:\n").unwrap();
+    (path, head.to_string())
 }

@@ -379,12 +379,37 @@ def test_triple():
     assert load("triple")(2) == 6
 "#;
 
-#[test]
-fn a_projects_own_entry_points_are_seen_by_its_tests() {
+/// A fresh repository of a `base` commit and a child of it, with the `claims` judged at the child
+/// (3 runs), rendered.
+fn judge_history(
+    base_message: &str,
+    base_changes: &[Change],
+    message: &str,
+    changes: &[Change],
+    claims: &[&str],
+) -> String {
     let dir = tempfile::tempdir().expect("a temp dir");
     let mut repo = FixtureRepo::init(&dir.path().join("repo"));
-    let base = repo.commit(
-        None,
+    let base = repo.commit(None, base_message, base_changes);
+    let commit = repo.commit(Some(base), message, changes);
+    let judgements = judge_in(
+        &repo.repository,
+        &environment(),
+        dir.path(),
+        Case {
+            parent: base,
+            commit,
+        },
+        claims,
+        3,
+        ImportErrorPolicy::Discard,
+    );
+    render(&judgements)
+}
+
+#[test]
+fn a_projects_own_entry_points_are_seen_by_its_tests() {
+    let rendered = judge_history(
         "A library with plugins it declares itself",
         &[
             Change::Write(
@@ -401,9 +426,6 @@ fn a_projects_own_entry_points_are_seen_by_its_tests() {
             ),
             Change::Write("tests/test_plugins.py", TEST_PLUGINS),
         ],
-    );
-    let commit = repo.commit(
-        Some(base),
         "Triple repeats",
         &[
             Change::Write(
@@ -415,24 +437,13 @@ fn a_projects_own_entry_points_are_seen_by_its_tests() {
                 &TEST_PLUGINS.replace("(2) == 6", "(2) == [2, 2, 2]"),
             ),
         ],
-    );
-    let judgements = judge_in(
-        &repo.repository,
-        &environment(),
-        dir.path(),
-        Case {
-            parent: base,
-            commit,
-        },
         &[
             "tests/test_plugins.py::test_double",
             "tests/test_plugins.py::test_triple",
         ],
-        3,
-        ImportErrorPolicy::Discard,
     );
     assert_eq!(
-        render(&judgements),
+        rendered,
         "tests/test_plugins.py::test_double\n  label: Held\n  cause: None\n  reason: -\n  \
          parent: PPP\n  child: PPP\n\
          tests/test_plugins.py::test_triple\n  label: Flipped\n  cause: None\n  \
@@ -460,10 +471,7 @@ def test_add():
 /// way the build backend writes it.
 #[test]
 fn a_version_file_the_build_backend_writes_is_there_for_the_tests() {
-    let dir = tempfile::tempdir().expect("a temp dir");
-    let mut repo = FixtureRepo::init(&dir.path().join("repo"));
-    let base = repo.commit(
-        None,
+    let rendered = judge_history(
         "A library versioned by hatch-vcs",
         &[
             Change::Write(
@@ -477,9 +485,6 @@ fn a_version_file_the_build_backend_writes_is_there_for_the_tests() {
             Change::Write("pkg/core.py", CORE),
             Change::Write("tests/test_core.py", VERSIONED_TEST),
         ],
-    );
-    let commit = repo.commit(
-        Some(base),
         "Add counts from one",
         &[
             Change::Write("pkg/core.py", &CORE.replace("a + b", "a + b + 1")),
@@ -488,24 +493,13 @@ fn a_version_file_the_build_backend_writes_is_there_for_the_tests() {
                 &VERSIONED_TEST.replace("add(1, 2) == 3", "add(1, 2) == 4"),
             ),
         ],
-    );
-    let judgements = judge_in(
-        &repo.repository,
-        &environment(),
-        dir.path(),
-        Case {
-            parent: base,
-            commit,
-        },
         &[
             "tests/test_core.py::test_version",
             "tests/test_core.py::test_add",
         ],
-        3,
-        ImportErrorPolicy::Discard,
     );
     assert_eq!(
-        render(&judgements),
+        rendered,
         "tests/test_core.py::test_version\n  label: Held\n  cause: None\n  reason: -\n  \
          parent: PPP\n  child: PPP\n\
          tests/test_core.py::test_add\n  label: Flipped\n  cause: None\n  \
