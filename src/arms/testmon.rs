@@ -327,13 +327,10 @@ impl TestmonRequest<'_> {
         let listing = self.scratch.join("tracked.json");
         let script = TRACKED_TESTS;
         let mut command = std::process::Command::new(&environment.python);
-        command
-            .env_clear()
-            .env("PYTHONDONTWRITEBYTECODE", "1")
-            .arg("-c")
-            .arg(script)
-            .arg(database)
-            .arg(&listing);
+        crate::process::ChildEnvironment::scrubbed()
+            .python_quiet()
+            .apply(&mut command);
+        command.arg("-c").arg(script).arg(database).arg(&listing);
         let outcome =
             run_logged(&mut command, &log, Duration::from_secs(60)).map_err(|source| {
                 TestmonError::Io {

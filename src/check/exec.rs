@@ -31,6 +31,7 @@ use crate::oracle::runner::{RunRequest, run_pytest};
 use crate::oracle::worktree::touched_test_files;
 use crate::oracle::{Verdict as RunVerdict, Worktree, classify};
 use crate::pipeline::{RepoSource, RepoSpec};
+use crate::process::ChildEnvironment;
 use crate::process::{Capture, Outcome, Run};
 use crate::steps::{EnvironmentFailure, Environments};
 use crate::syntax::python::{DefinitionKind, ParsedModule};
@@ -159,22 +160,20 @@ impl ExecStage<'_> {
         if checkout.join("src").is_dir() {
             python_path.push(checkout.join("src"));
         }
+        // A checkout under a directory named with `:` is written relative to it, or refused.
+        let python_path =
+            crate::python::python_path_variable(&python_path, checkout).map_err(|error| {
+                CheckError::failed("set PYTHONPATH for the check".to_string(), error)
+            })?;
         let mut shell = std::process::Command::new("/bin/sh");
-        shell
-            .arg("-c")
-            .arg(command)
-            .current_dir(checkout)
-            .env_clear()
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-            .env("HOME", &home)
-            .env("TMPDIR", &tmp)
-            .env("LANG", "C.UTF-8")
-            .env("LC_ALL", "C.UTF-8")
-            .env("PYTHONDONTWRITEBYTECODE", "1")
-            .env(
-                "PYTHONPATH",
-                std::env::join_paths(&python_path).expect("paths without separators"),
-            );
+        shell.arg("-c").arg(command).current_dir(checkout);
+        ChildEnvironment::scrubbed()
+            .set("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .set("HOME", &home)
+            .set("TMPDIR", &tmp)
+            .python_quiet()
+            .set("PYTHONPATH", python_path)
+            .apply(&mut shell);
         crate::sandbox::confine(&mut shell, &[checkout, private]);
         let finished = Run::new(&mut shell, Capture::Memory)
             .timeout(self.timeout)

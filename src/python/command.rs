@@ -189,7 +189,7 @@ pub fn pytest_config_file(worktree: &Path) -> Option<PathBuf> {
 /// instead: the directories the two share, colon included, drop out, and Python makes the entry
 /// absolute again when it starts (`site` absolutizes `sys.path`). An entry that still holds a `:`
 /// (a directory of its own named so) is refused, naming it.
-fn python_path_variable(entries: &[PathBuf], cwd: &Path) -> std::io::Result<OsString> {
+pub fn python_path_variable(entries: &[PathBuf], cwd: &Path) -> std::io::Result<OsString> {
     let written: Vec<PathBuf> = entries
         .iter()
         .map(|entry| {

@@ -400,10 +400,10 @@ const QUERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 /// Asks an executable for its version (works on Python 2 and 3).
 pub fn query_version(path: &Path) -> Option<PythonVersion> {
     let mut command = Command::new(path);
-    command
-        .args(["-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"])
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin");
+    command.args(["-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"]);
+    crate::process::ChildEnvironment::scrubbed()
+        .set("PATH", "/usr/bin:/bin")
+        .apply(&mut command);
     // An executable that hangs (a broken shim) is no interpreter rather than a stuck run.
     let output = crate::process::output(&mut command, QUERY_TIMEOUT).ok()?;
     if !output.outcome.success() {

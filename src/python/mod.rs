@@ -48,7 +48,7 @@ pub use collect::{
     COLLECT_PLUGIN, CollectError, CollectRequest, CollectedTest, Collection, CollectionProblem,
     collect_tests, is_nose_test_module, python_files_patterns, runs_under_nose, test_modules,
 };
-pub use command::{PytestLaunch, pytest_config_file};
+pub use command::{PytestLaunch, pytest_config_file, python_path_variable};
 pub use environment::{
     DISCOVERY_RULES, FailedBuilds, cache_dir, ensure_environment, ensure_environment_in,
     environment_for_interpreter,

@@ -248,6 +248,26 @@ fn each_stage_decides_its_claims_and_a_flip_exits_1() {
     assert_eq!(server.count(), 2, "a repeated check asked the model again");
 }
 
+/// A project under a directory named with `:` (the separator of `PYTHONPATH`): the check
+/// commands run in a checkout under it, and every stage decides as anywhere else.
+#[test]
+fn a_project_under_a_directory_named_with_a_colon_checks_its_claims() {
+    let repo = repository();
+    let server = judge();
+    let parent = tempfile::tempdir().unwrap();
+    let project = {
+        let project = Project::new_in(&parent.path().join("team:memories"));
+        project.file(
+            "models.yaml",
+            &std::fs::read_to_string(self::project(&server).path("models.yaml")).unwrap(),
+        );
+        project
+    };
+    let ran = run_check(&project, &repo, &[]);
+    assert_eq!(ran.code, 1, "{}\n{}", ran.stdout, ran.stderr);
+    assert_eq!(verdicts(&ran.stdout), expected(), "{}", ran.stderr);
+}
+
 #[test]
 fn offline_answers_only_from_the_cache() {
     let repo = repository();
