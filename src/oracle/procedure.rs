@@ -399,11 +399,6 @@ impl ChildGate<'_> {
         let first = self.first_run(slot, files)?;
         let (mut own, mut failing, unknown) = (first.result, first.failing, first.unknown);
         let flaky = self.drop_flaky(slot, &mut failing)?;
-        // A test whose own file lacks a name it uses fails whatever the child's code does.
-        let undefined_note = note(
-            "failing on a name their own test file never defines, not counted",
-            &first.undefined_names,
-        );
 
         let inherited = self.inherited_from_merged_parents(slot, &failing, &own.broken_files)?;
         failing.retain(|node, _| !inherited.nodes.contains(node));
@@ -420,7 +415,13 @@ impl ChildGate<'_> {
         // The other failures may have been there already.
         new_failures.extend(self.new_at_child(slot, &failing, &own.broken_files)?);
 
-        let flaky_note = note("flaky at the child, not counted", &flaky) + &undefined_note;
+        // What failed but is not held against the child: flaky tests, and tests whose own file
+        // lacks a name they use (they fail whatever the child's code does).
+        let not_counted = note("flaky at the child, not counted", &flaky)
+            + &note(
+                "failing on a name their own test file never defines, not counted",
+                &first.undefined_names,
+            );
         if !new_failures.is_empty() {
             let inherited_note = note(
                 "brought in by a merged parent, not counted",
@@ -429,7 +430,7 @@ impl ChildGate<'_> {
             return Ok(Some((
                 Cause::BrokenChild,
                 format!(
-                    "the child is broken: its own version of {}{flaky_note}{inherited_note}",
+                    "the child is broken: its own version of {}{not_counted}{inherited_note}",
                     new_failures.join("; ")
                 ),
             )));
@@ -438,7 +439,7 @@ impl ChildGate<'_> {
             return Ok(Some((
                 Cause::UnknownAtChild,
                 format!(
-                    "the child's own tests gave no verdict: {}{flaky_note}",
+                    "the child's own tests gave no verdict: {}{not_counted}",
                     unknown.join("; ")
                 ),
             )));
