@@ -25,6 +25,7 @@ mod command;
 mod config_files;
 mod environment;
 mod environment_request;
+mod gettext_catalogue;
 mod importers;
 mod install;
 mod interpreters;

@@ -116,10 +116,12 @@ fn write_entry(path: &Path, content: &[u8], mode: i32) -> std::io::Result<()> {
 
 /// Makes a fresh checkout what its tests expect of an installed project, without building or
 /// installing it: registered as a distribution ([`register_project`]), with the version files its
-/// build backend writes ([`super::version_file`]). Called after every checkout that tests run in.
+/// build backend writes ([`super::version_file`]) and its gettext catalogues compiled
+/// ([`super::gettext_catalogue`]). Called after every checkout that tests run in.
 pub fn prepare_checkout(worktree: &Path) -> std::io::Result<()> {
     register_project(worktree)?;
-    super::version_file::write_version_files(worktree).map(drop)
+    super::version_file::write_version_files(worktree)?;
+    super::gettext_catalogue::compile_catalogues(worktree).map(drop)
 }
 
 /// Makes the checked-out project an installed distribution as `importlib.metadata` (and

@@ -1,6 +1,7 @@
 //! The execution oracle against real pytest runs: fixture repositories built with git2, a cached
 //! virtual environment with a pinned pytest.
 
+mod catalogues;
 mod child_requirements;
 mod environment_failure;
 mod fixture;
