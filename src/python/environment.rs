@@ -277,6 +277,7 @@ mod tests {
                 .collect(),
             optional: vec![],
             installer: Installer::Pip,
+            released_before: None,
         }
     }
 
@@ -365,6 +366,7 @@ mod tests {
             python_path: vec![built.join("site")],
             distributions: BTreeMap::from([("pytest".to_string(), "8.3.4".to_string())]),
             dropped: vec![],
+            released_before: None,
         };
         let root = directory.path().join("envs/abc");
         std::fs::create_dir_all(&root).unwrap();

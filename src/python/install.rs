@@ -2,19 +2,23 @@
 //! install of pytest and the requirements, then one of the optional requirements (what the tests
 //! import only if they can). A requirement the commit merely declares that will not install is
 //! dropped and recorded (old pins vanish from indexes); pytest and the repository's own pins may
-//! not be dropped, and an optional requirement never fails the environment. pip and uv get an allow-listed environment: index and proxy settings,
-//! never the caller's secrets.
+//! not be dropped, and an optional requirement never fails the environment. pip and uv get an
+//! allow-listed environment: index and proxy settings, never the caller's secrets. An environment
+//! bounded by a commit's date installs from the dated index ([`super::dated_index`]) alone.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::build_error::{BuildFailure, PythonError, io_error};
+use super::dated_index::{DatedIndex, ReleaseBound, ReleaseCutoff};
 use super::environment_request::{
     DroppedRequirement, Environment, EnvironmentRequest, Installer, uv_program,
 };
 use super::requirements::{Requirement, requirement_name};
+use super::specifier::SpecifierSet;
 use crate::process::cpu_use::{STARVED_ATTEMPTS, Stall, retry_starved};
 use crate::process::{Capture, ChildEnvironment, Outcome, Run, log_tail, run_logged};
 
@@ -47,12 +51,17 @@ pub(super) fn build(
 ) -> Result<Environment, PythonError> {
     let logs = scratch.join("logs");
     std::fs::create_dir_all(&logs).map_err(io_error(format!("create {}", logs.display())))?;
+    let dated = match &request.released_before {
+        Some(bound) => Some(Dated::prepare(request, bound)?),
+        None => None,
+    };
     let layout = Layout::create(request, scratch, &logs)?;
     let build = Build {
         request,
         layout: &layout,
         pip_cache,
         logs: &logs,
+        dated: dated.as_ref(),
     };
     let mut dropped = build.install_required()?;
     let mut distributions = list_distributions(&layout.python, layout.target(), &logs)?;
@@ -81,6 +90,102 @@ pub(super) fn build(
         python_path: layout.python_path,
         distributions,
         dropped,
+        released_before: dated.map(|dated| dated.cutoff.to_string()),
+    })
+}
+
+/// Where an environment bounded by a commit's date installs from.
+struct Dated {
+    index: Arc<DatedIndex>,
+    /// The bound: the commit's time, or just after the oldest release of a tool it predates.
+    cutoff: ReleaseCutoff,
+    /// The dated index's address for that bound.
+    url: String,
+}
+
+impl Dated {
+    /// The bound for `request`: its commit's time, moved past the oldest release its pytest (and
+    /// each further tool) allows when that came later; and the process's dated index.
+    fn prepare(request: &EnvironmentRequest, bound: &ReleaseBound) -> Result<Dated, PythonError> {
+        let index = DatedIndex::shared().map_err(io_error("start the dated package index"))?;
+        let mut cutoff = bound.committed;
+        for tool in std::iter::once(&request.pytest).chain(&bound.tools) {
+            let Some(name) = requirement_name(tool) else {
+                continue;
+            };
+            let Ok(specifier) = SpecifierSet::parse(specifier_of(tool)) else {
+                continue;
+            };
+            let files = index.files(&name).map_err(|problem| PythonError::ReleaseBound {
+                cutoff: bound.committed.to_string(),
+                reason: format!("`{name}`: {problem}"),
+            })?;
+            if let Some(after) = files.and_then(|files| files.first_release_after(&specifier)) {
+                cutoff = cutoff.max(after);
+            }
+        }
+        let url = index.index_url(cutoff);
+        Ok(Dated { index, cutoff, url })
+    }
+
+    /// What keeps the install from having been bounded, read from the installer's `output`: pip
+    /// looking beyond the dated index (its configuration naming find-links or another index), or,
+    /// when the install `failed`, a problem with the upstream page of a project it collected.
+    fn unbounded(&self, output: &str, failed: bool) -> Option<PythonError> {
+        let error = |reason: String| PythonError::ReleaseBound {
+            cutoff: self.cutoff.to_string(),
+            reason,
+        };
+        if let Some(beyond) = looked_beyond(output, &self.url) {
+            return Some(error(format!(
+                "pip also looked in {beyond}, which a pip configuration file must name (the \
+                 environment's are left out); remove it there (`pip config list` shows where), \
+                 or set `releases: newest` for this repository"
+            )));
+        }
+        if !failed {
+            return None;
+        }
+        let mut names = failing_requirements(output);
+        names.extend(output.lines().filter_map(|line| {
+            let rest = line.trim().strip_prefix("Collecting ")?;
+            requirement_name(rest.split_whitespace().next()?)
+        }));
+        names.iter().find_map(|name| {
+            let problem = self.index.problem(name)?;
+            Some(error(format!("`{name}`: {problem}")))
+        })
+    }
+}
+
+/// The version specifier of a requirement (`>=3.5,<3.6` of `pytest>=3.5,<3.6`), markers and
+/// extras left out.
+fn specifier_of(requirement: &str) -> &str {
+    let requirement = requirement.split(';').next().unwrap_or(requirement).trim();
+    let rest = requirement
+        .trim_start_matches(|c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        .trim_start();
+    match rest.strip_prefix('[') {
+        Some(extras) => extras.split_once(']').map_or("", |(_, rest)| rest.trim()),
+        None => rest.trim(),
+    }
+}
+
+/// What pip's log says it looked in besides `url`: the find-links of a `Looking in links:` line,
+/// or the other indexes of a `Looking in indexes:` one.
+fn looked_beyond(output: &str, url: &str) -> Option<String> {
+    output.lines().find_map(|line| {
+        let line = line.trim();
+        if let Some(links) = line.strip_prefix("Looking in links:") {
+            return Some(format!("the links {}", links.trim()));
+        }
+        let indexes = line.strip_prefix("Looking in indexes:")?;
+        let others: Vec<&str> = indexes
+            .split(',')
+            .map(str::trim)
+            .filter(|index| !index.is_empty() && *index != url)
+            .collect();
+        (!others.is_empty()).then(|| format!("the indexes {}", others.join(", ")))
     })
 }
 
@@ -137,6 +242,8 @@ struct Build<'a> {
     layout: &'a Layout,
     pip_cache: &'a Path,
     logs: &'a Path,
+    /// The dated index and bound, when the environment is bounded by a commit's date.
+    dated: Option<&'a Dated>,
 }
 
 /// How one run of the installer ended.
@@ -169,6 +276,7 @@ impl Build<'_> {
             options,
             specs,
             self.pip_cache,
+            self.dated.map(|dated| dated.url.as_str()),
         );
         // An install starved of CPU by a busy machine is tried again.
         let finished = retry_starved(
@@ -180,14 +288,22 @@ impl Build<'_> {
             |finished| finished.stall.is_some_and(|stall| stall.starved()),
         )
         .map_err(io_error(format!("run pip for python {interpreter}")))?;
-        Ok(match finished.outcome {
+        let attempt = match finished.outcome {
             Outcome::Exited(0) => Attempt::Installed,
             Outcome::TimedOut => Attempt::TimedOut(finished.stall.filter(|stall| stall.starved())),
             _ => Attempt::Failed {
                 output: std::fs::read_to_string(&log).unwrap_or_default(),
                 tail: log_tail(&log, 15),
             },
-        })
+        };
+        if let Some(dated) = self.dated {
+            let output = std::fs::read_to_string(&log).unwrap_or_default();
+            let failed = matches!(attempt, Attempt::Failed { .. });
+            if let Some(error) = dated.unbounded(&output, failed) {
+                return Err(error);
+            }
+        }
+        Ok(attempt)
     }
 
     /// pytest and the requirements in one install. A requirement the commit merely declares that
@@ -232,6 +348,14 @@ impl Build<'_> {
                 _ => {
                     let modern_pip = !self.layout.python_2
                         && pip_version(&self.layout.site_packages) >= Some((21, 2));
+                    let tail = match self.dated {
+                        Some(dated) => format!(
+                            "{tail}\n(only files uploaded before {} were offered: the \
+                             repository's `releases: at-commit`)",
+                            dated.cutoff
+                        ),
+                        None => tail,
+                    };
                     return Err(PythonError::Install {
                         failure: classify_failure(&text, culprits.first(), modern_pip),
                         requirement: culprits.first().cloned().unwrap_or_else(|| specs.join(" ")),
@@ -403,6 +527,7 @@ fn install_command(
     options: &[String],
     specs: &[String],
     pip_cache: &Path,
+    index_url: Option<&str>,
 ) -> Command {
     let mut command = match request.installer {
         Installer::Uv if target.is_none() => {
@@ -427,9 +552,17 @@ fn install_command(
     if let Some(target) = target {
         command.arg("--target").arg(target);
     }
+    if let Some(url) = index_url {
+        command.arg("--index-url").arg(url);
+    }
     command.args(options);
     command.args(specs);
-    installer_environment(&mut command, Some(pip_cache));
+    let environment = ChildEnvironment::scrubbed().installer(Some(pip_cache));
+    match index_url {
+        Some(url) => environment.only_index(url),
+        None => environment,
+    }
+    .apply(&mut command);
     command
 }
 

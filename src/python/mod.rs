@@ -23,6 +23,7 @@ mod claims;
 mod collect;
 mod command;
 mod config_files;
+mod dated_index;
 mod environment;
 mod environment_request;
 mod importers;
@@ -49,6 +50,9 @@ pub use collect::{
     collect_tests, is_nose_test_module, python_files_patterns, runs_under_nose, test_modules,
 };
 pub use command::{PytestLaunch, pytest_config_file, python_path_variable};
+pub use dated_index::{
+    DatedIndex, IndexProblem, IndexedFile, PageError, ProjectFiles, ReleaseBound, ReleaseCutoff,
+};
 pub use environment::{
     DISCOVERY_RULES, FailedBuilds, cache_dir, ensure_environment, ensure_environment_in,
     environment_for_interpreter,

@@ -112,6 +112,7 @@ fn repo_spec(name: &str, path: &Path, python: &[&str], dependencies: &[&str]) ->
         test_patterns: None,
         dependencies: dependencies.iter().map(|spec| spec.to_string()).collect(),
         merges: None,
+        releases: claimflow::pipeline::Releases::Newest,
     }
 }
 
