@@ -297,6 +297,30 @@ mod tests {
     }
 
     #[test]
+    fn a_bound_on_releases_enters_the_digest_only_when_set() {
+        use crate::python::ReleaseBound;
+        let newest = request(&["six"]);
+        // Unbounded, the key holds nothing of it (`skip_serializing_if`): addresses stay as they were.
+        assert_eq!(
+            newest.clone().released_before(None).digest(),
+            newest.digest()
+        );
+        let at = |seconds| {
+            request(&["six"])
+                .released_before(Some(ReleaseBound::at(seconds)))
+                .digest()
+        };
+        assert_ne!(at(1_559_347_200), newest.digest());
+        assert_ne!(at(1_559_347_200), at(1_559_347_260));
+        let with_testmon = request(&["six"])
+            .released_before(Some(
+                ReleaseBound::at(1_559_347_200).with_tool("pytest-testmon==0.9.19"),
+            ))
+            .digest();
+        assert_ne!(with_testmon, at(1_559_347_200));
+    }
+
+    #[test]
     fn a_repository_pin_replaces_the_era_pytest_and_discovered_specs() {
         let worktree = tempfile::tempdir().unwrap();
         std::fs::write(

@@ -280,10 +280,22 @@ pub struct Environment {
     pub distributions: BTreeMap<String, String>,
     /// Discovered requirements that would not install and were left out.
     pub dropped: Vec<DroppedRequirement>,
-    /// The moment the releases installed were bounded by (`2020-05-01T12:00:00Z`), when they
-    /// were: the commit's time, or the first release of a tool the commit predates.
+    /// How the releases installed were bounded by date, when they were.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub released_before: Option<String>,
+    pub released_before: Option<ReleasedBefore>,
+}
+
+/// How an environment's releases were bounded by date (a repository's `releases: at-commit`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReleasedBefore {
+    /// Only files uploaded before this moment were offered (`2019-06-01T00:00:00Z`): the commit's
+    /// committer time, or just after the first release of a tool the commit predates.
+    pub cutoff: String,
+    /// Installed distributions none of whose files the index dates before the cutoff (all
+    /// uploaded again later, or first released after it), so offered whole: the index could not
+    /// bound them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub undated: Vec<String>,
 }
 
 impl Environment {

@@ -15,7 +15,7 @@ use std::time::Duration;
 use super::build_error::{BuildFailure, PythonError, io_error};
 use super::dated_index::{DatedIndex, ReleaseBound, ReleaseCutoff};
 use super::environment_request::{
-    DroppedRequirement, Environment, EnvironmentRequest, Installer, uv_program,
+    DroppedRequirement, Environment, EnvironmentRequest, Installer, ReleasedBefore, uv_program,
 };
 use super::requirements::{Requirement, requirement_name};
 use super::specifier::SpecifierSet;
@@ -76,6 +76,7 @@ pub(super) fn build(
             path: scratch.to_path_buf(),
             reason: "pytest is not installed after a successful install".into(),
         })?;
+    let released_before = dated.map(|dated| dated.described(&distributions));
     Ok(Environment {
         root: scratch.to_path_buf(),
         python: layout.python,
@@ -90,7 +91,7 @@ pub(super) fn build(
         python_path: layout.python_path,
         distributions,
         dropped,
-        released_before: dated.map(|dated| dated.cutoff.to_string()),
+        released_before,
     })
 }
 
@@ -116,16 +117,35 @@ impl Dated {
             let Ok(specifier) = SpecifierSet::parse(specifier_of(tool)) else {
                 continue;
             };
-            let files = index.files(&name).map_err(|problem| PythonError::ReleaseBound {
-                cutoff: bound.committed.to_string(),
-                reason: format!("`{name}`: {problem}"),
-            })?;
+            let files = index
+                .files(&name)
+                .map_err(|problem| PythonError::ReleaseBound {
+                    cutoff: bound.committed.to_string(),
+                    reason: format!("`{name}`: {problem}"),
+                })?;
             if let Some(after) = files.and_then(|files| files.first_release_after(&specifier)) {
                 cutoff = cutoff.max(after);
             }
         }
         let url = index.index_url(cutoff);
         Ok(Dated { index, cutoff, url })
+    }
+
+    /// The bound as the environment's description says it, with the installed distributions
+    /// the index could not date before the cutoff.
+    fn described(&self, installed: &BTreeMap<String, String>) -> ReleasedBefore {
+        ReleasedBefore {
+            cutoff: self.cutoff.to_string(),
+            undated: installed
+                .keys()
+                .filter(|name| {
+                    self.index
+                        .fetched(name)
+                        .is_some_and(|files| files.offered_whole(self.cutoff))
+                })
+                .cloned()
+                .collect(),
+        }
     }
 
     /// What keeps the install from having been bounded, read from the installer's `output`: pip
@@ -902,6 +922,34 @@ mod tests {
             classify_failure(build, Some(&"thing".to_string()), true),
             BuildFailure::Interpreter
         );
+    }
+
+    #[test]
+    fn pip_looking_beyond_the_dated_index_is_caught() {
+        let dated = "http://127.0.0.1:4000/20190601T000000Z/simple/";
+        let kept = format!("Looking in indexes: {dated}\nCollecting six\n");
+        assert_eq!(looked_beyond(&kept, dated), None);
+        let links = format!("Looking in indexes: {dated}\nLooking in links: /opt/wheels\n");
+        assert_eq!(
+            looked_beyond(&links, dated).as_deref(),
+            Some("the links /opt/wheels")
+        );
+        let extra = format!("Looking in indexes: {dated}, https://extra.example/simple\n");
+        assert_eq!(
+            looked_beyond(&extra, dated).as_deref(),
+            Some("the indexes https://extra.example/simple")
+        );
+    }
+
+    #[test]
+    fn a_tools_specifier_is_read_without_name_extras_or_markers() {
+        assert_eq!(specifier_of("pytest>=3.5,<3.6"), ">=3.5,<3.6");
+        assert_eq!(specifier_of("pytest-testmon==2.0.15"), "==2.0.15");
+        assert_eq!(
+            specifier_of("pytest[testing] >=8 ; python_version>'3'"),
+            ">=8"
+        );
+        assert_eq!(specifier_of("pytest"), "");
     }
 
     #[test]

@@ -58,7 +58,8 @@ pub use environment::{
     environment_for_interpreter,
 };
 pub use environment_request::{
-    DroppedRequirement, Environment, EnvironmentRequest, Installer, declared_requirements,
+    DroppedRequirement, Environment, EnvironmentRequest, Installer, ReleasedBefore,
+    declared_requirements,
 };
 pub use importers::files_reaching;
 pub use interpreters::{

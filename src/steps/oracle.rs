@@ -32,8 +32,8 @@ use crate::oracle::{
     Cause, CommitUnderTest, ImportErrorPolicy, Judgement, OracleSummary, Settings, Slot, Worktree,
     judge_commit,
 };
-use crate::pipeline::{Releases, RepoSpec};
 use crate::pipeline::StepSpec;
+use crate::pipeline::{Releases, RepoSpec};
 use crate::python::{self, BuildFailure, Environment, EnvironmentRequest, Installer, Requirement};
 use crate::records::{ClaimRecord, CommitRecord, Label, TruthRecord};
 

@@ -44,7 +44,9 @@ impl ReleaseCutoff {
             &segment[11..13],
             &segment[13..15]
         );
-        parse_timestamp(&extended).ok().map(|time| ReleaseCutoff(time.seconds))
+        parse_timestamp(&extended)
+            .ok()
+            .map(|time| ReleaseCutoff(time.seconds))
     }
 
     /// Whether a file uploaded at `upload_time` (PEP 700's `upload-time`,
@@ -120,7 +122,12 @@ mod tests {
             ReleaseCutoff::from_path_segment("20200501T120000Z"),
             Some(cutoff)
         );
-        for bad in ["2020-05-01T12:00:00Z", "20200501T120000", "20201301T120000Z", "x"] {
+        for bad in [
+            "2020-05-01T12:00:00Z",
+            "20200501T120000",
+            "20201301T120000Z",
+            "x",
+        ] {
             assert_eq!(ReleaseCutoff::from_path_segment(bad), None, "{bad}");
         }
     }

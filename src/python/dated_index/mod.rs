@@ -6,7 +6,10 @@
 //! 3.6 and 19 on 2.7 among them, which have no such option).
 //!
 //! The bound is never silently lost: an upstream that gives no upload time for a file fails the
-//! build, saying so, rather than offering the file unbounded.
+//! build, saying so, rather than offering the file unbounded. Upload times date a release only
+//! when it was never uploaded again: every atomicwrites release was re-uploaded on 2022-07-09, so
+//! nothing of it is dated before then. A project with no file before the cutoff is offered whole,
+//! and the environment names each one it installed so (`Environment::released_before`).
 
 mod cutoff;
 mod page;

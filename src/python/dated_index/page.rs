@@ -106,7 +106,10 @@ impl ProjectFiles {
                     filename: file.filename.clone(),
                 })?;
             let mut url = page_url.join(&file.url).map_err(|error| {
-                unreadable(format!("the URL `{}` of `{}`: {error}", file.url, file.filename))
+                unreadable(format!(
+                    "the URL `{}` of `{}`: {error}",
+                    file.url, file.filename
+                ))
             })?;
             let hash = HASHES
                 .iter()
@@ -134,7 +137,20 @@ impl ProjectFiles {
         })
     }
 
-    /// The PEP 503 page of the files uploaded before `cutoff`.
+    /// Whether no file of the project is dated before `cutoff`, though it has files: they were
+    /// all uploaded again later (as atomicwrites' were, every release on 2022-07-09), or the
+    /// project came later. Its upload times then say nothing of what was current at the cutoff,
+    /// and it is offered whole.
+    pub fn offered_whole(&self, cutoff: ReleaseCutoff) -> bool {
+        !self.files.is_empty()
+            && !self
+                .files
+                .iter()
+                .any(|file| file.uploaded < cutoff.seconds())
+    }
+
+    /// The PEP 503 page of the files uploaded before `cutoff` (all of them when none was, see
+    /// [`ProjectFiles::offered_whole`]).
     pub fn render(&self, cutoff: ReleaseCutoff) -> String {
         let name = escape(&self.name);
         let mut page = format!(
@@ -142,10 +158,11 @@ impl ProjectFiles {
              content=\"1.0\">\n    <title>Links for {name}</title>\n  </head>\n  <body>\n    \
              <h1>Links for {name}</h1>\n"
         );
+        let whole = self.offered_whole(cutoff);
         for file in self
             .files
             .iter()
-            .filter(|file| file.uploaded < cutoff.seconds())
+            .filter(|file| whole || file.uploaded < cutoff.seconds())
         {
             let _ = write!(page, "    <a href=\"{}\"", escape(&file.url));
             if let Some(requires) = &file.requires_python {
@@ -220,11 +237,7 @@ fn final_version(project: &str, filename: &str) -> Option<PythonVersion> {
     let is_final = version
         .split('.')
         .all(|part| !part.is_empty() && part.bytes().all(|byte| byte.is_ascii_digit()));
-    if is_final {
-        version.parse().ok()
-    } else {
-        None
-    }
+    if is_final { version.parse().ok() } else { None }
 }
 
 /// Text for HTML, in an attribute value or between tags.
@@ -308,8 +321,25 @@ mod tests {
     }
 
     #[test]
+    fn a_project_with_no_file_dated_before_the_cutoff_is_offered_whole() {
+        // 2014-01-01: before every upload, as 2019 is before atomicwrites' re-uploads of 2022.
+        let before = ReleaseCutoff::from_seconds(1_388_534_400);
+        assert!(six().offered_whole(before));
+        assert_eq!(six().render(before).matches("<a href").count(), 4);
+        assert!(!six().offered_whole(ReleaseCutoff::from_seconds(1_451_606_400)));
+        let empty = ProjectFiles {
+            name: "six".into(),
+            files: vec![],
+        };
+        assert!(!empty.offered_whole(before));
+    }
+
+    #[test]
     fn a_file_without_an_upload_time_refuses_the_page() {
-        let undated = SIX.replace(r#""upload-time": "2017-09-17T18:46:53.000000Z""#, r#""size": 1"#);
+        let undated = SIX.replace(
+            r#""upload-time": "2017-09-17T18:46:53.000000Z""#,
+            r#""size": 1"#,
+        );
         let page = Url::parse("https://mirror.example/simple/six/").unwrap();
         let error = ProjectFiles::from_json("six", &page, undated.as_bytes()).unwrap_err();
         assert_eq!(
@@ -336,7 +366,10 @@ mod tests {
                 .map(|cutoff| cutoff.to_string())
         };
         // 1.10.0's last file (the sdist) went up at 03:05:20; its yanked wheel does not count.
-        assert_eq!(after(">=1.10,<1.11").as_deref(), Some("2015-10-07T03:05:21Z"));
+        assert_eq!(
+            after(">=1.10,<1.11").as_deref(),
+            Some("2015-10-07T03:05:21Z")
+        );
         assert_eq!(after(">=1.0").as_deref(), Some("2015-01-02T03:04:06Z"));
         assert_eq!(after("==1.11.0").as_deref(), Some("2017-09-17T18:46:54Z"));
         assert_eq!(after(">=2"), None);

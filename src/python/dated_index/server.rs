@@ -64,7 +64,8 @@ impl DatedIndex {
     /// Starts an index over `upstream` (a simple index's address) on a free loopback port; it
     /// answers until the process ends.
     pub fn start(upstream: &str) -> std::io::Result<Self> {
-        let invalid = |reason: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, reason);
+        let invalid =
+            |reason: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, reason);
         let mut upstream = Url::parse(upstream)
             .map_err(|error| invalid(format!("the package index `{upstream}`: {error}")))?;
         if !upstream.path().ends_with('/') {
@@ -100,7 +101,9 @@ impl DatedIndex {
     /// pypi.org), started on first use.
     pub fn shared() -> std::io::Result<Arc<DatedIndex>> {
         static SHARED: Mutex<Option<Arc<DatedIndex>>> = Mutex::new(None);
-        let mut shared = SHARED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut shared = SHARED
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(index) = shared.as_ref() {
             return Ok(Arc::clone(index));
         }
@@ -137,6 +140,17 @@ impl DatedIndex {
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
         })
+    }
+
+    /// `project`'s files when this process has already fetched them (a page pip asked for).
+    pub fn fetched(&self, project: &str) -> Option<Arc<ProjectFiles>> {
+        let name = requirement_name(project)?;
+        self.state
+            .pages
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get(&name)
+            .cloned()
     }
 
     /// The last problem with `project`'s upstream page, if the last try had one.
@@ -190,13 +204,13 @@ impl State {
 
     /// One request for `name`'s JSON page.
     fn fetch(&self, name: &str) -> Result<Option<Arc<ProjectFiles>>, IndexProblem> {
-        let url = self
-            .upstream
-            .join(&format!("{name}/"))
-            .map_err(|error| IndexProblem::Unreachable {
-                url: format!("{}{name}/", self.upstream),
-                reason: error.to_string(),
-            })?;
+        let url =
+            self.upstream
+                .join(&format!("{name}/"))
+                .map_err(|error| IndexProblem::Unreachable {
+                    url: format!("{}{name}/", self.upstream),
+                    reason: error.to_string(),
+                })?;
         let unreachable = |reason: String| IndexProblem::Unreachable {
             url: url.to_string(),
             reason,
@@ -204,8 +218,11 @@ impl State {
         let client = match self.client.get() {
             Some(client) => client,
             None => {
-                let client = reqwest::blocking::Client::builder()
-                    .timeout(UPSTREAM_TIMEOUT)
+                let mut builder = reqwest::blocking::Client::builder().timeout(UPSTREAM_TIMEOUT);
+                for certificate in trusted_as_pip_trusts() {
+                    builder = builder.add_root_certificate(certificate);
+                }
+                let client = builder
                     .build()
                     .map_err(|error| unreachable(error.to_string()))?;
                 self.client.get_or_init(|| client)
@@ -285,6 +302,24 @@ impl State {
             ),
         }
     }
+}
+
+/// The certificates of the bundle pip is told to trust (`PIP_CERT`, else `SSL_CERT_FILE`, as
+/// claimflow's environment sets them), beside the built-in roots: an index or a proxy with a
+/// certificate of its own is trusted here as pip trusts it. A bundle that cannot be read adds
+/// nothing; the upstream then fails as unreachable, with the TLS error.
+fn trusted_as_pip_trusts() -> Vec<reqwest::Certificate> {
+    let Some(bundle) = ["PIP_CERT", "SSL_CERT_FILE"]
+        .iter()
+        .filter_map(std::env::var_os)
+        .find(|value| !value.is_empty())
+    else {
+        return Vec::new();
+    };
+    std::fs::read(bundle)
+        .ok()
+        .and_then(|pem| reqwest::Certificate::from_pem_bundle(&pem).ok())
+        .unwrap_or_default()
 }
 
 /// The cutoff and project a request target names: `/<cutoff>/simple/<project>/`.
