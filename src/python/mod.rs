@@ -24,6 +24,7 @@ mod collect;
 mod command;
 mod config_files;
 mod dated_index;
+mod dated_install;
 mod environment;
 mod environment_request;
 mod importers;
