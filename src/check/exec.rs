@@ -298,6 +298,7 @@ impl ExecStage<'_> {
             test_patterns: None,
             dependencies: Vec::new(),
             merges: None,
+            releases: crate::pipeline::Releases::Newest,
         }
     }
 }

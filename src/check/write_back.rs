@@ -36,7 +36,7 @@ impl Invalidation {
         let found = repository.find_commit(commit)?;
         Ok(Invalidation {
             commit: commit.to_string(),
-            time: rfc3339_utc(found.time().seconds()),
+            time: crate::corpus::format_utc(found.time().seconds()),
         })
     }
 
@@ -230,31 +230,6 @@ fn replace(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
         .persist(path)
         .map_err(|error| failed(error.error))?;
     Ok(())
-}
-
-/// Seconds since the epoch as `YYYY-MM-DDTHH:MM:SSZ` (Hinnant's `civil_from_days`).
-fn rfc3339_utc(seconds: i64) -> String {
-    let (days, second_of_day) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
-    let shifted = days + 719_468;
-    let era = shifted.div_euclid(146_097);
-    let day_of_era = shifted.rem_euclid(146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 {
-        month_index + 3
-    } else {
-        month_index - 9
-    };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        second_of_day / 3600,
-        second_of_day % 3600 / 60,
-        second_of_day % 60
-    )
 }
 
 #[cfg(test)]

@@ -80,6 +80,32 @@ pub fn parse_timestamp(text: &str) -> Result<Timestamp, String> {
     })
 }
 
+/// Seconds since the epoch as `YYYY-MM-DDTHH:MM:SSZ`, the form [`parse_timestamp`] reads (Howard
+/// Hinnant's `civil_from_days`).
+pub fn format_utc(seconds: i64) -> String {
+    let (days, second_of_day) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
+    let shifted = days + 719_468;
+    let era = shifted.div_euclid(146_097);
+    let day_of_era = shifted.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        second_of_day / 3600,
+        second_of_day % 3600 / 60,
+        second_of_day % 60
+    )
+}
+
 fn days_in_month(year: i64, month: i64) -> i64 {
     match month {
         2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
@@ -115,6 +141,17 @@ mod tests {
         assert_eq!(new_york.seconds, utc.seconds);
         assert_eq!(paris.offset_minutes, 60);
         assert_eq!(new_york.offset_minutes, -300);
+    }
+
+    #[test]
+    fn moments_are_written_in_utc() {
+        assert_eq!(format_utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(format_utc(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(format_utc(1_700_000_000), "2023-11-14T22:13:20Z");
+        assert_eq!(
+            parse_timestamp(&format_utc(1_709_539_920)).unwrap().seconds,
+            1_709_539_920
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ mod script;
 
 use std::path::PathBuf;
 
-pub use date::{Timestamp, parse_timestamp};
+pub use date::{Timestamp, format_utc, parse_timestamp};
 pub use materialize::{BRANCH, MaterializedCommit, MaterializedRepo, materialize, preview};
 pub use script::{DEFAULT_AUTHOR, Person, Script, ScriptCommit, load};
 

@@ -161,6 +161,7 @@ mod tests {
                 .map(|name| (name.to_string(), "1.0".to_string()))
                 .collect(),
             dropped: Vec::new(),
+            released_before: None,
         }
     }
 

@@ -122,5 +122,6 @@ pub fn probe_environment(
         python_path: extra_paths,
         distributions: answer.distributions,
         dropped: Vec::new(),
+        released_before: None,
     })
 }

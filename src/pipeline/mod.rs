@@ -28,7 +28,7 @@ pub use executor::{
 };
 pub use kind::{KindDeclaration, Kinds, PipelineProblem};
 pub use load::{load, load_str};
-pub use model::{Merges, ModelSpec, Pipeline, Price, RepoSource, RepoSpec, StepSpec};
+pub use model::{Merges, ModelSpec, Pipeline, Price, Releases, RepoSource, RepoSpec, StepSpec};
 pub use params::{
     ListOrGlob, ModelName, NoParams, ParamSpec, ParamType, Params, ParamsDecl, ParsedParams,
     ProjectFile, RepoName, StepName,

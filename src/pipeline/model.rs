@@ -73,6 +73,31 @@ pub struct RepoSpec {
     pub dependencies: Vec<String>,
     /// Whether merge commits are scored; wins over a step's own `merges`.
     pub merges: Option<Merges>,
+    /// Which releases of its requirements an environment installs. Left out of the pipeline's
+    /// JSON at the default, so pipelines that do not set it read as before.
+    #[serde(skip_serializing_if = "Releases::is_newest")]
+    pub releases: Releases,
+}
+
+/// Which releases of a repository's requirements its environments install.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Releases {
+    /// The newest release each requirement allows, whenever the environment is built.
+    #[default]
+    Newest,
+    /// Only files uploaded to the index before the committer time of the commit the environment
+    /// is built for (never before the first release of the pytest it runs), as they were then.
+    AtCommit,
+}
+
+impl Releases {
+    /// True for the default, [`Releases::Newest`].
+    pub fn is_newest(&self) -> bool {
+        *self == Releases::Newest
+    }
 }
 
 /// Whether merge commits on the first-parent chain are scored (against their first parent).

@@ -12,7 +12,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::executor::ExecutorKind;
-use super::model::Merges;
+use super::model::{Merges, Releases};
 use super::params::ModelName;
 use super::provider::Provider;
 
@@ -120,6 +120,10 @@ pub struct RepoEntry {
     /// Whether merge commits are scored against their first parent; wins over a step's own.
     #[serde(default)]
     pub merges: Option<Merges>,
+    /// Which releases environments install: `newest` (default), or `at-commit` for only those
+    /// uploaded before the commit's committer time.
+    #[serde(default)]
+    pub releases: Option<Releases>,
 }
 
 /// The `executor:` block as written (`executor: slurm` is short for `{kind: slurm}`).

@@ -27,6 +27,17 @@ pub const PACKAGE_INDEX: &[&str] = &[
     "SSL_CERT_DIR",
 ];
 
+/// The variables by which pip and uv would look beyond the one index they are given: a mirror,
+/// extra indexes, directories of files.
+const OTHER_INDEXES: &[&str] = &[
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "PIP_FIND_LINKS",
+    "UV_INDEX_URL",
+    "UV_EXTRA_INDEX_URL",
+    "UV_FIND_LINKS",
+];
+
 /// What a build of native code reads: the compilers and where temporary files go.
 pub const BUILD: &[&str] = &["CC", "CXX", "TMPDIR"];
 
@@ -140,6 +151,33 @@ impl ChildEnvironment {
         }
     }
 
+    /// An installer kept to the one index at `url` (a dated index on the loopback): the mirror,
+    /// extra indexes and find-links directories claimflow's environment names are left out, pip
+    /// reads no configuration file (`os.devnull`: from pip 10 on, not even the global one), and
+    /// the loopback is reached without a proxy. pip 18 and 19 still read the global file; the
+    /// builder checks what pip says it looks in.
+    pub fn only_index(mut self, url: &str) -> Self {
+        for name in OTHER_INDEXES {
+            self = self.remove(name).remove(&name.to_ascii_lowercase());
+        }
+        let mut environment = self
+            .set("PIP_INDEX_URL", url)
+            .set("UV_INDEX_URL", url)
+            .set("PIP_CONFIG_FILE", "/dev/null");
+        for name in ["NO_PROXY", "no_proxy"] {
+            let bypass = match environment.variables.get(OsStr::new(name)) {
+                Some(list) if !list.is_empty() => {
+                    let mut list = list.clone();
+                    list.push(",127.0.0.1");
+                    list
+                }
+                _ => OsString::from("127.0.0.1"),
+            };
+            environment = environment.set(name, bypass);
+        }
+        environment
+    }
+
     /// The variables, sorted by name.
     pub fn variables(&self) -> impl Iterator<Item = (&OsStr, &OsStr)> {
         self.variables
@@ -227,6 +265,43 @@ mod tests {
             .pass_exact(["OPENAI_API_KEY", "UNSET"])
             .remove("OPENAI_API_KEY");
         assert_eq!(names(&named), ["HOME", "LANG", "LC_ALL", "PATH"]);
+    }
+
+    #[test]
+    fn an_installer_kept_to_one_index_sees_no_other() {
+        fn parent_with_indexes(name: &OsStr) -> Option<OsString> {
+            let value = match name.to_str()? {
+                "PIP_FIND_LINKS" => "/opt/wheels",
+                "pip_extra_index_url" => "https://extra/simple",
+                "UV_INDEX_URL" => "https://mirror/simple",
+                "NO_PROXY" => "localhost",
+                other => return parent(OsStr::new(other)),
+            };
+            Some(value.into())
+        }
+        let dated = "http://127.0.0.1:4000/20160101T000000Z/simple/";
+        let installer = ChildEnvironment::scrubbed_over(parent_with_indexes)
+            .installer(None)
+            .only_index(dated);
+        for name in ["PIP_FIND_LINKS", "pip_extra_index_url"] {
+            assert_eq!(value(&installer, name), None, "{name}");
+        }
+        assert_eq!(value(&installer, "PIP_INDEX_URL").as_deref(), Some(dated));
+        assert_eq!(value(&installer, "UV_INDEX_URL").as_deref(), Some(dated));
+        assert_eq!(
+            value(&installer, "PIP_CONFIG_FILE").as_deref(),
+            Some("/dev/null")
+        );
+        assert_eq!(
+            value(&installer, "NO_PROXY").as_deref(),
+            Some("localhost,127.0.0.1")
+        );
+        assert_eq!(value(&installer, "no_proxy").as_deref(), Some("127.0.0.1"));
+        // The proxy itself still reaches the installer, for the files on the upstream.
+        assert_eq!(
+            value(&installer, "https_proxy").as_deref(),
+            Some("http://proxy:3128")
+        );
     }
 
     #[test]

@@ -42,6 +42,11 @@ pub enum PythonError {
     /// No installed interpreter has the version a claim was mined with.
     #[error("find python {version}: it is not installed here")]
     NotInstalled { version: String },
+    /// The releases installed could not be kept to those uploaded before a commit (a repository's
+    /// `releases: at-commit`): the package index does not say when a file was uploaded, does not
+    /// answer, or pip looked beyond it. The build fails rather than install unbounded.
+    #[error("install only what was uploaded before {cutoff}: {reason}")]
+    ReleaseBound { cutoff: String, reason: String },
     /// A finished environment does not answer as it should (pytest missing, description unreadable).
     #[error("use the environment in {path}: {reason}")]
     Broken { path: PathBuf, reason: String },
@@ -65,7 +70,10 @@ impl PythonError {
     /// What kind of failure this is (see [`BuildFailure`]).
     pub fn failure(&self) -> BuildFailure {
         match self {
-            PythonError::Io { .. } | PythonError::Timeout { .. } => BuildFailure::Infrastructure,
+            // An index that cannot bound releases is the setup's fault, never a result.
+            PythonError::Io { .. }
+            | PythonError::Timeout { .. }
+            | PythonError::ReleaseBound { .. } => BuildFailure::Infrastructure,
             PythonError::Install { failure, .. } | PythonError::FailedBefore { failure, .. } => {
                 *failure
             }

@@ -267,6 +267,7 @@ mod tests {
                 .map(|name| (name.to_string(), "1.0".to_string()))
                 .collect::<BTreeMap<_, _>>(),
             dropped: vec![],
+            released_before: None,
         }
     }
 

@@ -277,6 +277,7 @@ mod tests {
                 .collect(),
             optional: vec![],
             installer: Installer::Pip,
+            released_before: None,
         }
     }
 
@@ -293,6 +294,30 @@ mod tests {
         let mut older = request(&["attrs", "six>=1.9"]);
         older.interpreter.version = "3.11.6".parse().unwrap();
         assert_ne!(one.digest(), older.digest());
+    }
+
+    #[test]
+    fn a_bound_on_releases_enters_the_digest_only_when_set() {
+        use crate::python::ReleaseBound;
+        let newest = request(&["six"]);
+        // Unbounded, the key holds nothing of it (`skip_serializing_if`): addresses stay as they were.
+        assert_eq!(
+            newest.clone().released_before(None).digest(),
+            newest.digest()
+        );
+        let at = |seconds| {
+            request(&["six"])
+                .released_before(Some(ReleaseBound::at(seconds)))
+                .digest()
+        };
+        assert_ne!(at(1_559_347_200), newest.digest());
+        assert_ne!(at(1_559_347_200), at(1_559_347_260));
+        let with_testmon = request(&["six"])
+            .released_before(Some(
+                ReleaseBound::at(1_559_347_200).with_tool("pytest-testmon==0.9.19"),
+            ))
+            .digest();
+        assert_ne!(with_testmon, at(1_559_347_200));
     }
 
     #[test]
@@ -365,6 +390,7 @@ mod tests {
             python_path: vec![built.join("site")],
             distributions: BTreeMap::from([("pytest".to_string(), "8.3.4".to_string())]),
             dropped: vec![],
+            released_before: None,
         };
         let root = directory.path().join("envs/abc");
         std::fs::create_dir_all(&root).unwrap();

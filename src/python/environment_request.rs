@@ -9,6 +9,7 @@ use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
+use super::dated_index::ReleaseBound;
 use super::interpreters::Interpreter;
 use super::metadata::ProjectMetadata;
 use super::optional_requirements::optional_requirements;
@@ -80,6 +81,9 @@ pub struct EnvironmentRequest {
     /// where none does.
     pub optional: Vec<Requirement>,
     pub installer: Installer,
+    /// Only releases uploaded before the commit are installed (a repository's
+    /// `releases: at-commit`); `None` installs the newest each requirement allows.
+    pub released_before: Option<ReleaseBound>,
 }
 
 impl EnvironmentRequest {
@@ -136,7 +140,15 @@ impl EnvironmentRequest {
             requirements,
             optional,
             installer: Installer::detect().for_interpreter(interpreter.version),
+            released_before: None,
         }
+    }
+
+    /// The request bounded to the releases uploaded before `bound`'s commit (see
+    /// [`ReleaseBound`]); `None` leaves it installing the newest releases.
+    pub fn released_before(mut self, bound: Option<ReleaseBound>) -> Self {
+        self.released_before = bound;
+        self
     }
 
     /// The request with the child commit's `declared` requirements added where the parent
@@ -186,7 +198,8 @@ impl EnvironmentRequest {
 
     /// The content address: blake3 over the interpreter version, the sorted specs, the installer,
     /// which specs are the repository's pins (those are never dropped when they will not
-    /// install, so an environment with them is built differently), and the optional specs.
+    /// install, so an environment with them is built differently), the optional specs, and the
+    /// bound on releases when there is one.
     pub fn digest(&self) -> Digest {
         #[derive(Serialize)]
         struct Key<'a> {
@@ -200,6 +213,9 @@ impl EnvironmentRequest {
             // Left out when empty, so environments without optional requirements keep theirs.
             #[serde(skip_serializing_if = "Vec::is_empty")]
             optional: Vec<&'a str>,
+            // Left out when unbounded, so environments of the newest releases keep theirs.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            released_before: Option<&'a ReleaseBound>,
         }
         let mut pinned: Vec<&str> = self
             .requirements
@@ -222,6 +238,7 @@ impl EnvironmentRequest {
             pinned,
             installer: &self.installer,
             optional,
+            released_before: self.released_before.as_ref(),
         };
         Digest::of(&serde_json::to_vec(&key).expect("keys serialize"))
     }
@@ -263,6 +280,22 @@ pub struct Environment {
     pub distributions: BTreeMap<String, String>,
     /// Discovered requirements that would not install and were left out.
     pub dropped: Vec<DroppedRequirement>,
+    /// How the releases installed were bounded by date, when they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub released_before: Option<ReleasedBefore>,
+}
+
+/// How an environment's releases were bounded by date (a repository's `releases: at-commit`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReleasedBefore {
+    /// Only files uploaded before this moment were offered (`2019-06-01T00:00:00Z`): the commit's
+    /// committer time, or just after the first release of a tool the commit predates.
+    pub cutoff: String,
+    /// Installed distributions none of whose files the index dates before the cutoff (all
+    /// uploaded again later, or first released after it), so offered whole: the index could not
+    /// bound them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub undated: Vec<String>,
 }
 
 impl Environment {

@@ -2,8 +2,9 @@
 //! install of pytest and the requirements, then one of the optional requirements (what the tests
 //! import only if they can). A requirement the commit merely declares that will not install is
 //! dropped and recorded (old pins vanish from indexes); pytest and the repository's own pins may
-//! not be dropped, and an optional requirement never fails the environment. pip and uv get an allow-listed environment: index and proxy settings,
-//! never the caller's secrets.
+//! not be dropped, and an optional requirement never fails the environment. pip and uv get an
+//! allow-listed environment: index and proxy settings, never the caller's secrets. An environment
+//! bounded by a commit's date installs from the dated index ([`super::dated_index`]) alone.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,6 +12,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use super::build_error::{BuildFailure, PythonError, io_error};
+use super::dated_install::Dated;
 use super::environment_request::{
     DroppedRequirement, Environment, EnvironmentRequest, Installer, uv_program,
 };
@@ -47,12 +49,17 @@ pub(super) fn build(
 ) -> Result<Environment, PythonError> {
     let logs = scratch.join("logs");
     std::fs::create_dir_all(&logs).map_err(io_error(format!("create {}", logs.display())))?;
+    let dated = match &request.released_before {
+        Some(bound) => Some(Dated::prepare(request, bound)?),
+        None => None,
+    };
     let layout = Layout::create(request, scratch, &logs)?;
     let build = Build {
         request,
         layout: &layout,
         pip_cache,
         logs: &logs,
+        dated: dated.as_ref(),
     };
     let mut dropped = build.install_required()?;
     let mut distributions = list_distributions(&layout.python, layout.target(), &logs)?;
@@ -67,6 +74,7 @@ pub(super) fn build(
             path: scratch.to_path_buf(),
             reason: "pytest is not installed after a successful install".into(),
         })?;
+    let released_before = dated.map(|dated| dated.described(&distributions));
     Ok(Environment {
         root: scratch.to_path_buf(),
         python: layout.python,
@@ -81,6 +89,7 @@ pub(super) fn build(
         python_path: layout.python_path,
         distributions,
         dropped,
+        released_before,
     })
 }
 
@@ -137,6 +146,8 @@ struct Build<'a> {
     layout: &'a Layout,
     pip_cache: &'a Path,
     logs: &'a Path,
+    /// The dated index and bound, when the environment is bounded by a commit's date.
+    dated: Option<&'a Dated>,
 }
 
 /// How one run of the installer ended.
@@ -169,6 +180,7 @@ impl Build<'_> {
             options,
             specs,
             self.pip_cache,
+            self.dated.map(Dated::url),
         );
         // An install starved of CPU by a busy machine is tried again.
         let finished = retry_starved(
@@ -180,14 +192,30 @@ impl Build<'_> {
             |finished| finished.stall.is_some_and(|stall| stall.starved()),
         )
         .map_err(io_error(format!("run pip for python {interpreter}")))?;
-        Ok(match finished.outcome {
+        let attempt = match finished.outcome {
             Outcome::Exited(0) => Attempt::Installed,
             Outcome::TimedOut => Attempt::TimedOut(finished.stall.filter(|stall| stall.starved())),
             _ => Attempt::Failed {
                 output: std::fs::read_to_string(&log).unwrap_or_default(),
                 tail: log_tail(&log, 15),
             },
-        })
+        };
+        if let Some(dated) = self.dated {
+            let output = std::fs::read_to_string(&log).unwrap_or_default();
+            // What pip blamed, when it failed: a project the index could not offer, maybe.
+            let blamed = matches!(attempt, Attempt::Failed { .. }).then(|| {
+                let mut names = failing_requirements(&output);
+                names.extend(output.lines().filter_map(|line| {
+                    let rest = line.trim().strip_prefix("Collecting ")?;
+                    requirement_name(rest.split_whitespace().next()?)
+                }));
+                names
+            });
+            if let Some(error) = dated.unbounded(&output, blamed.as_deref()) {
+                return Err(error);
+            }
+        }
+        Ok(attempt)
     }
 
     /// pytest and the requirements in one install. A requirement the commit merely declares that
@@ -232,6 +260,14 @@ impl Build<'_> {
                 _ => {
                     let modern_pip = !self.layout.python_2
                         && pip_version(&self.layout.site_packages) >= Some((21, 2));
+                    let tail = match self.dated {
+                        Some(dated) => format!(
+                            "{tail}\n(only files uploaded before {} were offered: the \
+                             repository's `releases: at-commit`)",
+                            dated.cutoff()
+                        ),
+                        None => tail,
+                    };
                     return Err(PythonError::Install {
                         failure: classify_failure(&text, culprits.first(), modern_pip),
                         requirement: culprits.first().cloned().unwrap_or_else(|| specs.join(" ")),
@@ -403,6 +439,7 @@ fn install_command(
     options: &[String],
     specs: &[String],
     pip_cache: &Path,
+    index_url: Option<&str>,
 ) -> Command {
     let mut command = match request.installer {
         Installer::Uv if target.is_none() => {
@@ -427,9 +464,17 @@ fn install_command(
     if let Some(target) = target {
         command.arg("--target").arg(target);
     }
+    if let Some(url) = index_url {
+        command.arg("--index-url").arg(url);
+    }
     command.args(options);
     command.args(specs);
-    installer_environment(&mut command, Some(pip_cache));
+    let environment = ChildEnvironment::scrubbed().installer(Some(pip_cache));
+    match index_url {
+        Some(url) => environment.only_index(url),
+        None => environment,
+    }
+    .apply(&mut command);
     command
 }
 

@@ -20,6 +20,7 @@ use super::claims::{ClaimSummary, claims_from_collection};
 use super::collect::{
     CollectError, CollectRequest, CollectionProblem, collect_tests, test_modules,
 };
+use super::dated_index::ReleaseBound;
 use super::environment::{FailedBuilds, ensure_environment};
 use super::environment_request::EnvironmentRequest;
 use super::importers::files_reaching;
@@ -42,6 +43,9 @@ pub struct MineSettings {
     pub interpreters: usize,
     /// The parent commit's date (seconds since the epoch): it chooses the pytest of its era.
     pub date: Option<i64>,
+    /// The bound on the releases installed (the repository's `releases: at-commit`: the parent's
+    /// committer time); `None` installs the newest.
+    pub released_before: Option<ReleaseBound>,
 }
 
 /// How many interpreters a commit gets when the pipeline does not say: the commit's own era first,
@@ -195,7 +199,8 @@ pub fn mine_commit(
             worktree,
             &settings.dependencies,
             settings.date,
-        );
+        )
+        .released_before(settings.released_before.clone());
         let environment = match tries.build(record, &request, &version, failed)? {
             Built::Ready(environment) => *environment,
             Built::TryNext => continue,

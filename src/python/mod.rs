@@ -23,6 +23,8 @@ mod claims;
 mod collect;
 mod command;
 mod config_files;
+mod dated_index;
+mod dated_install;
 mod environment;
 mod environment_request;
 mod gettext_catalogue;
@@ -50,12 +52,16 @@ pub use collect::{
     collect_tests, is_nose_test_module, python_files_patterns, runs_under_nose, test_modules,
 };
 pub use command::{PytestLaunch, pytest_config_file, python_path_variable};
+pub use dated_index::{
+    DatedIndex, IndexProblem, IndexedFile, PageError, ProjectFiles, ReleaseBound, ReleaseCutoff,
+};
 pub use environment::{
     DISCOVERY_RULES, FailedBuilds, cache_dir, ensure_environment, ensure_environment_in,
     environment_for_interpreter,
 };
 pub use environment_request::{
-    DroppedRequirement, Environment, EnvironmentRequest, Installer, declared_requirements,
+    DroppedRequirement, Environment, EnvironmentRequest, Installer, ReleasedBefore,
+    declared_requirements,
 };
 pub use importers::files_reaching;
 pub use interpreters::{

@@ -28,7 +28,7 @@ use crate::engine::{
     Upstream,
 };
 use crate::mining::test_files::TestFileRules;
-use crate::pipeline::StepSpec;
+use crate::pipeline::{Releases, StepSpec};
 use crate::python;
 use crate::records::{MinedUnder, PredictionRecord};
 
@@ -127,12 +127,15 @@ struct UpstreamClaim {
 
 /// The `repos:` entry settings that change an arm's result, resolved at planning so they enter
 /// the item keys: the test-file patterns (a touched test file carries no change, as the oracle
-/// restores it) and the pinned dependencies of the testmon environment.
+/// restores it), and the pinned dependencies and the releases of the testmon environment.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 struct RepositorySettings {
     test_patterns: Vec<String>,
     #[serde(default)]
     dependencies: Vec<String>,
+    /// Left out at the default, so keys stay as they were.
+    #[serde(default, skip_serializing_if = "Releases::is_newest")]
+    releases: Releases,
 }
 
 impl RepositorySettings {
@@ -155,6 +158,7 @@ impl RepositorySettings {
         Ok(RepositorySettings {
             test_patterns,
             dependencies: spec.dependencies.clone(),
+            releases: spec.releases,
         })
     }
 
@@ -344,13 +348,18 @@ impl Arm {
             rules: &rules,
             scratch: &scratch,
         };
+        // The claims' environment was bounded by the parent's committer time.
+        let committed = git2::Oid::from_str(&first.parent)
+            .and_then(|parent| repository.find_commit(parent))
+            .map(|parent| parent.time().seconds())
+            .ok();
         let mined_under: Option<MinedUnder> =
             serde_json::from_value(item.params["mined_under"].clone())
                 .map_err(|error| failed(error.into()))?;
         let selection = match request.select(|worktree| {
             testmon_environment(
                 worktree,
-                &first.parent,
+                (&first.parent, committed),
                 spec,
                 &settings,
                 mined_under.as_ref(),
@@ -385,9 +394,13 @@ impl Arm {
 /// pytest the claims were mined under when they say (else the first allowed interpreter and the
 /// pytest of its era), the repository's pins and the commit's declared requirements as mining
 /// had them, and the newest pytest-testmon release that supports that interpreter and pytest.
+/// Under the repository's `releases: at-commit` it carries the claims' bound, the parent's
+/// committer time (`parent` is its id and that time), with pytest-testmon counted among
+/// claimflow's tools: where the release chosen came out after the commit, the bound moves to just
+/// after it, so testmon installs and the rest is what that day offered.
 fn testmon_environment(
     worktree: &std::path::Path,
-    parent: &str,
+    (parent, committed): (&str, Option<i64>),
     spec: &crate::pipeline::RepoSpec,
     settings: &RepositorySettings,
     mined_under: Option<&MinedUnder>,
@@ -438,7 +451,11 @@ fn testmon_environment(
         }
     };
     pinned.push(release.requirement());
-    let request = python::EnvironmentRequest::for_commit(&interpreter, worktree, &pinned);
+    let bound = repositories::release_bound(settings.releases, committed)
+        .map_err(unbuildable)?
+        .map(|bound| bound.with_tool(release.requirement()));
+    let request = python::EnvironmentRequest::for_commit(&interpreter, worktree, &pinned)
+        .released_before(bound);
     let environment = python::ensure_environment(&request, failed)
         .map_err(|error| unbuildable(error.to_string()))?;
     Ok(testmon::TestmonEnvironment {
@@ -552,6 +569,7 @@ impl Arm {
                     settings: RepositorySettings {
                         test_patterns: settings.get(ctx, &commit.repo)?.test_patterns.clone(),
                         dependencies: Vec::new(),
+                        releases: Releases::Newest,
                     },
                 }),
                 None => None,

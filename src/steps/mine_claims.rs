@@ -33,7 +33,7 @@ use crate::engine::{
     Upstream,
 };
 use crate::mining::repository;
-use crate::pipeline::StepSpec;
+use crate::pipeline::{Releases, StepSpec};
 use crate::python::{self, COLLECT_PLUGIN, ClaimSummary, Installer, MineSettings};
 use crate::records::{CommitRecord, ExclusionKind, ExclusionRecord, MinedClaim};
 
@@ -72,6 +72,9 @@ struct ItemParams {
     limit: Option<usize>,
     /// At most this many interpreters per commit.
     interpreters: usize,
+    /// The repository's `releases:`; left out at the default, so keys stay as they were.
+    #[serde(default, skip_serializing_if = "Releases::is_newest")]
+    releases: Releases,
 }
 
 fn params<'a>(ctx: &'a StepContext) -> Result<&'a MineClaimsParams, StepError> {
@@ -210,6 +213,7 @@ impl StepKind for MineClaims {
                 dependencies,
                 limit: params.limit_claims_per_commit,
                 interpreters: params.interpreters.unwrap_or(python::DEFAULT_INTERPRETERS),
+                releases: spec.releases,
             };
             let mut plan = ItemPlan::new(id)
                 .params(serde_json::to_value(item_params).expect("item params serialize"))
@@ -286,6 +290,8 @@ impl StepKind for MineClaims {
             timeout: Duration::from_secs(params_timeout(ctx)?),
             interpreters: params.interpreters,
             date,
+            released_before: super::repositories::release_bound(params.releases, date)
+                .map_err(|reason| item_failed(ctx, &item.id, reason))?,
         };
         let notify = |message: &str| ctx.note(message);
         let mined = python::mine_commit(

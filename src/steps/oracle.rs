@@ -32,8 +32,8 @@ use crate::oracle::{
     Cause, CommitUnderTest, ImportErrorPolicy, Judgement, OracleSummary, Settings, Slot, Worktree,
     judge_commit,
 };
-use crate::pipeline::RepoSpec;
 use crate::pipeline::StepSpec;
+use crate::pipeline::{Releases, RepoSpec};
 use crate::python::{self, BuildFailure, Environment, EnvironmentRequest, Installer, Requirement};
 use crate::records::{ClaimRecord, CommitRecord, Label, TruthRecord};
 
@@ -154,7 +154,7 @@ impl Environments for PythonEnvironments {
             Installer::Pip => "pip",
             Installer::Uv => "uv",
         };
-        Ok(BTreeMap::from([
+        let mut fingerprint = BTreeMap::from([
             ("interpreters".to_string(), series.join(";")),
             ("installer".to_string(), installer.to_string()),
             ("declared".to_string(), repo.python.join(",")),
@@ -172,7 +172,12 @@ impl Environments for PythonEnvironments {
                 "discovery_rules".to_string(),
                 python::DISCOVERY_RULES.to_string(),
             ),
-        ]))
+        ]);
+        // Only when set, so the keys of repositories that install the newest stay as they were.
+        if repo.releases == Releases::AtCommit {
+            fingerprint.insert("releases".to_string(), "at-commit".to_string());
+        }
+        Ok(fingerprint)
     }
 
     fn environment(
@@ -199,9 +204,15 @@ impl Environments for PythonEnvironments {
         interpreters
             .sort_by_key(|candidate| interpreter != Some(candidate.version.to_string().as_str()));
         let pinned = pinned_dependencies(repo);
+        // The parent's time bounds the child's additions too: one environment serves both, built
+        // from the parent's requirements as mining built it.
+        let bound = super::repositories::release_bound(repo.releases, date).map_err(|reason| {
+            EnvironmentFailure::Unbuildable(format!("repository `{}`: {reason}", repo.name))
+        })?;
         let mut failures = Vec::new();
         for interpreter in interpreters.iter().take(python::DEFAULT_INTERPRETERS) {
             let request = EnvironmentRequest::for_commit_at(interpreter, worktree, &pinned, date)
+                .released_before(bound.clone())
                 .with_additions(child.to_vec());
             match python::ensure_environment(&request, &failed) {
                 Ok(environment) => return Ok(environment),

@@ -242,6 +242,7 @@ fn pipeline_of(
             test_patterns: None,
             dependencies: Vec::new(),
             merges: None,
+            releases: claimflow::pipeline::Releases::Newest,
         }],
         models: BTreeMap::new(),
         executor: Default::default(),

@@ -247,6 +247,7 @@ fn repo_spec(path: PathBuf, python: &[&str]) -> RepoSpec {
         test_patterns: None,
         dependencies: Vec::new(),
         merges: None,
+        releases: claimflow::pipeline::Releases::Newest,
     }
 }
 

@@ -369,6 +369,12 @@ fn schema_describes_each_kinds_parameters_with_their_ranges() {
         repository["required"],
         serde_json::json!(["name", "branch"])
     );
+    let releases = repository["properties"]["releases"].to_string();
+    assert!(
+        releases.contains("\"newest\"") && releases.contains("\"at-commit\""),
+        "{releases}"
+    );
+    assert!(releases.contains("committer time"), "{releases}");
     let executor = &schema["properties"]["executor"]["anyOf"][0]["properties"];
     assert_eq!(executor["cpus"]["minimum"], 1, "{executor}");
 }

@@ -112,6 +112,7 @@ fn repo_spec(name: &str, path: &Path, python: &[&str], dependencies: &[&str]) ->
         test_patterns: None,
         dependencies: dependencies.iter().map(|spec| spec.to_string()).collect(),
         merges: None,
+        releases: claimflow::pipeline::Releases::Newest,
     }
 }
 
@@ -894,7 +895,7 @@ fn an_old_commit_is_mined_under_an_interpreter_of_its_era() {
 
 /// Commits `versions` (path -> text, paths with at most one directory) one after the other on
 /// `main`, a minute apart from `time`.
-fn commit_versions(directory: &Path, time: i64, versions: &[BTreeMap<&str, &str>]) {
+pub(crate) fn commit_versions(directory: &Path, time: i64, versions: &[BTreeMap<&str, &str>]) {
     let repository = Repository::init(directory).unwrap();
     let mut parent: Option<git2::Oid> = None;
     for (index, files) in versions.iter().enumerate() {

@@ -9,6 +9,7 @@ mod claims;
 mod common;
 mod controls;
 mod corpus;
+mod dated_index;
 mod demo;
 mod dsl;
 mod engine;

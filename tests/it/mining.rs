@@ -593,6 +593,7 @@ fn spec(name: &str, source: RepoSource) -> RepoSpec {
         test_patterns: None,
         dependencies: Vec::new(),
         merges: None,
+        releases: claimflow::pipeline::Releases::Newest,
     }
 }
 

@@ -390,6 +390,7 @@ fn pipeline(root: &Path, arms: &[&str], stats_with: serde_json::Value) -> Pipeli
                 test_patterns: None,
                 dependencies: Vec::new(),
                 merges: None,
+                releases: claimflow::pipeline::Releases::Newest,
             })
             .collect(),
         models: BTreeMap::from([

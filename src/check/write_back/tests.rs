@@ -225,10 +225,3 @@ fn permissions_survive_the_rename() {
         .mode();
     assert_eq!(mode & 0o777, 0o644);
 }
-
-#[test]
-fn commit_times_are_rfc3339_utc() {
-    assert_eq!(rfc3339_utc(0), "1970-01-01T00:00:00Z");
-    assert_eq!(rfc3339_utc(951_782_400), "2000-02-29T00:00:00Z");
-    assert_eq!(rfc3339_utc(1_700_000_000), "2023-11-14T22:13:20Z");
-}

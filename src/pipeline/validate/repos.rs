@@ -101,6 +101,7 @@ pub fn check(checker: &mut Checker, node: &Node) -> Checked {
             test_patterns: entry.test_patterns,
             dependencies: entry.dependencies.unwrap_or_default(),
             merges: entry.merges,
+            releases: entry.releases.unwrap_or_default(),
         });
     }
     checked

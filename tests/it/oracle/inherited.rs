@@ -133,6 +133,7 @@ fn a_mixin_test_flips_in_the_untouched_module_that_inherits_it() {
         timeout: Duration::from_secs(300),
         interpreters: python::DEFAULT_INTERPRETERS,
         date: None,
+        released_before: None,
     };
     let scratch = dir.path().join("scratch");
     let mined = python::mine_commit(
