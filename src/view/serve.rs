@@ -107,7 +107,9 @@ fn content_type(path: &Path) -> &'static str {
     }
 }
 
-fn respond(
+/// Writes one HTTP/1.1 response and closes the exchange (`Connection: close`); the body is left
+/// out for a `HEAD` request (`with_body` false). Shared by the local servers claimflow runs.
+pub(crate) fn respond(
     stream: &mut TcpStream,
     status: u16,
     content_type: &str,
@@ -117,7 +119,8 @@ fn respond(
     let reason = match status {
         200 => "OK",
         404 => "Not Found",
-        _ => "Method Not Allowed",
+        405 => "Method Not Allowed",
+        _ => "Bad Gateway",
     };
     write!(
         stream,

@@ -13,6 +13,7 @@ use serde::Deserialize;
 use super::cutoff::{ReleaseCutoff, upload_seconds};
 use crate::python::specifier::SpecifierSet;
 use crate::python::version::PythonVersion;
+use crate::view::escape::html;
 
 /// One file of a project as the dated index offers it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,7 +153,7 @@ impl ProjectFiles {
     /// The PEP 503 page of the files uploaded before `cutoff` (all of them when none was, see
     /// [`ProjectFiles::offered_whole`]).
     pub fn render(&self, cutoff: ReleaseCutoff) -> String {
-        let name = escape(&self.name);
+        let name = html(&self.name);
         let mut page = format!(
             "<!DOCTYPE html>\n<html>\n  <head>\n    <meta name=\"pypi:repository-version\" \
              content=\"1.0\">\n    <title>Links for {name}</title>\n  </head>\n  <body>\n    \
@@ -164,21 +165,21 @@ impl ProjectFiles {
             .iter()
             .filter(|file| whole || file.uploaded < cutoff.seconds())
         {
-            let _ = write!(page, "    <a href=\"{}\"", escape(&file.url));
+            let _ = write!(page, "    <a href=\"{}\"", html(&file.url));
             if let Some(requires) = &file.requires_python {
-                let _ = write!(page, " data-requires-python=\"{}\"", escape(requires));
+                let _ = write!(page, " data-requires-python=\"{}\"", html(requires));
             }
             if let Some(reason) = &file.yanked {
-                let _ = write!(page, " data-yanked=\"{}\"", escape(reason));
+                let _ = write!(page, " data-yanked=\"{}\"", html(reason));
             }
             if let Some(metadata) = &file.metadata {
-                let metadata = escape(metadata);
+                let metadata = html(metadata);
                 let _ = write!(
                     page,
                     " data-core-metadata=\"{metadata}\" data-dist-info-metadata=\"{metadata}\""
                 );
             }
-            let _ = writeln!(page, ">{}</a><br />", escape(&file.filename));
+            let _ = writeln!(page, ">{}</a><br />", html(&file.filename));
         }
         page.push_str("  </body>\n</html>\n");
         page
@@ -238,22 +239,6 @@ fn final_version(project: &str, filename: &str) -> Option<PythonVersion> {
         .split('.')
         .all(|part| !part.is_empty() && part.bytes().all(|byte| byte.is_ascii_digit()));
     if is_final { version.parse().ok() } else { None }
-}
-
-/// Text for HTML, in an attribute value or between tags.
-fn escape(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for character in text.chars() {
-        match character {
-            '&' => escaped.push_str("&amp;"),
-            '<' => escaped.push_str("&lt;"),
-            '>' => escaped.push_str("&gt;"),
-            '"' => escaped.push_str("&quot;"),
-            '\'' => escaped.push_str("&#39;"),
-            other => escaped.push(other),
-        }
-    }
-    escaped
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 //! by project, for the builder to tell the real cause ([`DatedIndex::problem`]).
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -18,6 +18,7 @@ use reqwest::Url;
 use super::cutoff::ReleaseCutoff;
 use super::page::{PageError, ProjectFiles};
 use crate::python::requirements::requirement_name;
+use crate::view::serve::respond;
 
 /// The index used when `PIP_INDEX_URL` is not set.
 const PYPI: &str = "https://pypi.org/simple/";
@@ -278,26 +279,26 @@ impl State {
         let mut parts = request_line.split_whitespace();
         let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
         if method != "GET" && method != "HEAD" {
-            return respond(&mut stream, 405, "text/plain", "only GET and HEAD\n", true);
+            return respond(&mut stream, 405, "text/plain", b"only GET and HEAD\n", true);
         }
         let with_body = method == "GET";
         let Some((cutoff, project)) = route(target) else {
-            return respond(&mut stream, 404, "text/plain", "not found\n", with_body);
+            return respond(&mut stream, 404, "text/plain", b"not found\n", with_body);
         };
         match self.files(project) {
             Ok(Some(files)) => respond(
                 &mut stream,
                 200,
                 "text/html; charset=utf-8",
-                &files.render(cutoff),
+                files.render(cutoff).as_bytes(),
                 with_body,
             ),
-            Ok(None) => respond(&mut stream, 404, "text/plain", "not found\n", with_body),
+            Ok(None) => respond(&mut stream, 404, "text/plain", b"not found\n", with_body),
             Err(problem) => respond(
                 &mut stream,
                 502,
                 "text/plain",
-                &format!("{problem}\n"),
+                format!("{problem}\n").as_bytes(),
                 with_body,
             ),
         }
@@ -349,33 +350,10 @@ fn error_chain(error: &dyn std::error::Error) -> String {
     text
 }
 
-fn respond(
-    stream: &mut TcpStream,
-    status: u16,
-    content_type: &str,
-    body: &str,
-    with_body: bool,
-) -> std::io::Result<()> {
-    let reason = match status {
-        200 => "OK",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        _ => "Bad Gateway",
-    };
-    write!(
-        stream,
-        "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
-         Cache-Control: no-store\r\nConnection: close\r\n\r\n",
-        body.len()
-    )?;
-    if with_body {
-        stream.write_all(body.as_bytes())?;
-    }
-    stream.flush()
-}
-
 #[cfg(test)]
 mod tests {
+    use std::io::Write;
+
     use super::*;
 
     #[test]
