@@ -1,17 +1,26 @@
 //! Confining the processes that run mined code. A repository's tests are arbitrary code: they may
-//! read the environment, the user's home, or talk to the network. Every pytest process (collection,
-//! the oracle's runs, testmon) is built by [`crate::python::PytestLaunch`], which gives it an
-//! allow-listed environment and a private `HOME` and `TMPDIR` inside the workdir, and calls
-//! [`confine`] here: where the kernel lets an unprivileged process make a user namespace and a
-//! network namespace, the process starts in fresh ones, so it has a loopback interface (brought up,
-//! so tests that serve on `127.0.0.1` still work) and no route out, and in a mount namespace of its
-//! own where the places of the real home that hold credentials ([`HIDDEN`]: `~/.ssh`, `~/.aws`,
-//! `~/.netrc`, …) are covered by an empty read-only directory or `/dev/null`. The rest of the real
-//! home stays visible: interpreters (pyenv) and environment caches usually live there.
+//! read the environment, the user's home, other processes' memory, or talk to the network; so may
+//! the build scripts of the packages an environment installs, and a memory file's `check` command.
+//! Each such process is given an allow-listed environment and a private `HOME` and `TMPDIR` by its
+//! builder, and a [`Confinement`] here. Where the kernel lets an unprivileged process make user
+//! namespaces, the process starts in fresh user, mount and PID namespaces (and, for mined tests and
+//! checks, a network namespace with only a loopback interface, brought up so tests that serve on
+//! `127.0.0.1` still work):
+//! - its `/proc` is that of its own PID namespace ([`mounts`]): claimflow, whose environment may hold
+//!   an API key, is not there to read, and the namespace's init is not dumpable, so its memory (a
+//!   copy of claimflow's) cannot be read either;
+//! - the whole filesystem is read-only to it but for the paths its builder names (the checkout, the
+//!   private `HOME` and `TMPDIR`, the caches it fills) and a private `/dev/shm`;
+//! - the places of the real home that hold credentials ([`HIDDEN`]: `~/.ssh`, `~/.aws`, `~/.netrc`,
+//!   …) are covered by an empty read-only directory or `/dev/null`; the rest of the real home stays
+//!   readable: interpreters (pyenv) and environment caches usually live there;
+//! - it may not mount or unmount (its bounding set lacks `CAP_SYS_ADMIN`), so none of this can be
+//!   undone from inside.
 //!
-//! Whether namespaces work is probed once per process by starting `/bin/true` confined;
-//! [`protections`] says what is active, for `claimflow doctor` and the run summary. Only test
-//! processes are confined: creating environments (venv, pip) needs PyPI.
+//! Whether each layer works is probed once per process by starting `/bin/true` confined;
+//! [`protections`] says what is active, for `claimflow doctor` and the run summary.
+
+mod mounts;
 
 use std::ffi::CString;
 use std::fmt;
@@ -34,16 +43,44 @@ pub enum Network {
     Disabled,
 }
 
-/// What confines test processes on this machine.
+/// A layer of confinement beyond the namespaces themselves: active, or missing and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Layer {
+    Active,
+    /// The kernel refused it (what the probe saw), or the namespaces it needs are missing.
+    Missing(String),
+}
+
+impl Layer {
+    /// True when the layer is active.
+    pub fn is_active(&self) -> bool {
+        *self == Layer::Active
+    }
+}
+
+/// What confines the processes that run mined code on this machine.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Protections {
     pub network: Network,
+    /// A `/proc` of the process's own PID namespace, its init not dumpable: no other process of
+    /// the machine (claimflow's own environment among them) can be read through it.
+    pub private_proc: Layer,
+    /// Everything read-only but the paths the process is given (and a private `/dev/shm`).
+    pub read_only: Layer,
 }
 
 impl Protections {
     /// True when test processes get no network.
     pub fn network_isolated(&self) -> bool {
         self.network == Network::Isolated
+    }
+
+    /// What of the mount and PID layers is active, as one [`Layers`] the confinement applies.
+    fn layers(&self) -> Layers {
+        Layers {
+            private_proc: self.private_proc.is_active(),
+            read_only: self.read_only.is_active(),
+        }
     }
 }
 
@@ -58,12 +95,28 @@ impl fmt::Display for Protections {
             Network::Isolated => write!(
                 formatter,
                 "no network and credentials of the real home hidden (user + network + mount namespace)"
-            ),
+            )?,
             Network::Open(reason) => write!(
                 formatter,
                 "network OPEN (the kernel refused a user + network namespace: {reason})"
-            ),
-            Network::Disabled => write!(formatter, "network OPEN (CLAIMFLOW_SANDBOX=off)"),
+            )?,
+            Network::Disabled => write!(formatter, "network OPEN (CLAIMFLOW_SANDBOX=off)")?,
+        }
+        match &self.private_proc {
+            Layer::Active => write!(formatter, ", a /proc of their own")?,
+            Layer::Missing(reason) => write!(
+                formatter,
+                ", the machine's /proc VISIBLE (other processes' environments readable: {reason})"
+            )?,
+        }
+        match &self.read_only {
+            Layer::Active => write!(formatter, ", writes only to their checkout and caches"),
+            Layer::Missing(reason) => {
+                write!(
+                    formatter,
+                    ", the filesystem WRITABLE outside the checkout ({reason})"
+                )
+            }
         }
     }
 }
@@ -89,17 +142,56 @@ pub const SWITCH: &str = "CLAIMFLOW_SANDBOX";
 /// What [`protections`] found, once it has looked.
 static PROTECTIONS: OnceLock<Protections> = OnceLock::new();
 
-/// What is active on this machine, probed once.
+/// What is active on this machine, probed once: the namespaces with every layer, and where that
+/// fails, fewer layers, so a kernel that refuses one layer still gets the others.
 pub fn protections() -> &'static Protections {
-    PROTECTIONS.get_or_init(|| Protections {
-        network: if std::env::var(SWITCH).is_ok_and(|value| value == "off") {
-            Network::Disabled
-        } else {
-            match probe() {
-                Ok(()) => Network::Isolated,
-                Err(reason) => Network::Open(reason),
+    PROTECTIONS.get_or_init(|| {
+        let missing = |why: &str| Layer::Missing(why.to_string());
+        if std::env::var(SWITCH).is_ok_and(|value| value == "off") {
+            let why = format!("turned off by {SWITCH}=off");
+            return Protections {
+                network: Network::Disabled,
+                private_proc: missing(&why),
+                read_only: missing(&why),
+            };
+        }
+        let full = Layers {
+            private_proc: true,
+            read_only: true,
+        };
+        let Err(refused) = probe(full) else {
+            return Protections {
+                network: Network::Isolated,
+                private_proc: Layer::Active,
+                read_only: Layer::Active,
+            };
+        };
+        for (private_proc, read_only) in [(true, false), (false, true), (false, false)] {
+            let layers = Layers {
+                private_proc,
+                read_only,
+            };
+            if probe(layers).is_ok() {
+                let layer = |active: bool| {
+                    if active {
+                        Layer::Active
+                    } else {
+                        missing(&format!("the kernel refused it: {refused}"))
+                    }
+                };
+                return Protections {
+                    network: Network::Isolated,
+                    private_proc: layer(layers.private_proc),
+                    read_only: layer(layers.read_only),
+                };
             }
-        },
+        }
+        let why = format!("no namespaces: {refused}");
+        Protections {
+            network: Network::Open(refused),
+            private_proc: missing(&why),
+            read_only: missing(&why),
+        }
     })
 }
 
@@ -110,19 +202,78 @@ pub fn probed() -> Option<&'static Protections> {
     PROTECTIONS.get()
 }
 
-/// Makes `command` start in fresh user, network and mount namespaces when this machine allows it;
-/// does nothing otherwise ([`protections`] says which). A hidden entry that holds one of `keep`
-/// (the worktree, the environment) stays visible.
+/// The mount and PID layers applied to one process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Layers {
+    private_proc: bool,
+    read_only: bool,
+}
+
+/// How one process that runs mined code is confined: whether it keeps the network, and the paths
+/// it may write. Built by the one builder of each kind of process (pytest's launch, an environment
+/// build, a check command) and applied to its command.
 ///
 /// Whatever the machine allows, the process gets limits ([`limit`]) and dies with claimflow (the
-/// parent-death signal); with namespaces, it also runs in a PID namespace of its own whose init is a
-/// small reaper, so when the test process ends, is killed with its group at a timeout, or loses
+/// parent-death signal); with namespaces, it also runs in a PID namespace of its own whose init is
+/// a small reaper, so when the process ends, is killed with its group at a timeout, or loses
 /// claimflow to a SIGKILL, every process it left behind dies with the namespace — also one that
 /// left the process group with `setsid`.
-pub fn confine(command: &mut Command, keep: &[&Path]) {
-    limit(command);
-    if protections().network_isolated() {
-        isolate(command, hidden_entries(keep));
+#[derive(Debug, Clone)]
+pub struct Confinement {
+    /// False for mined tests and checks (loopback only); true for environment builds, which need
+    /// the package index.
+    network: bool,
+    /// What the process may write; everything else is read-only to it.
+    writable: Vec<PathBuf>,
+    /// What stays visible although a [`HIDDEN`] entry holds it (an environment under `~/.config`).
+    visible: Vec<PathBuf>,
+}
+
+impl Confinement {
+    /// Mined tests and memory checks: loopback only.
+    pub fn offline() -> Self {
+        Confinement {
+            network: false,
+            writable: Vec::new(),
+            visible: Vec::new(),
+        }
+    }
+
+    /// Environment builds: the network stays (the package index), the rest as for tests.
+    pub fn online() -> Self {
+        Confinement {
+            network: true,
+            ..Confinement::offline()
+        }
+    }
+
+    /// Lets the process write under `path` (which should exist: a missing path stays unwritable).
+    pub fn writable(mut self, path: impl Into<PathBuf>) -> Self {
+        self.writable.push(path.into());
+        self
+    }
+
+    /// Keeps `path` visible although a hidden credential entry of the real home holds it.
+    pub fn visible(mut self, path: impl Into<PathBuf>) -> Self {
+        self.visible.push(path.into());
+        self
+    }
+
+    /// Confines `command` as far as this machine allows ([`protections`] says how far).
+    pub fn apply(&self, command: &mut Command) {
+        limit(command);
+        let protections = protections();
+        if protections.network_isolated() {
+            let keep: Vec<&Path> = self
+                .writable
+                .iter()
+                .chain(&self.visible)
+                .map(PathBuf::as_path)
+                .collect();
+            let plan =
+                mounts::Plan::new(protections.layers(), hidden_entries(&keep), &self.writable);
+            isolate(command, !self.network, plan);
+        }
     }
 }
 
@@ -199,14 +350,18 @@ fn hidden_entries(keep: &[&Path]) -> Vec<(CString, bool)> {
         .collect()
 }
 
-/// Starts `/bin/true` confined; an error says why that failed.
-fn probe() -> Result<(), String> {
+/// Starts `/bin/true` confined with `layers`; an error says why that failed.
+fn probe(layers: Layers) -> Result<(), String> {
     let mut command = Command::new("true");
     command
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    isolate(&mut command, hidden_entries(&[]));
+    isolate(
+        &mut command,
+        true,
+        mounts::Plan::new(layers, hidden_entries(&[]), &[]),
+    );
     match command.status() {
         Ok(status) if status.success() => Ok(()),
         Ok(status) => Err(format!("a confined process ended with {status}")),
@@ -214,31 +369,39 @@ fn probe() -> Result<(), String> {
     }
 }
 
-/// Adds the namespace set-up to run in the child between fork and exec: user, network and mount
-/// namespaces, loopback up, each of `hidden` (a path, and whether it is a directory) covered.
-/// Everything it needs is prepared here: between fork and exec only system calls are safe (no
-/// allocation).
-fn isolate(command: &mut Command, hidden: Vec<(CString, bool)>) {
+/// Adds the namespace set-up to run in the child between fork and exec: user, mount and PID
+/// namespaces (and a network namespace with loopback up when `offline`), then the mounts of
+/// `plan`. Everything it needs is prepared here: between fork and exec only system calls are safe
+/// (no allocation).
+fn isolate(command: &mut Command, offline: bool, plan: mounts::Plan) {
     // SAFETY: getuid and getgid cannot fail and touch no memory.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     // The process keeps its own ids inside the namespace, so files it writes keep their owner.
     let uid_map = format!("{uid} {uid} 1\n").into_bytes();
     let gid_map = format!("{gid} {gid} 1\n").into_bytes();
     // SAFETY: the closure makes only async-signal-safe system calls (unshare, open, write, close,
-    // socket, ioctl) on memory allocated before the fork.
+    // socket, ioctl, mount, prctl) on memory allocated before the fork.
     unsafe {
         command.pre_exec(move || {
-            let namespaces =
-                libc::CLONE_NEWUSER | libc::CLONE_NEWNET | libc::CLONE_NEWNS | libc::CLONE_NEWPID;
+            let mut namespaces = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID;
+            if offline {
+                namespaces |= libc::CLONE_NEWNET;
+            }
             if libc::unshare(namespaces) != 0 {
                 return Err(io::Error::last_os_error());
             }
             write_proc(c"/proc/self/setgroups", b"deny")?;
             write_proc(c"/proc/self/uid_map", &uid_map)?;
             write_proc(c"/proc/self/gid_map", &gid_map)?;
-            loopback_up()?;
-            hide(&hidden)?;
-            enter_pid_namespace()
+            if offline {
+                loopback_up()?;
+            }
+            plan.mount_filesystem()?;
+            enter_pid_namespace()?;
+            // The process to exec, now inside the PID namespace: its own /proc, then no way to
+            // mount or unmount anything once it runs mined code.
+            plan.mount_proc()?;
+            mounts::drop_mount_capabilities()
         });
     }
 }
@@ -293,6 +456,10 @@ unsafe fn enter_pid_namespace() -> io::Result<()> {
         // getppid() says 0 here and cannot tell whether the outer process already died; the outer
         // process dies only with its group or with claimflow, both of which take this one too.
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        // Its memory is a copy of claimflow's (the environment block, a key read from it): not
+        // dumpable, so no process of the namespace may read it through /proc/1/environ or
+        // /proc/1/mem. The test process execs, which makes it dumpable again.
+        libc::prctl(libc::PR_SET_DUMPABLE, 0);
         libc::close(read_end);
         let test = libc::fork();
         if test < 0 {
@@ -372,51 +539,6 @@ unsafe fn end_like(status: libc::c_int) -> ! {
     }
 }
 
-/// Makes every mount private to the new namespace, then covers each hidden entry: a directory with
-/// an empty read-only tmpfs, a file with `/dev/null`.
-///
-/// # Safety
-/// Called between fork and exec: no allocation, no locks.
-unsafe fn hide(hidden: &[(CString, bool)]) -> io::Result<()> {
-    let check = |result: libc::c_int| {
-        if result == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
-    };
-    // SAFETY: every pointer is a valid C string or null, as mount(2) allows.
-    unsafe {
-        check(libc::mount(
-            std::ptr::null(),
-            c"/".as_ptr(),
-            std::ptr::null(),
-            libc::MS_REC | libc::MS_PRIVATE,
-            std::ptr::null(),
-        ))?;
-        for (path, directory) in hidden {
-            if *directory {
-                check(libc::mount(
-                    c"none".as_ptr(),
-                    path.as_ptr(),
-                    c"tmpfs".as_ptr(),
-                    libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-                    c"size=4k,mode=0700".as_ptr().cast(),
-                ))?;
-            } else {
-                check(libc::mount(
-                    c"/dev/null".as_ptr(),
-                    path.as_ptr(),
-                    std::ptr::null(),
-                    libc::MS_BIND,
-                    std::ptr::null(),
-                ))?;
-            }
-        }
-    }
-    Ok(())
-}
-
 /// Writes `bytes` to a file of `/proc` in one write, with system calls only.
 ///
 /// # Safety
@@ -477,7 +599,7 @@ mod tests {
         }
         let mut command = Command::new("sh");
         command.args(["-c", "cat /proc/net/route; echo --; cat /proc/net/dev"]);
-        confine(&mut command, &[]);
+        Confinement::offline().apply(&mut command);
         let output = command.output().expect("a confined shell runs");
         assert!(output.status.success());
         let text = String::from_utf8_lossy(&output.stdout);
@@ -521,7 +643,7 @@ mod tests {
     fn confined_shell(script: &str) -> std::process::Output {
         let mut command = Command::new("sh");
         command.args(["-c", script]);
-        confine(&mut command, &[]);
+        Confinement::offline().apply(&mut command);
         command.output().expect("a confined shell runs")
     }
 
@@ -559,11 +681,19 @@ mod tests {
         use std::os::unix::process::ExitStatusExt;
         let directory = tempfile::tempdir().unwrap();
         let file = directory.path().join("big");
-        let output = confined_shell(&format!(
-            "exec head -c {} /dev/zero > {}",
-            FILE_SIZE_LIMIT + 1024,
-            file.display()
-        ));
+        let mut command = Command::new("sh");
+        command.args([
+            "-c",
+            &format!(
+                "exec head -c {} /dev/zero > {}",
+                FILE_SIZE_LIMIT + 1024,
+                file.display()
+            ),
+        ]);
+        Confinement::offline()
+            .writable(directory.path())
+            .apply(&mut command);
+        let output = command.output().expect("a confined shell runs");
         assert_eq!(output.status.signal(), Some(libc::SIGXFSZ), "{output:?}");
         assert!(std::fs::metadata(&file).unwrap().len() <= FILE_SIZE_LIMIT);
     }
@@ -572,12 +702,131 @@ mod tests {
     fn the_summary_names_every_protection() {
         let open = Protections {
             network: Network::Open("Operation not permitted".into()),
+            private_proc: Layer::Missing("no namespaces".into()),
+            read_only: Layer::Missing("no namespaces".into()),
         };
-        assert!(open.to_string().contains("private HOME and TMPDIR"));
-        assert!(open.to_string().contains("network OPEN"));
+        let said = open.to_string();
+        assert!(said.contains("private HOME and TMPDIR"), "{said}");
+        assert!(said.contains("network OPEN"), "{said}");
+        assert!(said.contains("/proc VISIBLE"), "{said}");
+        assert!(said.contains("WRITABLE outside the checkout"), "{said}");
         let isolated = Protections {
             network: Network::Isolated,
+            private_proc: Layer::Active,
+            read_only: Layer::Active,
         };
-        assert!(isolated.to_string().contains("no network"));
+        let said = isolated.to_string();
+        assert!(said.contains("no network"), "{said}");
+        assert!(said.contains("a /proc of their own"), "{said}");
+        assert!(said.contains("writes only to their checkout"), "{said}");
+    }
+
+    /// A canary in this process's environment, as claimflow holds an API key in its own.
+    const CANARY: &str = "CLAIMFLOW_SANDBOX_CANARY";
+
+    #[test]
+    fn a_confined_process_cannot_read_the_environment_of_claimflow_through_proc() {
+        if !isolation_expected() {
+            return;
+        }
+        // SAFETY: set once, before any confined process of this test; no other test reads it.
+        unsafe { std::env::set_var(CANARY, "canary-5e1f") };
+        let parent = std::process::id();
+        // Every environ the process can open, its init's and claimflow's by pid included; the
+        // process itself starts scrubbed, as every builder of a confined process makes it.
+        let mut command = Command::new("/bin/sh");
+        command.env_clear().env("PATH", "/usr/bin:/bin").args([
+            "-c",
+            &format!(
+                "for f in /proc/[0-9]*/environ /proc/{parent}/environ /proc/1/mem; do \
+                   cat \"$f\" 2>/dev/null | tr '\\0' '\\n'; done; ls /proc"
+            ),
+        ]);
+        Confinement::offline().apply(&mut command);
+        let output = command.output().expect("a confined shell runs");
+        let seen = String::from_utf8_lossy(&output.stdout);
+        assert!(!seen.contains("canary-5e1f"), "{seen}");
+        // The namespace's own processes only: the init, the shell and what it started.
+        let pids: Vec<u32> = seen.lines().filter_map(|line| line.parse().ok()).collect();
+        assert!(!pids.contains(&parent), "{pids:?}");
+        assert!(pids.iter().all(|pid| *pid < 100), "{pids:?}");
+    }
+
+    #[test]
+    fn a_confined_process_cannot_unmount_its_proc_or_remount_a_path_writable() {
+        if !isolation_expected() {
+            return;
+        }
+        let output = confined_shell(
+            "umount -l /proc 2>&1 || echo refused-umount; \
+             mount -o remount,rw,bind / 2>&1 || echo refused-remount; \
+             mount -t tmpfs none /mnt 2>&1 || echo refused-mount",
+        );
+        let said = String::from_utf8_lossy(&output.stdout);
+        for refused in ["refused-umount", "refused-remount", "refused-mount"] {
+            assert!(said.contains(refused), "{said}");
+        }
+    }
+
+    #[test]
+    fn a_confined_process_writes_only_where_it_was_given() {
+        if !isolation_expected() {
+            return;
+        }
+        let given = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let script = format!(
+            "echo in > {given}/in.txt; echo out > {outside}/out.txt; echo shm > /dev/shm/claimflow-canary; \
+             cat /dev/shm/claimflow-canary",
+            given = given.path().display(),
+            outside = outside.path().display()
+        );
+        let mut command = Command::new("sh");
+        command.args(["-c", &script]);
+        Confinement::offline()
+            .writable(given.path())
+            .apply(&mut command);
+        let output = command.output().unwrap();
+        assert!(given.path().join("in.txt").is_file(), "{output:?}");
+        assert!(!outside.path().join("out.txt").exists(), "{output:?}");
+        assert!(
+            String::from_utf8_lossy(&output.stderr).contains("Read-only file system"),
+            "{output:?}"
+        );
+        // A private /dev/shm: writable inside, nothing left on the machine's.
+        assert_eq!(output.stdout, b"shm\n", "{output:?}");
+        assert!(!Path::new("/dev/shm/claimflow-canary").exists());
+    }
+
+    #[test]
+    fn an_environment_build_keeps_the_network_and_is_confined_alike() {
+        if !isolation_expected() {
+            return;
+        }
+        let outside = tempfile::tempdir().unwrap();
+        let mut command = Command::new("sh");
+        command.args([
+            "-c",
+            &format!(
+                "cat /proc/net/route | wc -l; ls /proc | grep -c '^[0-9]'; echo x > {}/x",
+                outside.path().display()
+            ),
+        ]);
+        Confinement::online().apply(&mut command);
+        let output = command.output().unwrap();
+        let said = String::from_utf8_lossy(&output.stdout);
+        let counts: Vec<usize> = said
+            .lines()
+            .filter_map(|line| line.trim().parse().ok())
+            .collect();
+        // The machine's routes are there (more than the header line) where it has any; few
+        // processes are: the init, the shell, its pipeline.
+        let machine_routes = std::fs::read_to_string("/proc/net/route")
+            .unwrap()
+            .lines()
+            .count();
+        assert_eq!(counts.first(), Some(&machine_routes), "{said}");
+        assert!(counts.get(1).is_some_and(|count| *count < 10), "{said}");
+        assert!(!outside.path().join("x").exists());
     }
 }

@@ -268,7 +268,8 @@ impl TestmonRequest<'_> {
         let log = self.scratch.join(format!("{label}.log"));
         let private = self.scratch.join("private");
         let mut launch = PytestLaunch::new(environment, worktree, &private)
-            .plugin_dir(self.scratch.join("probe"));
+            .plugin_dir(self.scratch.join("probe"))
+            .writable(self.scratch);
         if release.reads_last_failed() {
             // testmon from 1.0 on reads the cache provider's `--lf` option: the provider stays
             // on, its directory outside the worktree.

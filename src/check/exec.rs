@@ -174,7 +174,10 @@ impl ExecStage<'_> {
             .python_quiet()
             .set("PYTHONPATH", python_path)
             .apply(&mut shell);
-        crate::sandbox::confine(&mut shell, &[checkout, private]);
+        crate::sandbox::Confinement::offline()
+            .writable(checkout)
+            .writable(private)
+            .apply(&mut shell);
         let finished = Run::new(&mut shell, Capture::Memory)
             .timeout(self.timeout)
             .cap(64 * 1024)

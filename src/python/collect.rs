@@ -148,8 +148,9 @@ pub fn collect_tests(request: &CollectRequest) -> Result<Collection, CollectErro
     let report = request.scratch.join("collected.jsonl");
     let _ = std::fs::remove_file(&report);
     let private = request.scratch.join("private");
-    let launch =
-        PytestLaunch::new(request.environment, request.worktree, &private).plugin_dir(&plugin_dir);
+    let launch = PytestLaunch::new(request.environment, request.worktree, &private)
+        .plugin_dir(&plugin_dir)
+        .writable(request.scratch);
     let arguments: Vec<OsString> = ["-p", PLUGIN_MODULE, "--collect-only", "-q"]
         .into_iter()
         .map(OsString::from)

@@ -27,6 +27,9 @@ pub struct PytestLaunch<'a> {
     /// Where pytest's cache provider keeps its files, for a plugin that needs it; None (the
     /// default) turns the provider off.
     cache_dir: Option<PathBuf>,
+    /// Directories outside the worktree and the private one that the process writes (a report, a
+    /// database); everything else is read-only to it where the kernel allows.
+    writable: Vec<PathBuf>,
 }
 
 impl<'a> PytestLaunch<'a> {
@@ -39,6 +42,7 @@ impl<'a> PytestLaunch<'a> {
             hash_seed: 0,
             plugin_dirs: Vec::new(),
             cache_dir: None,
+            writable: Vec::new(),
         }
     }
 
@@ -57,6 +61,13 @@ impl<'a> PytestLaunch<'a> {
         self
     }
 
+    /// Lets the process write in `directory` (created if missing), outside the worktree and the
+    /// private directory: where a plugin writes its report, testmon its database.
+    pub fn writable(mut self, directory: impl Into<PathBuf>) -> Self {
+        self.writable.push(directory.into());
+        self
+    }
+
     /// Puts a directory of plugins (loaded by the caller with `-p name`) on `PYTHONPATH`.
     pub fn plugin_dir(mut self, directory: impl Into<PathBuf>) -> Self {
         self.plugin_dirs.push(directory.into());
@@ -69,6 +80,9 @@ impl<'a> PytestLaunch<'a> {
         let tmp = self.private.join("tmp");
         std::fs::create_dir_all(&home)?;
         std::fs::create_dir_all(&tmp)?;
+        for directory in &self.writable {
+            std::fs::create_dir_all(directory)?;
+        }
         let mut command = Command::new(&self.environment.python);
         // Mined code runs here: nothing of claimflow's environment passes, not even its PATH.
         ChildEnvironment::scrubbed()
@@ -99,11 +113,20 @@ impl<'a> PytestLaunch<'a> {
             command.arg("-c").arg(empty);
         }
         command.args(arguments);
-        // No network where the kernel allows it: mined code runs here.
-        crate::sandbox::confine(
-            &mut command,
-            &[self.worktree, self.private, &self.environment.root],
-        );
+        // Mined code runs here: no network where the kernel allows it, and writes only to the
+        // worktree, the private directory and what the caller named.
+        let mut confinement = crate::sandbox::Confinement::offline()
+            .writable(self.worktree)
+            .writable(self.private)
+            .visible(&self.environment.root);
+        if let Some(directory) = &self.cache_dir {
+            std::fs::create_dir_all(directory)?;
+            confinement = confinement.writable(directory);
+        }
+        for directory in &self.writable {
+            confinement = confinement.writable(directory);
+        }
+        confinement.apply(&mut command);
         Ok(command)
     }
 

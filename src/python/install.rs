@@ -75,6 +75,11 @@ pub(super) fn build(
             reason: "pytest is not installed after a successful install".into(),
         })?;
     let released_before = dated.map(|dated| dated.described(&distributions));
+    let build_tmp = build_tmp(scratch);
+    if build_tmp.exists() {
+        std::fs::remove_dir_all(&build_tmp)
+            .map_err(io_error(format!("remove {}", build_tmp.display())))?;
+    }
     Ok(Environment {
         root: scratch.to_path_buf(),
         python: layout.python,
@@ -182,6 +187,7 @@ impl Build<'_> {
             self.pip_cache,
             self.dated.map(Dated::url),
         );
+        confine_build(&mut command, scratch_of(self.logs), Some(self.pip_cache))?;
         // An install starved of CPU by a busy machine is tried again.
         let finished = retry_starved(
             |_| {
@@ -418,6 +424,7 @@ fn create_venv(
         }
     };
     installer_environment(&mut command, None);
+    confine_build(&mut command, scratch, None)?;
     let outcome = run_logged(&mut command, log, Duration::from_secs(300)).map_err(io_error(
         format!("run {}", request.interpreter.path.display()),
     ))?;
@@ -480,6 +487,46 @@ fn install_command(
 
 /// The installer's environment: the package index, proxy and build settings of claimflow's own
 /// environment, never secrets ([`ChildEnvironment::installer`]).
+/// Where a build's temporary files go: inside its scratch directory (writable to it), removed once
+/// the environment is built.
+fn build_tmp(scratch: &Path) -> PathBuf {
+    scratch.join(".build-tmp")
+}
+
+/// The scratch directory of a build, from its logs directory (`<scratch>/logs`).
+fn scratch_of(logs: &Path) -> &Path {
+    logs.parent().unwrap_or(logs)
+}
+
+/// Confines one process of an environment build: the build scripts of the packages it installs
+/// are code from the package index, so it runs as mined tests do ([`crate::sandbox`]) but with
+/// the network, writing only its scratch directory (the environment, its logs, its temporary
+/// files) and the installer caches.
+fn confine_build(
+    command: &mut Command,
+    scratch: &Path,
+    pip_cache: Option<&Path>,
+) -> Result<(), PythonError> {
+    let tmp = build_tmp(scratch);
+    let mut writable = vec![scratch.to_path_buf(), tmp.clone()];
+    if let Some(cache) = pip_cache {
+        writable.extend([cache.to_path_buf(), cache.with_file_name("uv")]);
+    }
+    for directory in &writable {
+        std::fs::create_dir_all(directory)
+            .map_err(io_error(format!("create {}", directory.display())))?;
+    }
+    command.env("TMPDIR", &tmp);
+    writable
+        .into_iter()
+        .fold(
+            crate::sandbox::Confinement::online(),
+            |confinement, path| confinement.writable(path),
+        )
+        .apply(command);
+    Ok(())
+}
+
 fn installer_environment(command: &mut Command, pip_cache: Option<&Path>) {
     ChildEnvironment::scrubbed()
         .installer(pip_cache)
@@ -683,6 +730,8 @@ for name, version in sorted(set(found), key=str):\n    if name:\n        sys.std
     if let Some(target) = target {
         command.env("PYTHONPATH", target);
     }
+    // Importing what was installed runs its code: confined as the installs were.
+    confine_build(&mut command, scratch_of(logs), None)?;
     let log = logs.join("distributions.log");
     let outcome = run_logged(&mut command, &log, Duration::from_secs(120))
         .map_err(io_error(format!("run {}", python.display())))?;

@@ -54,6 +54,49 @@ def test_looks_around():
     )
 }
 
+/// Reads what writers send through a FIFO, one opening after another, until [`FifoReader::finish`].
+struct FifoReader {
+    path: PathBuf,
+    thread: std::thread::JoinHandle<String>,
+}
+
+impl FifoReader {
+    const END: &'static str = "claimflow-fifo-end\n";
+
+    fn start(path: &Path) -> Self {
+        let made = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap();
+        assert!(made.success(), "mkfifo {}", path.display());
+        let reading = path.to_path_buf();
+        let thread = std::thread::spawn(move || {
+            let mut text = String::new();
+            loop {
+                let mut chunk = String::new();
+                std::fs::File::open(&reading)
+                    .and_then(|mut fifo| fifo.read_to_string(&mut chunk))
+                    .expect("the FIFO reads");
+                if let Some(before) = chunk.strip_suffix(Self::END) {
+                    text.push_str(before);
+                    return text;
+                }
+                text.push_str(&chunk);
+            }
+        });
+        FifoReader {
+            path: path.to_path_buf(),
+            thread,
+        }
+    }
+
+    /// Everything written, once the last writer is gone.
+    fn finish(self) -> String {
+        std::fs::write(&self.path, Self::END).unwrap();
+        self.thread.join().unwrap()
+    }
+}
+
 fn real_home() -> PathBuf {
     PathBuf::from(std::env::var_os("HOME").expect("HOME is set"))
 }
@@ -84,7 +127,10 @@ fn hostile_code_sees_no_secret_no_real_home_and_no_network() {
     std::fs::create_dir_all(home.join(".ssh")).unwrap();
     std::fs::write(home.join(".ssh/id_rsa"), SSH_KEY).unwrap();
     std::fs::write(home.join(".netrc"), NETRC).unwrap();
-    let report = scratch.path().join("seen.jsonl");
+    // The test process may write only inside its checkout and private directories: it reports
+    // through a FIFO made here, which a read-only mount still lets it open and write.
+    let report = scratch.path().join("seen.fifo");
+    let reader = FifoReader::start(&report);
 
     let test_file = hostile_test(&report, &home, port);
     let mut repository = FixtureRepo::new();
@@ -152,7 +198,7 @@ fn hostile_code_sees_no_secret_no_real_home_and_no_network() {
         "{stderr}\n{doctor}"
     );
 
-    let text = std::fs::read_to_string(&report).expect("the test ran and reported");
+    let text = reader.finish();
     let sights: Vec<serde_json::Value> = text
         .lines()
         .map(|line| serde_json::from_str(line).unwrap())

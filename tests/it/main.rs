@@ -7,6 +7,7 @@ mod check_sources;
 mod chosen;
 mod claims;
 mod common;
+mod confinement;
 mod controls;
 mod corpus;
 mod dated_index;
