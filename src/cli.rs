@@ -789,7 +789,7 @@ fn display_relative(path: &Path, root: &Path) -> String {
 
 /// `claimflow doctor`: each protection of test processes on its own line, active or not, and why.
 fn render_doctor(protections: &crate::sandbox::Protections) -> String {
-    use crate::sandbox::Network;
+    use crate::sandbox::{Layer, Network};
     let network = match &protections.network {
         Network::Isolated => format!(
             "active    no network: a fresh user + network namespace (loopback only)\n\
@@ -806,11 +806,74 @@ fn render_doctor(protections: &crate::sandbox::Protections) -> String {
             crate::sandbox::SWITCH
         ),
     };
+    let proc = match &protections.private_proc {
+        Layer::Active => {
+            "active    a /proc of their own: a PID namespace; no other process's environment \
+                          (claimflow's API keys among them) can be read through it"
+                .to_string()
+        }
+        Layer::Missing(reason) => format!(
+            "MISSING   a /proc of their own ({reason}); the environments of other processes, \
+             claimflow's API keys among them, are readable through /proc"
+        ),
+    };
+    let read_only = match &protections.read_only {
+        Layer::Active => "active    writes only to their checkout, private HOME and TMPDIR and the caches \
+                          they are given; the rest of the filesystem, the user's working tree included, is \
+                          read-only and they cannot remount it"
+            .to_string(),
+        Layer::Missing(reason) => format!(
+            "MISSING   a read-only filesystem ({reason}); they can write anywhere this user can, \
+             the user's working tree included"
+        ),
+    };
     format!(
-        "Protections for the test processes of mined repositories (pytest: collection, oracle runs, testmon):\n\
+        "Protections for the test processes of mined repositories (pytest: collection, oracle runs, testmon), \
+         the check commands of memory files, and the build scripts of their environments:\n\
          active    allow-listed environment: no API keys, tokens or other variables of this shell\n\
          active    private HOME and TMPDIR inside the workdir\n\
          {network}\n\
-         Environment creation (venv, pip) is not confined: it needs the package index.\n"
+         {proc}\n\
+         {read_only}\n\
+         Environment builds (venv, pip) get the same protections but keep the network: they need the package index.\n"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::render_doctor;
+    use crate::sandbox::{Layer, Network, Protections};
+
+    #[test]
+    fn doctor_names_the_proc_and_read_only_layers_and_says_when_either_is_missing() {
+        let all = render_doctor(&Protections {
+            network: Network::Isolated,
+            private_proc: Layer::Active,
+            read_only: Layer::Active,
+        });
+        assert!(all.contains("active    a /proc of their own"), "{all}");
+        assert!(
+            all.contains("active    writes only to their checkout"),
+            "{all}"
+        );
+        assert!(!all.contains("MISSING"), "{all}");
+
+        let refused = render_doctor(&Protections {
+            network: Network::Open("Operation not permitted".into()),
+            private_proc: Layer::Missing("mounting proc: Operation not permitted".into()),
+            read_only: Layer::Missing("mount_setattr: Function not implemented".into()),
+        });
+        assert!(
+            refused.contains(
+                "MISSING   a /proc of their own (mounting proc: Operation not permitted)"
+            ),
+            "{refused}"
+        );
+        assert!(
+            refused.contains(
+                "MISSING   a read-only filesystem (mount_setattr: Function not implemented)"
+            ),
+            "{refused}"
+        );
+    }
 }
