@@ -93,9 +93,7 @@ fn truncate(text: String, files: Vec<String>, excluded: Vec<String>, limit: usiz
     if !cut.ends_with('\n') {
         cut.push('\n');
     }
-    cut.push_str(&format!(
-        "[diff truncated: {limit} of {total_chars} characters shown]\n"
-    ));
+    cut.push_str(&cut_marker(limit, total_chars));
     SourceDiff {
         text: cut,
         files,
@@ -105,17 +103,84 @@ fn truncate(text: String, files: Vec<String>, excluded: Vec<String>, limit: usiz
     }
 }
 
+/// The line that ends a cut diff: how much of it the model is shown.
+fn cut_marker(shown: usize, total: usize) -> String {
+    format!("[diff truncated: {shown} of {total} characters shown]\n")
+}
+
+/// A diff as a model is shown it: the kept text, and the cut when there was one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShownDiff<'a> {
+    /// The diff's own lines: everything before the marker.
+    pub kept: &'a str,
+    /// Whether the kept text ends in a line the cut split (its end is not the diff's own).
+    pub split_last_line: bool,
+    /// `(shown, total)` characters, when the diff was cut.
+    pub cut: Option<(usize, usize)>,
+}
+
+impl<'a> ShownDiff<'a> {
+    /// Tells the cut's marker apart from diff content. Only a last line that is exactly the
+    /// marker [`truncate`] writes, with counts that agree with the kept text, is the marker: a
+    /// diff line always starts with a header word or a hunk prefix, so none can be mistaken for it.
+    pub fn read(text: &'a str) -> Self {
+        let whole = ShownDiff {
+            kept: text,
+            split_last_line: false,
+            cut: None,
+        };
+        let Some(body) = text.strip_suffix(" characters shown]\n") else {
+            return whole;
+        };
+        let Some(start) = body.rfind("[diff truncated: ") else {
+            return whole;
+        };
+        let (kept, counts) = (&text[..start], &body[start + "[diff truncated: ".len()..]);
+        if !(kept.is_empty() || kept.ends_with('\n')) {
+            return whole;
+        }
+        let Some((shown, total)) = counts.split_once(" of ") else {
+            return whole;
+        };
+        let (Ok(shown), Ok(total)) = (shown.parse::<usize>(), total.parse::<usize>()) else {
+            return whole;
+        };
+        let kept_chars = kept.chars().count();
+        // The cut keeps `shown` characters and ends them with a newline of its own when the cut
+        // fell inside a line.
+        let split_last_line = kept_chars == shown + 1;
+        if shown >= total || !(kept_chars == shown || split_last_line) {
+            return whole;
+        }
+        ShownDiff {
+            kept,
+            split_last_line,
+            cut: Some((shown, total)),
+        }
+    }
+}
+
 /// Reads a unified diff back and fails if a header names a test file or a path that was left out, or
-/// if a line appears outside a file's header or hunks.
+/// if a line appears outside a file's header or hunks. A cut diff is read as [`ShownDiff::read`]
+/// splits it: its marker is not diff content, and the line the cut split is checked for the paths
+/// it names but not for its shape.
 pub fn check_no_test_content(
     text: &str,
     rules: &TestFileRules,
     excluded: &[String],
 ) -> Result<(), String> {
+    let shown = ShownDiff::read(text);
+    let last = shown.kept.lines().count();
     let mut in_file = false;
     let mut in_hunk = false;
-    for (number, line) in text.lines().enumerate() {
+    for (number, line) in shown.kept.lines().enumerate() {
         let number = number + 1;
+        if shown.split_last_line && number == last {
+            // The cut fell inside this line: what is left of it may be any prefix of a diff
+            // line, so only the paths it names are checked.
+            check_header_paths(line, number, rules, excluded)?;
+            continue;
+        }
         if line.starts_with("diff --git ") {
             in_file = true;
             in_hunk = false;
@@ -133,10 +198,20 @@ pub fn check_no_test_content(
         } else if !in_file {
             return Err(format!("line {number}: content before any file header"));
         }
-        for path in header_paths(line) {
-            if rules.is_test(&path) || excluded.contains(&path) {
-                return Err(format!("line {number}: test file `{path}` in a header"));
-            }
+        check_header_paths(line, number, rules, excluded)?;
+    }
+    Ok(())
+}
+
+fn check_header_paths(
+    line: &str,
+    number: usize,
+    rules: &TestFileRules,
+    excluded: &[String],
+) -> Result<(), String> {
+    for path in header_paths(line) {
+        if rules.is_test(&path) || excluded.contains(&path) {
+            return Err(format!("line {number}: test file `{path}` in a header"));
         }
     }
     Ok(())
@@ -215,6 +290,40 @@ mod tests {
     fn a_source_path_that_ends_like_a_test_path_is_not_a_test() {
         let text = "diff --git a/pkg/myconftest.py b/pkg/myconftest.py\n";
         check_no_test_content(text, &TestFileRules::default(), &["conftest.py".into()]).unwrap();
+    }
+
+    const TWO_FILES: &str = "diff --git a/pkg/a.py b/pkg/a.py\n--- a/pkg/a.py\n+++ b/pkg/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\ndiff --git a/pkg/b.py b/pkg/b.py\n--- a/pkg/b.py\n+++ b/pkg/b.py\n@@ -1 +1 @@\n-y = 1\n+y = 2\n";
+
+    #[test]
+    fn a_cut_diff_passes_the_check_wherever_the_cut_falls() {
+        let rules = TestFileRules::default();
+        for limit in 1..TWO_FILES.len() {
+            let diff = truncate(TWO_FILES.into(), vec![], vec![], limit);
+            assert!(diff.truncated);
+            check_no_test_content(&diff.text, &rules, &[])
+                .unwrap_or_else(|problem| panic!("cut at {limit}: {problem}\n{}", diff.text));
+            let shown = ShownDiff::read(&diff.text);
+            assert_eq!(shown.cut, Some((limit, TWO_FILES.len())), "cut at {limit}");
+            assert!(TWO_FILES.starts_with(shown.kept.trim_end_matches('\n')));
+        }
+    }
+
+    #[test]
+    fn a_marker_line_inside_a_diff_is_still_not_a_diff_line() {
+        let first_file = &TWO_FILES[..TWO_FILES.find("diff --git a/pkg/b.py").unwrap()];
+        let forged = format!("{first_file}[diff truncated: 10 of 20 characters shown]\n+z = 3\n");
+        let rules = TestFileRules::default();
+        assert!(check_no_test_content(&forged, &rules, &[]).is_err());
+        // A marker whose counts disagree with the text before it is no marker either.
+        let wrong = format!("{TWO_FILES}[diff truncated: 7 of 900 characters shown]\n");
+        assert_eq!(ShownDiff::read(&wrong).cut, None);
+        assert!(check_no_test_content(&wrong, &rules, &[]).is_err());
+    }
+
+    #[test]
+    fn an_uncut_diff_reads_whole() {
+        let shown = ShownDiff::read(TWO_FILES);
+        assert_eq!((shown.kept, shown.cut), (TWO_FILES, None));
     }
 
     #[test]

@@ -910,3 +910,57 @@ fn memory_files_of_every_kind_go_through_the_cascade_and_write_marks_markdown_on
         "1\t0\tCLAUDE.md"
     );
 }
+
+/// A source diff over the paper's 12,000-character cut: the cut diff reaches the model, marked,
+/// and the claim gets the model's verdict. The guard used to read the cut's own marker as "not a
+/// diff line" and refuse every such call, silently: the claim got `none` and the exit was 0.
+#[test]
+fn a_diff_over_the_cut_reaches_the_model_instead_of_tripping_the_guard_on_its_marker() {
+    let mut repo = FixtureRepo::new();
+    let big: String = (0..600)
+        .map(|index| format!("VALUE_{index:04} = {index}  # a constant of the table\n"))
+        .collect();
+    assert!(big.len() > 20_000);
+    repo.commit(
+        "Add urls",
+        &[("pkg/__init__.py", Some("")), ("pkg/urls.py", Some(URLS))],
+    )
+    .commit(
+        "parse_url returns a dict, and a big table",
+        &[
+            ("pkg/urls.py", Some(URLS_AFTER)),
+            ("pkg/table.py", Some(&big)),
+        ],
+    );
+    std::fs::write(
+        repo.path().join("claims.jsonl"),
+        r#"{"id": "loose", "text": "the default scheme is http"}"#.to_string() + "\n",
+    )
+    .unwrap();
+    let server = judge();
+    let project = project(&server);
+    let ran = run_check(&project, &repo, &[]);
+    assert_eq!(
+        verdicts(&ran.stdout),
+        [(
+            "loose".to_string(),
+            "held".to_string(),
+            "a6_risk".to_string()
+        )],
+        "{}\n{}",
+        ran.stdout,
+        ran.stderr
+    );
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    let user = requests[0].json()["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let marker = user
+        .lines()
+        .find(|line| line.starts_with("[diff truncated: 12000 of "))
+        .unwrap_or_else(|| panic!("no cut marker in the message:\n{user}"));
+    assert!(marker.ends_with(" characters shown]"), "{marker}");
+}

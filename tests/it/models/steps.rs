@@ -954,3 +954,118 @@ fn labelled_pipeline(setup: &Setup) -> (std::path::PathBuf, String) {
     let (head, _) = text.split_once("steps:\n").unwrap();
     (path, head.to_string())
 }
+
+/// The pipeline's model arms share the cut and the guard with `check`: a commit whose source diff
+/// is over 12,000 characters is asked about with the cut diff, marked, and gets a verdict. The
+/// guard used to refuse the cut's own marker, so every claim of such a commit had none.
+#[test]
+fn a_commit_whose_diff_is_over_the_cut_is_asked_about_and_gets_a_verdict() {
+    let mut repository = FixtureRepo::new();
+    let big: String = (0..600)
+        .map(|index| format!("VALUE_{index:04} = {index}  # a constant of the table\n"))
+        .collect();
+    repository
+        .commit(
+            "base",
+            &[
+                ("pkg/a.py", Some("def f():\n    return 1\n")),
+                (
+                    "tests/test_a.py",
+                    Some("from pkg.a import f\n\ndef test_f():\n    assert f() == 1\n"),
+                ),
+            ],
+        )
+        .commit(
+            "f returns 2, and a big table",
+            &[
+                ("pkg/a.py", Some("def f():\n    return 2\n")),
+                ("pkg/table.py", Some(&big)),
+            ],
+        );
+    let commits: Vec<String> = repository
+        .commits()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let claims = json!([{
+        "id": format!("lib@{}::tests/test_a.py::test_f", commits[0]),
+        "repo": "lib", "parent": commits[0], "commit": commits[1],
+        "node": "tests/test_a.py::test_f",
+        "source": "def test_f():\n    assert f() == 1\n",
+        "assertions": ["assert f() == 1"],
+        "fixtures": [],
+    }]);
+    let project = tempfile::tempdir().unwrap();
+    let root = project.path();
+    std::fs::write(root.join("claims.json"), claims.to_string()).unwrap();
+    std::fs::create_dir(root.join("prompts")).unwrap();
+    std::fs::write(
+        root.join("prompts/a6_risk.txt"),
+        super::prompt("a6_risk.txt"),
+    )
+    .unwrap();
+    let server = FakeServer::start(model);
+    let pipeline = format!(
+        r#"version: 1
+name: big-diff
+repos:
+  - {{name: lib, path: "{repo}", branch: main}}
+models:
+  judge: {{provider: openai, model: test-model, base_url: "{url}", api_key_env: {KEY_VARIABLE}, retries: 0}}
+steps:
+  claims: {{uses: mine-claims}}
+  a6_risk: {{uses: llm-arm, needs: [claims], with: {{question: a6_risk, prompt: prompts/a6_risk.txt, model: judge}}}}
+"#,
+        repo = repository.path().display(),
+        url = server.url("/v1"),
+    );
+    // SAFETY: as in `Setup::with_model`: every test that sets the variable sets the same value.
+    unsafe { std::env::set_var(KEY_VARIABLE, KEY) };
+    let registry = registry();
+    let pipeline = load_str(&pipeline, Path::new("pipeline.yaml"), root, &registry)
+        .unwrap_or_else(|problems| panic!("{problems}"));
+    let recording = Recording::default();
+    let engine = Engine::new(&pipeline, &registry, &recording).unwrap();
+    engine
+        .run(&RunOptions::default())
+        .unwrap_or_else(|error| panic!("{error}: {:?}", recording.events()));
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1, "the claim is asked about");
+    let user = requests[0].json()["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        user.lines()
+            .any(|line| line.starts_with("[diff truncated: 12000 of ")),
+        "{user}"
+    );
+    let published = root.join("results/big-diff/predictions/a6_risk.jsonl");
+    let text = std::fs::read_to_string(&published).unwrap_or_else(|error| {
+        let listing: Vec<_> = walk(root);
+        panic!(
+            "{}: {error}; the project holds {listing:#?}",
+            published.display()
+        )
+    });
+    let predictions: Vec<PredictionRecord> = text
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(predictions.len(), 1);
+    assert_eq!(predictions[0].verdict, Verdict::Flipped, "{text}");
+}
+
+/// Every file under `root`, for a failure's message.
+fn walk(root: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(path) = pending.pop() {
+        match std::fs::read_dir(&path) {
+            Ok(entries) => pending.extend(entries.flatten().map(|entry| entry.path())),
+            Err(_) => files.push(path),
+        }
+    }
+    files
+}
