@@ -798,6 +798,26 @@ mod tests {
         assert!(!Path::new("/dev/shm/claimflow-canary").exists());
     }
 
+    /// std enters the working directory before pre-exec hooks run, so without entering it again
+    /// a relative write went to the read-only mount under the writable bind.
+    #[test]
+    fn a_confined_process_writes_relative_paths_in_its_writable_working_directory() {
+        if !isolation_expected() {
+            return;
+        }
+        let given = tempfile::tempdir().unwrap();
+        let mut command = Command::new("sh");
+        command
+            .args(["-c", "echo here > relative.txt"])
+            .current_dir(given.path());
+        Confinement::offline()
+            .writable(given.path())
+            .apply(&mut command);
+        let output = command.output().unwrap();
+        assert!(output.status.success(), "{output:?}");
+        assert!(given.path().join("relative.txt").is_file(), "{output:?}");
+    }
+
     #[test]
     fn an_environment_build_keeps_the_network_and_is_confined_alike() {
         if !isolation_expected() {

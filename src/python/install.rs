@@ -53,7 +53,7 @@ pub(super) fn build(
         Some(bound) => Some(Dated::prepare(request, bound)?),
         None => None,
     };
-    let layout = Layout::create(request, scratch, &logs)?;
+    let layout = Layout::create(request, scratch, pip_cache, &logs)?;
     let build = Build {
         request,
         layout: &layout,
@@ -112,6 +112,7 @@ impl Layout {
     fn create(
         request: &EnvironmentRequest,
         scratch: &Path,
+        pip_cache: &Path,
         logs: &Path,
     ) -> Result<Layout, PythonError> {
         if request.interpreter.version.major < 3 {
@@ -123,7 +124,7 @@ impl Layout {
                 python_2: true,
             });
         }
-        create_venv(request, scratch, &logs.join("venv.log"))?;
+        create_venv(request, scratch, pip_cache, &logs.join("venv.log"))?;
         let site_packages = scratch
             .join("lib")
             .join(format!(
@@ -398,6 +399,7 @@ fn left_out(requirement: Requirement, reason: &str) -> DroppedRequirement {
 fn create_venv(
     request: &EnvironmentRequest,
     scratch: &Path,
+    pip_cache: &Path,
     log: &Path,
 ) -> Result<(), PythonError> {
     let mut command = match request.installer {
@@ -423,8 +425,9 @@ fn create_venv(
             command
         }
     };
-    installer_environment(&mut command, None);
-    confine_build(&mut command, scratch, None)?;
+    // uv seeds the venv from its cache: the one beside pip's, writable to it.
+    installer_environment(&mut command, Some(pip_cache));
+    confine_build(&mut command, scratch, Some(pip_cache))?;
     let outcome = run_logged(&mut command, log, Duration::from_secs(300)).map_err(io_error(
         format!("run {}", request.interpreter.path.display()),
     ))?;

@@ -93,6 +93,10 @@ impl Plan {
                     ))?;
                     set_attributes(path, 0, 0, libc::MOUNT_ATTR_RDONLY)?;
                 }
+                // The working directory was entered before these mounts (std changes directory
+                // before running pre-exec hooks), so it still points into the read-only mount
+                // below a writable bind: enter it again by name, through the binds.
+                reenter_working_directory()?;
                 if self.shared_memory {
                     check(libc::mount(
                         c"none".as_ptr(),
@@ -144,6 +148,21 @@ impl Plan {
                 std::ptr::null(),
             ))
         }
+    }
+}
+
+/// `chdir(getcwd())`: resolves the working directory's path again, through the mounts made since.
+///
+/// # Safety
+/// Called between fork and exec: plain system calls on a buffer of this frame.
+unsafe fn reenter_working_directory() -> io::Result<()> {
+    let mut buffer = [0 as libc::c_char; libc::PATH_MAX as usize];
+    // SAFETY: the buffer is writable for its whole length; getcwd NUL-terminates what it writes.
+    unsafe {
+        if libc::getcwd(buffer.as_mut_ptr(), buffer.len()).is_null() {
+            return Err(io::Error::last_os_error());
+        }
+        check(libc::chdir(buffer.as_ptr()))
     }
 }
 

@@ -55,7 +55,7 @@ def test_looks_around():
 }
 
 /// Reads what writers send through a FIFO, one opening after another, until [`FifoReader::finish`].
-struct FifoReader {
+pub(crate) struct FifoReader {
     path: PathBuf,
     thread: std::thread::JoinHandle<String>,
 }
@@ -63,7 +63,7 @@ struct FifoReader {
 impl FifoReader {
     const END: &'static str = "claimflow-fifo-end\n";
 
-    fn start(path: &Path) -> Self {
+    pub(crate) fn start(path: &Path) -> Self {
         let made = std::process::Command::new("mkfifo")
             .arg(path)
             .status()
@@ -91,7 +91,7 @@ impl FifoReader {
     }
 
     /// Everything written, once the last writer is gone.
-    fn finish(self) -> String {
+    pub(crate) fn finish(self) -> String {
         std::fs::write(&self.path, Self::END).unwrap();
         self.thread.join().unwrap()
     }

@@ -134,9 +134,13 @@ fn stop_while_building(signal: libc::c_int) -> (i32, String) {
             python.display()
         ),
     );
+    // Without namespaces: inside them the build's processes write pids of their own PID
+    // namespace, and die with it whatever claimflow does; without them, claimflow's own signal
+    // handling is all that stops them, which is what this pins.
     let mut claimflow = project
         .command(&["run", "pipeline.yaml"])
         .env("CLAIMFLOW_CACHE_DIR", &cache)
+        .env("CLAIMFLOW_SANDBOX", "off")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()

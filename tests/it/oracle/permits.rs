@@ -3,8 +3,9 @@
 //! while it waits for a worktree, and a run makes no more worktrees than it has permits.
 //!
 //! The count is taken by the test processes themselves: each pytest session registers a marker
-//! file in a shared directory while it runs and writes down how many it saw, so the bound is
-//! measured, not inferred from timings.
+//! file in its own worktree while it runs, counts the markers of every oracle worktree beside it
+//! (the rest of the filesystem is read-only to it, but readable), and writes how many it saw to
+//! a FIFO the test reads, so the bound is measured, not inferred from timings.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -22,40 +23,41 @@ use super::step::FixedClaims;
 /// count would see one more than the permits if the bound did not hold.
 const WAIT_FOR_COMPANY: f64 = 3.0;
 
-/// A conftest that counts the pytest sessions running at once in `markers`. Each session waits
-/// (at most [`WAIT_FOR_COMPANY`] seconds) until it sees more than `permits` sessions, writing the
-/// largest count it saw to `seen`. Names are random: each test process may run in a PID namespace
-/// of its own, where process ids repeat.
-fn counting_conftest(markers: &Path, permits: usize) -> String {
+/// A conftest that counts the pytest sessions running at once by the markers in the oracle's
+/// worktrees. Each session waits (at most [`WAIT_FOR_COMPANY`] seconds) until it sees more than
+/// `permits` sessions, writing the largest count it saw to the FIFO `seen`. Names are random: each
+/// test process may run in a PID namespace of its own, where process ids repeat.
+fn counting_conftest(seen: &Path, permits: usize) -> String {
     format!(
-        r#"import os
+        r#"import glob
+import os
 import time
 
-MARKERS = {markers:?}
+SEEN = {seen:?}
 PERMITS = {permits}
 
 
 def pytest_configure(config):
-    os.makedirs(MARKERS, exist_ok=True)
-    mine = os.path.join(MARKERS, "running-" + os.urandom(8).hex())
+    worktree = str(config.rootpath)
+    mine = os.path.join(worktree, "running-" + os.urandom(8).hex())
     open(mine, "w").close()
     config._claimflow_marker = mine
+    pattern = os.path.join(os.path.dirname(worktree), "oracle-*", "running-*")
     most = 0
     deadline = time.time() + {WAIT_FOR_COMPANY}
     while True:
-        running = len([name for name in os.listdir(MARKERS) if name.startswith("running-")])
-        most = max(most, running)
+        most = max(most, len(glob.glob(pattern)))
         if most > PERMITS or time.time() > deadline:
             break
         time.sleep(0.02)
-    with open(os.path.join(MARKERS, "seen"), "a") as seen:
+    with open(SEEN, "a") as seen:
         seen.write("%d\n" % most)
 
 
 def pytest_unconfigure(config):
     os.remove(config._claimflow_marker)
 "#,
-        markers = markers.display().to_string(),
+        seen = seen.display().to_string(),
     )
 }
 
@@ -65,7 +67,7 @@ def pytest_unconfigure(config):
 fn run_with_permits(commits: usize, permits: usize) -> (usize, usize, usize) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    let markers = root.join("markers");
+    let seen = crate::hostile::FifoReader::start(&root.join("seen"));
     let mut repo = FixtureRepo::init(&root.join("repo"));
     let base = repo.commit(
         None,
@@ -73,7 +75,10 @@ fn run_with_permits(commits: usize, permits: usize) -> (usize, usize, usize) {
         &[
             Change::Write("pkg/__init__.py", ""),
             Change::Write("pkg/core.py", "def value():\n    return 1\n"),
-            Change::Write("tests/conftest.py", &counting_conftest(&markers, permits)),
+            Change::Write(
+                "tests/conftest.py",
+                &counting_conftest(&root.join("seen"), permits),
+            ),
             Change::Write(
                 "tests/test_value.py",
                 "from pkg.core import value\n\n\ndef test_value():\n    assert value() == 1\n",
@@ -125,8 +130,8 @@ fn run_with_permits(commits: usize, permits: usize) -> (usize, usize, usize) {
         .run(&options)
         .unwrap_or_else(|error| panic!("{error}: {:?}", reporter.events()));
     assert_eq!(summary.computed(), 2 * commits, "{:?}", summary.steps);
-    let seen: Vec<usize> = std::fs::read_to_string(markers.join("seen"))
-        .unwrap()
+    let seen: Vec<usize> = seen
+        .finish()
         .lines()
         .map(|line| line.parse().unwrap())
         .collect();
