@@ -178,9 +178,8 @@ impl Site {
             .uri()
             .authority()
             .map(|authority| authority.as_str());
-        let names = host.into_iter().chain(authority);
-        names
-            .into_iter()
+        host.into_iter()
+            .chain(authority)
             .any(|name| !names_loopback(name))
             .then(|| {
                 plain(
