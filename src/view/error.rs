@@ -1,5 +1,6 @@
 //! What can go wrong when `claimflow view` reads, compares or serves results pages.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 /// Why a results page could not be read, compared or served.
@@ -19,11 +20,23 @@ pub enum ViewError {
     /// The page holds no data claimflow can read (not a claimflow page, or an older layout).
     #[error("{}: {problem}; run the pipeline again with this claimflow to rewrite it", path.display())]
     Data { path: PathBuf, problem: String },
-    /// The server could not listen.
-    #[error("listen on 127.0.0.1:{port}")]
+    /// Another program listens on the port `--serve` was asked to use.
+    #[error(
+        "listen on {address}: the address is in use by another program; stop it, or choose \
+         another port with `--port N` (`--port 0` takes any free one)"
+    )]
+    PortInUse { address: SocketAddr },
+    /// The server could not listen for another reason (a port below 1024, no loopback). The
+    /// cause is in the message: the command line reports this error as one line.
+    #[error("listen on {address}: {cause}")]
     Listen {
-        port: u16,
-        #[source]
-        source: std::io::Error,
+        address: SocketAddr,
+        cause: std::io::Error,
+    },
+    /// The server could not start its runtime.
+    #[error("start the server for {}: {cause}", root.display())]
+    Runtime {
+        root: PathBuf,
+        cause: std::io::Error,
     },
 }

@@ -8,6 +8,7 @@ pub mod error;
 pub mod escape;
 pub mod model;
 pub mod page;
+pub mod response;
 pub mod serve;
 pub mod synthetic;
 

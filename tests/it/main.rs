@@ -32,3 +32,4 @@ mod signals;
 mod slurm;
 mod stats;
 mod view;
+mod view_serve;

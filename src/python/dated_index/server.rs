@@ -18,7 +18,7 @@ use reqwest::Url;
 use super::cutoff::ReleaseCutoff;
 use super::page::{PageError, ProjectFiles};
 use crate::python::requirements::requirement_name;
-use crate::view::serve::respond;
+use crate::view::response::respond;
 
 /// The index used when `PIP_INDEX_URL` is not set.
 const PYPI: &str = "https://pypi.org/simple/";
