@@ -28,7 +28,7 @@ pub use step::{
 // What a step kind declares to the loader lives in the layer below, the pipeline; a step kind
 // implements [`StepKind`] with these, so they are named here beside it.
 pub use crate::pipeline::{
-    ListOrGlob, ModelName, NoParams, ParamSpec, ParamType, Params, ParamsDecl, ParsedParams,
+    ListOrGlob, ModelName, Need, NoParams, ParamSpec, ParamType, Params, ParamsDecl, ParsedParams,
     PipelineProblem, ProjectFile, RepoName, Role, StepName,
 };
 

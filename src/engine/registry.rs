@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::step::StepKind;
 use crate::pipeline::{
-    KindDeclaration, Kinds, ParamsDecl, Pipeline, PipelineProblem, Role, StepSpec,
+    KindDeclaration, Kinds, Need, ParamsDecl, Pipeline, PipelineProblem, Role, StepSpec,
 };
 
 /// The known step kinds, by name.
@@ -92,6 +92,10 @@ impl KindDeclaration for Declared {
 
     fn role(&self, step: &StepSpec) -> Role {
         self.0.role(step)
+    }
+
+    fn requires(&self, step: &StepSpec) -> &'static [Need] {
+        self.0.requires(step)
     }
 
     fn check_pipeline(&self, step: &StepSpec, pipeline: &Pipeline) -> Vec<PipelineProblem> {

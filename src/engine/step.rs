@@ -18,7 +18,7 @@ use super::events::{Event, Reporter, Spend};
 pub use super::output_records::Records;
 use super::session::Session;
 use crate::cache::{Digest, JsonText, Store, StoreError};
-use crate::pipeline::{Params, ParamsDecl, Pipeline, PipelineProblem, Role, StepSpec};
+use crate::pipeline::{Need, Params, ParamsDecl, Pipeline, PipelineProblem, Role, StepSpec};
 
 /// The resource pool an item's computation runs in.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -644,6 +644,12 @@ pub trait StepKind: Send + Sync {
     /// `None` (the default) when the kind's own version says it all.
     fn strategy_version(&self, _step: &StepSpec) -> Option<u32> {
         None
+    }
+
+    /// The records `step` reads from the steps it needs, by role: the loader reports a step none
+    /// of whose `needs` meets one of them, at its `needs:`, before anything runs. None by default.
+    fn requires(&self, _step: &StepSpec) -> &'static [Need] {
+        &[]
     }
 
     /// Checks, when the pipeline loads, what the parameter types cannot: how `step` relates to

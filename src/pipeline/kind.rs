@@ -7,7 +7,7 @@
 
 use super::model::{Pipeline, StepSpec};
 use super::params::ParamsDecl;
-use super::role::Role;
+use super::role::{Need, Role};
 
 /// The step kinds a pipeline may use, by the name `uses:` gives them.
 pub trait Kinds {
@@ -28,6 +28,9 @@ pub trait KindDeclaration {
 
     /// What the records of `step` (a step of this kind, parameters parsed) are.
     fn role(&self, step: &StepSpec) -> Role;
+
+    /// The records `step` reads from the steps it needs; each must be met by one of its `needs`.
+    fn requires(&self, step: &StepSpec) -> &'static [Need];
 
     /// How `step` relates to the other steps of `pipeline` (already valid on its own).
     fn check_pipeline(&self, step: &StepSpec, pipeline: &Pipeline) -> Vec<PipelineProblem>;

@@ -34,5 +34,5 @@ pub use params::{
     ProjectFile, RepoName, StepName,
 };
 pub use provider::{Provider, Wire};
-pub use role::Role;
+pub use role::{Need, Role};
 pub use time_limit::TimeLimit;

@@ -1,7 +1,8 @@
 //! What a step's records are, as its kind declares it ([`crate::engine::StepKind::role`]).
 //!
 //! Consumers (`stats`, `report`, the loader's checks) find the steps they read by role, never by
-//! kind or step name, so a new arm kind or control needs no edit in them.
+//! kind or step name, so a new arm kind or control needs no edit in them. A kind declares the
+//! roles it reads from its needs as [`Need`]s, which the loader checks before anything runs.
 
 use serde::Serialize;
 
@@ -94,5 +95,26 @@ impl Role {
             Role::Control { of, .. } => Some(of),
             _ => None,
         }
+    }
+}
+
+/// Records a step reads from one of the steps it needs: one of its `needs` must declare one of
+/// `roles`. Declared by the step's kind ([`crate::engine::StepKind::requires`]) and checked when
+/// the pipeline loads, at the step's `needs:`, so a missing upstream step is reported with its
+/// place before anything runs rather than once the step plans.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Need {
+    /// The roles that meet it (any one of them).
+    pub roles: &'static [Role],
+    /// The steps that declare them, in the user's words: "a `mine-claims` step".
+    pub step: &'static str,
+    /// What the step reads from it: "the claims it labels".
+    pub reads: &'static str,
+}
+
+impl Need {
+    /// Whether a needed step of `role` meets the requirement.
+    pub fn is_met_by(&self, role: &Role) -> bool {
+        self.roles.contains(role)
     }
 }

@@ -28,6 +28,7 @@ use crate::engine::{
     Upstream,
 };
 use crate::mining::test_files::TestFileRules;
+use crate::pipeline::Need;
 use crate::pipeline::{Releases, StepSpec};
 use crate::python;
 use crate::records::{MinedUnder, PredictionRecord};
@@ -606,6 +607,13 @@ impl Arm {
     }
 }
 
+/// What a step of this kind reads from the steps it needs.
+const NEEDS: &[Need] = &[Need {
+    roles: &[Role::Claims],
+    step: "a `mine-claims` step",
+    reads: "the claims it judges",
+}];
+
 impl StepKind for Arm {
     fn name(&self) -> &'static str {
         "arm"
@@ -626,6 +634,10 @@ impl StepKind for Arm {
 
     fn params(&self) -> ParamsDecl {
         ParamsDecl::of::<ArmParams>()
+    }
+
+    fn requires(&self, _step: &StepSpec) -> &'static [Need] {
+        NEEDS
     }
 
     fn role(&self, step: &StepSpec) -> Role {

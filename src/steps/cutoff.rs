@@ -23,6 +23,7 @@ use crate::engine::{
     ItemOutput, ItemPlan, ItemResult, ModelName, ParamsDecl, PipelineProblem, Role, StepContext,
     StepError, StepKind, Upstream,
 };
+use crate::pipeline::Need;
 use crate::pipeline::{Pipeline, StepSpec};
 use crate::records::{CommitRecord, Label, TruthRecord};
 use crate::stats::cutoff::{Cutoff, Side};
@@ -48,6 +49,20 @@ pub struct CutoffParams {
     pub split: Option<String>,
 }
 
+/// What a step of this kind reads from the steps it needs.
+const NEEDS: &[Need] = &[
+    Need {
+        roles: &[Role::Labels],
+        step: "an `oracle` step",
+        reads: "the labels it splits",
+    },
+    Need {
+        roles: &[Role::Commits],
+        step: "a `rank-commits` step",
+        reads: "the commit times it splits them by",
+    },
+];
+
 impl StepKind for CutoffStep {
     fn name(&self) -> &'static str {
         "cutoff"
@@ -63,6 +78,10 @@ impl StepKind for CutoffStep {
 
     fn params(&self) -> ParamsDecl {
         ParamsDecl::of::<CutoffParams>()
+    }
+
+    fn requires(&self, _step: &StepSpec) -> &'static [Need] {
+        NEEDS
     }
 
     fn role(&self, _step: &StepSpec) -> Role {

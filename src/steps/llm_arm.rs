@@ -35,6 +35,7 @@ use crate::engine::{
 use crate::mining::{DEFAULT_DIFF_LIMIT, SourceDiff, TestFileRules, source_diff};
 use crate::models::guard::Forbidden;
 use crate::models::{Question, Totals, question_request, read};
+use crate::pipeline::Need;
 use crate::pipeline::{ModelSpec, Price, StepSpec};
 use crate::records::{ClaimRecord, PredictionRecord, Verdict};
 
@@ -518,6 +519,13 @@ impl LlmArm {
     }
 }
 
+/// What a step of this kind reads from the steps it needs.
+const NEEDS: &[Need] = &[Need {
+    roles: &[Role::Claims],
+    step: "a `mine-claims` step",
+    reads: "the claims it asks about",
+}];
+
 impl StepKind for LlmArm {
     fn name(&self) -> &'static str {
         "llm-arm"
@@ -533,6 +541,10 @@ impl StepKind for LlmArm {
 
     fn params(&self) -> ParamsDecl {
         ParamsDecl::of::<LlmArmParams>()
+    }
+
+    fn requires(&self, _step: &StepSpec) -> &'static [Need] {
+        NEEDS
     }
 
     fn role(&self, step: &StepSpec) -> Role {

@@ -33,6 +33,7 @@ use crate::engine::{
     Upstream,
 };
 use crate::mining::repository;
+use crate::pipeline::Need;
 use crate::pipeline::{Releases, StepSpec};
 use crate::python::{self, COLLECT_PLUGIN, ClaimSummary, Installer, MineSettings};
 use crate::records::{CommitRecord, ExclusionKind, ExclusionRecord, MinedClaim};
@@ -150,6 +151,13 @@ fn shared_tools() -> Vec<(String, String)> {
     ]
 }
 
+/// What a step of this kind reads from the steps it needs.
+const NEEDS: &[Need] = &[Need {
+    roles: &[Role::Commits],
+    step: "a `rank-commits` step",
+    reads: "the commits it mines",
+}];
+
 impl StepKind for MineClaims {
     fn name(&self) -> &'static str {
         "mine-claims"
@@ -176,6 +184,10 @@ impl StepKind for MineClaims {
 
     fn params(&self) -> ParamsDecl {
         ParamsDecl::of::<MineClaimsParams>()
+    }
+
+    fn requires(&self, _step: &StepSpec) -> &'static [Need] {
+        NEEDS
     }
 
     fn role(&self, _step: &StepSpec) -> Role {

@@ -32,6 +32,7 @@ use crate::oracle::{
     Cause, CommitUnderTest, ImportErrorPolicy, Judgement, OracleSummary, Settings, Slot, Worktree,
     judge_commit,
 };
+use crate::pipeline::Need;
 use crate::pipeline::StepSpec;
 use crate::pipeline::{Releases, RepoSpec};
 use crate::python::{self, BuildFailure, Environment, EnvironmentRequest, Installer, Requirement};
@@ -499,6 +500,13 @@ fn commit_claims(
     Ok((claims, test_files, interpreter))
 }
 
+/// What a step of this kind reads from the steps it needs.
+const NEEDS: &[Need] = &[Need {
+    roles: &[Role::Claims],
+    step: "a `mine-claims` step",
+    reads: "the claims it labels",
+}];
+
 impl StepKind for OracleStep {
     fn name(&self) -> &'static str {
         "oracle"
@@ -535,6 +543,10 @@ impl StepKind for OracleStep {
 
     fn params(&self) -> ParamsDecl {
         ParamsDecl::of::<OracleParams>()
+    }
+
+    fn requires(&self, _step: &StepSpec) -> &'static [Need] {
+        NEEDS
     }
 
     fn role(&self, _step: &StepSpec) -> Role {

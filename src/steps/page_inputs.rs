@@ -214,7 +214,8 @@ mod tests {
         std::fs::create_dir_all(root.path().join("prompts")).unwrap();
         std::fs::write(root.path().join("prompts/a6.txt"), "judge").unwrap();
         let yaml = "version: 1\nname: t\nmodels:\n  judge: {provider: llama-server}\nsteps:\n  \
-                    a6: {uses: llm-arm, with: {question: a6_risk, prompt: prompts/a6.txt, \
+                    rank: {uses: rank-commits}\n  claims: {uses: mine-claims, needs: [rank]}\n  \
+                    a6: {uses: llm-arm, needs: [claims], with: {question: a6_risk, prompt: prompts/a6.txt, \
                     model: judge, replicates: 2, diff_limit: 500}}\n";
         let registry = crate::steps::Registry::builtin();
         let pipeline =

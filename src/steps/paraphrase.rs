@@ -36,6 +36,7 @@ use crate::engine::{
 use crate::oracle::command::RunFiles;
 use crate::oracle::runner::{RunRequest, run_pytest};
 use crate::oracle::{Verdict, Worktree, classify};
+use crate::pipeline::Need;
 use crate::pipeline::StepSpec;
 use crate::records::ClaimRecord;
 
@@ -413,6 +414,13 @@ fn paraphrased(
     line
 }
 
+/// What a step of this kind reads from the steps it needs.
+const NEEDS: &[Need] = &[Need {
+    roles: &[Role::Claims],
+    step: "a `mine-claims` step",
+    reads: "the claims it paraphrases",
+}];
+
 impl StepKind for ParaphraseStep {
     fn name(&self) -> &'static str {
         "paraphrase"
@@ -430,6 +438,10 @@ impl StepKind for ParaphraseStep {
 
     fn params(&self) -> ParamsDecl {
         ParamsDecl::of::<ParaphraseParams>()
+    }
+
+    fn requires(&self, _step: &StepSpec) -> &'static [Need] {
+        NEEDS
     }
 
     fn role(&self, _step: &StepSpec) -> Role {

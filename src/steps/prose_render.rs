@@ -23,6 +23,7 @@ use crate::engine::{
 };
 use crate::models::ask::note;
 use crate::models::{Totals, render_request};
+use crate::pipeline::{Need, Role, StepSpec};
 
 /// The parameters of `uses: prose-render`. Both are names, kept out of the key: the prompt's
 /// content and the model's settings enter each item instead.
@@ -96,6 +97,13 @@ impl ProseRender {
     }
 }
 
+/// What a step of this kind reads from the steps it needs.
+const NEEDS: &[Need] = &[Need {
+    roles: &[Role::Claims],
+    step: "a `mine-claims` step",
+    reads: "the claims it renders",
+}];
+
 impl StepKind for ProseRender {
     fn name(&self) -> &'static str {
         "prose-render"
@@ -111,6 +119,10 @@ impl StepKind for ProseRender {
 
     fn params(&self) -> ParamsDecl {
         ParamsDecl::of::<ProseRenderParams>()
+    }
+
+    fn requires(&self, _step: &StepSpec) -> &'static [Need] {
+        NEEDS
     }
 
     fn execution(&self) -> Execution {

@@ -21,6 +21,7 @@ use crate::engine::{
     Upstream,
 };
 use crate::mining::test_files::TestFileRules;
+use crate::pipeline::Need;
 use crate::pipeline::StepSpec;
 
 /// The `rename-class` step kind.
@@ -46,6 +47,13 @@ impl RenameClass {
     }
 }
 
+/// What a step of this kind reads from the steps it needs.
+const NEEDS: &[Need] = &[Need {
+    roles: &[Role::Claims],
+    step: "a `mine-claims` step",
+    reads: "the claims it classes",
+}];
+
 impl StepKind for RenameClass {
     fn name(&self) -> &'static str {
         "rename-class"
@@ -61,6 +69,10 @@ impl StepKind for RenameClass {
 
     fn params(&self) -> ParamsDecl {
         ParamsDecl::of::<NoParams>()
+    }
+
+    fn requires(&self, _step: &StepSpec) -> &'static [Need] {
+        NEEDS
     }
 
     fn role(&self, _step: &StepSpec) -> Role {

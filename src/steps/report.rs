@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::{
     ItemOutput, ItemPlan, ItemResult, ParamsDecl, Role, StepContext, StepError, StepKind, Upstream,
 };
+use crate::pipeline::Need;
 use crate::pipeline::StepSpec;
 use crate::stats::StatsDocument;
 use crate::stats::report::{self, ReportConfig};
@@ -77,6 +78,13 @@ impl ReportStep {
     }
 }
 
+/// What a step of this kind reads from the steps it needs.
+const NEEDS: &[Need] = &[Need {
+    roles: &[Role::Stats],
+    step: "a `stats` step",
+    reads: "the statistics it renders",
+}];
+
 impl StepKind for ReportStep {
     fn name(&self) -> &'static str {
         "report"
@@ -94,6 +102,10 @@ impl StepKind for ReportStep {
 
     fn params(&self) -> ParamsDecl {
         ParamsDecl::of::<ReportParams>()
+    }
+
+    fn requires(&self, _step: &StepSpec) -> &'static [Need] {
+        NEEDS
     }
 
     fn role(&self, _step: &StepSpec) -> Role {

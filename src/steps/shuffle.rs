@@ -25,6 +25,7 @@ use crate::engine::{
     ItemOutput, ItemPlan, ItemResult, ParamsDecl, Role, StepContext, StepError, StepKind,
     StepOutput, Upstream,
 };
+use crate::pipeline::Need;
 use crate::pipeline::StepSpec;
 use crate::records::{ClaimRecord, CommitRecord};
 
@@ -115,6 +116,13 @@ fn records_of<T: serde::de::DeserializeOwned>(
     Ok(records)
 }
 
+/// What a step of this kind reads from the steps it needs.
+const NEEDS: &[Need] = &[Need {
+    roles: &[Role::Claims],
+    step: "a `mine-claims` step",
+    reads: "the claims it pairs",
+}];
+
 impl StepKind for ShuffleStep {
     fn name(&self) -> &'static str {
         "shuffle"
@@ -130,6 +138,10 @@ impl StepKind for ShuffleStep {
 
     fn params(&self) -> ParamsDecl {
         ParamsDecl::of::<ShuffleParams>()
+    }
+
+    fn requires(&self, _step: &StepSpec) -> &'static [Need] {
+        NEEDS
     }
 
     fn role(&self, _step: &StepSpec) -> Role {

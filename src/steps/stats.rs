@@ -19,6 +19,7 @@ use crate::engine::{
     ItemOutput, ItemPlan, ItemResult, ParamsDecl, PipelineProblem, Role, StepContext, StepError,
     StepKind, StepName, StepOutput, Upstream,
 };
+use crate::pipeline::Need;
 use crate::pipeline::{Pipeline, RepoSource, StepSpec};
 use crate::records::{ClaimRecord, CommitRecord, Label, TruthRecord};
 use crate::stats::corpus::{self, RepositoryInfo};
@@ -72,6 +73,13 @@ fn default_bootstrap() -> u64 {
     10_000
 }
 
+/// What a step of this kind reads from the steps it needs.
+const NEEDS: &[Need] = &[Need {
+    roles: &[Role::Labels, Role::LabelSample],
+    step: "an `oracle` step (or a `stratify` step)",
+    reads: "the labels it scores against",
+}];
+
 impl StepKind for StatsStep {
     fn name(&self) -> &'static str {
         "stats"
@@ -95,6 +103,10 @@ impl StepKind for StatsStep {
 
     fn params(&self) -> ParamsDecl {
         ParamsDecl::of::<StatsParams>()
+    }
+
+    fn requires(&self, _step: &StepSpec) -> &'static [Need] {
+        NEEDS
     }
 
     fn role(&self, _step: &StepSpec) -> Role {

@@ -21,6 +21,7 @@ use crate::controls::sample::{Candidate, SampleSettings, stratify};
 use crate::engine::{
     ItemOutput, ItemPlan, ItemResult, ParamsDecl, Role, StepContext, StepError, StepKind, Upstream,
 };
+use crate::pipeline::Need;
 use crate::pipeline::StepSpec;
 use crate::records::{Label, TruthRecord};
 use crate::stats::evaluation::parse_claim_id;
@@ -53,6 +54,13 @@ fn default_rate() -> f64 {
     0.25
 }
 
+/// What a step of this kind reads from the steps it needs.
+const NEEDS: &[Need] = &[Need {
+    roles: &[Role::LabelSample, Role::LabelSplit, Role::Labels],
+    step: "an `oracle` step (or a `cutoff` or `stratify` step)",
+    reads: "the labels it samples",
+}];
+
 impl StepKind for Stratify {
     fn name(&self) -> &'static str {
         "stratify"
@@ -68,6 +76,10 @@ impl StepKind for Stratify {
 
     fn params(&self) -> ParamsDecl {
         ParamsDecl::of::<StratifyParams>()
+    }
+
+    fn requires(&self, _step: &StepSpec) -> &'static [Need] {
+        NEEDS
     }
 
     fn role(&self, _step: &StepSpec) -> Role {

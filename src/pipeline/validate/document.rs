@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::checker::{Checker, Fields};
-use super::{cycles, duplicates, executor, ladder, models, repos, roles, steps};
+use super::{cycles, duplicates, executor, ladder, models, needs, repos, roles, steps};
 use crate::pipeline::ExecutorSpec;
 use crate::pipeline::Kinds;
 use crate::pipeline::StepSpec;
@@ -61,11 +61,13 @@ pub fn validate(
         repos: &repositories.names,
         models: &models.names,
     };
-    let (steps, places) = steps_section(&mut checker, &fields, top.mark, &known, registry);
+    let (steps, places, unmet) = steps_section(&mut checker, &fields, top.mark, &known, registry);
 
     match (version, name, workdir, results, executor) {
+        // A step lacking a need leaves the pipeline whole enough for the kinds' own checks, so
+        // their problems are reported beside it rather than after it is fixed.
         (Some(version), Some(name), Some(workdir), Some(results), Some(executor))
-            if checker.is_clean() =>
+            if checker.count() == unmet =>
         {
             let pipeline = Pipeline {
                 file: file.to_path_buf(),
@@ -136,14 +138,15 @@ fn results(
 }
 
 /// The required `steps:` section: its valid steps once the cycle check passed, expanded (ladders)
-/// and with their roles declared, and where each is written.
+/// and with their roles declared, where each is written, and how many problems are steps lacking
+/// what their kind reads from their `needs`.
 fn steps_section(
     checker: &mut Checker,
     fields: &Fields,
     top: Mark,
     known: &steps::Known,
     registry: &dyn Kinds,
-) -> (Vec<StepSpec>, BTreeMap<String, steps::Places>) {
+) -> (Vec<StepSpec>, BTreeMap<String, steps::Places>, usize) {
     let Some(node) = checker.required(
         fields,
         "steps",
@@ -151,13 +154,16 @@ fn steps_section(
         top,
         "add a `steps:` map, e.g. `steps: {rank: {uses: rank-commits}}`",
     ) else {
-        return (Vec::new(), BTreeMap::new());
+        return (Vec::new(), BTreeMap::new(), 0);
     };
     let mut steps = steps::check(checker, node, known, registry);
     cycles::check(checker, &steps);
+    let before = checker.count();
+    needs::check(checker, &steps.specs, &steps.places, registry);
+    let unmet = checker.count() - before;
     let mut specs = ladder::expand(steps.specs, &mut steps.places);
     roles::declare(&mut specs, registry);
-    (specs, steps.places)
+    (specs, steps.places, unmet)
 }
 
 /// What each step kind checks once the whole pipeline is valid: how its steps relate to others.

@@ -76,6 +76,7 @@ pub fn expand(specs: Vec<StepSpec>, places: &mut BTreeMap<String, Places>) -> Ve
             if let Some(place) = places.get(&spec.name) {
                 let copy = Places {
                     step: place.step,
+                    needs: place.needs,
                     with: place.with.clone(),
                 };
                 places.insert(name.clone(), copy);

@@ -11,6 +11,7 @@ mod executor;
 mod json;
 mod ladder;
 mod models;
+mod needs;
 mod params;
 mod repos;
 mod roles;

@@ -207,6 +207,13 @@ fn value(
     context: &Context,
 ) {
     let label = wording.label(&spec.name, owner);
+    if spec.required
+        && let Value::String(text) = &node.value
+        && text.trim().is_empty()
+    {
+        blank(checker, node.mark, text, spec, &label);
+        return;
+    }
     match &spec.ty {
         ParamType::String => {
             checker.string(node, &label);
@@ -300,6 +307,22 @@ fn value(
         }
         ParamType::Any => {}
     }
+}
+
+/// Reports a required string given empty or as whitespace alone: a value the step cannot use
+/// (a `run:` of nothing succeeds and does nothing), whatever its type would say of it.
+fn blank(checker: &mut Checker, mark: Mark, text: &str, spec: &ParamSpec, label: &str) {
+    let what = if text.is_empty() {
+        "empty"
+    } else {
+        "only whitespace"
+    };
+    let help = lowercase_first(spec.help.trim_end_matches('.'));
+    checker.error(
+        mark,
+        format!("{label} is {what}"),
+        Some(format!("`{}` needs a value: {help}", spec.name)),
+    );
 }
 
 /// A model, or a ladder of them (`[a, b]`: the step is repeated for each entry, `<step>@<entry>`),

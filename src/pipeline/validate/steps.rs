@@ -31,6 +31,8 @@ pub struct Edges {
 pub struct Places {
     /// The step's name.
     pub step: Mark,
+    /// Its `needs:` list, if it has one.
+    pub needs: Option<Mark>,
     /// Its `with:` map, if it has one.
     pub with: Option<Node>,
 }
@@ -152,6 +154,7 @@ fn check_step(checker: &mut Checker, entry: &Entry, declared: &Declared, checked
     if let (true, Some(uses), Some(needs), Some((with, params))) = (valid_name, uses, needs, with) {
         let places = Places {
             step: entry.key_mark,
+            needs: fields.get("needs").map(|node| node.mark),
             with: fields.get("with").cloned(),
         };
         checked.places.insert(name.clone(), places);
