@@ -364,7 +364,7 @@ fn the_github_format_annotates_the_memory_files_lines_and_summarises() {
         "{markdown}"
     );
     assert!(
-        markdown.contains("| **flipped** | parse_url builds a tuple | `claims.jsonl:1` | exec |"),
+        markdown.contains("| **flipped** | parse\\_url builds a tuple | `claims.jsonl:1` | exec |"),
         "{markdown}"
     );
 }
