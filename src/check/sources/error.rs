@@ -24,7 +24,7 @@ pub enum SourceError {
         #[source]
         source: serde_json::Error,
     },
-    /// A record lacks the field that holds its statement, or has it with the wrong type.
+    /// A record lacks the field that holds its statement, or has it empty.
     #[error(
         "parse {path}:{line}: the record has no string field `{field}` (add it: it holds the claim)"
     )]
@@ -34,12 +34,17 @@ pub enum SourceError {
         field: &'static str,
     },
     /// A field is present with a type the format does not allow.
-    #[error("parse {path}:{line}: field `{field}` must be {expected}")]
+    #[error(
+        "parse {path}:{line}: field `{field}` must be {expected}, not {found} (write it as {expected}{quote})",
+        quote = if *found == "a number" && expected.contains("string") { ", in quotes" } else { "" }
+    )]
     BadField {
         path: PathBuf,
         line: u32,
         field: &'static str,
         expected: &'static str,
+        /// What the field holds instead (`a number`, `a list`, …).
+        found: &'static str,
     },
     /// Two records of one file carry the same id, so a verdict could not say which one it means.
     #[error(
