@@ -144,8 +144,12 @@ mod tests {
         let (line, message) = globs("description: x\nglobs: 5\n").unwrap_err();
         assert_eq!(line, 1);
         assert!(message.contains("`globs` must be a glob") && message.ends_with("not a number"));
-        let (line, message) = globs("alwaysApply: true\npaths:\n  - src/**\n  - true\n").unwrap_err();
+        let (line, message) =
+            globs("alwaysApply: true\npaths:\n  - src/**\n  - true\n").unwrap_err();
         assert_eq!(line, 1);
-        assert!(message.ends_with("not a list holding a boolean"), "{message}");
+        assert!(
+            message.ends_with("not a list holding a boolean"),
+            "{message}"
+        );
     }
 }
