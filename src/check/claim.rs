@@ -24,8 +24,21 @@ impl std::fmt::Display for SourceSpan {
     }
 }
 
-/// The format a claim was read from: it decides how a verdict is written back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+/// The format a claim was read from: it decides how a verdict is written back. `--source-format`
+/// takes the same names.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum SourceFormat {
     /// claimflow's own JSON Lines (`id`, `text`, `anchors`, `test`, `check`).

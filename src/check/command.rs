@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::anchors::ChangedCode;
 use super::cascade::{self, Decision, StageRunner};
-use super::claim::{CheckResult, MemoryClaim, Stage};
+use super::claim::{CheckResult, MemoryClaim, SourceFormat, Stage};
 use super::error::CheckError;
 use super::exec::ExecStage;
 use super::model_stage::{self, ModelSettings, Models};
@@ -29,6 +29,8 @@ pub struct CheckOptions {
     pub stages: Vec<Stage>,
     /// Claim files (JSON Lines, Markdown memory files, …).
     pub sources: Vec<PathBuf>,
+    /// The format of every file of `sources`, where detection cannot tell (`--source-format`).
+    pub source_format: Option<SourceFormat>,
     /// Find the memory files of the repository.
     pub discover: bool,
     /// Mark each flipped claim where it lives (`--write`): never deleted, only annotated.
@@ -66,6 +68,7 @@ pub fn check(
     let claims = super::sources::read_sources_at(
         &range.root,
         &options.sources,
+        options.source_format,
         options.discover,
         &[range.from, range.to],
     )

@@ -61,6 +61,7 @@ impl Range {
             .to_path_buf();
         let from_id = resolve(&repository, from, "--from")?;
         let to_id = resolve(&repository, to, "--to")?;
+        ordered(&repository, from, from_id, to, to_id)?;
         Ok(Range {
             repository,
             root,
@@ -90,16 +91,24 @@ pub fn short(id: Oid) -> String {
     id.to_string()[..12].to_string()
 }
 
+/// What to do when a shallow clone lacks the history a range needs.
+const FETCH_HISTORY: &str = "the repository is a shallow clone: fetch more history (e.g. \
+    `fetch-depth: 0` in actions/checkout, or `git fetch --unshallow`)";
+
 fn resolve(repository: &Repository, revision: &str, flag: &str) -> Result<Oid, CheckError> {
     repository
         .revparse_single(revision)
         .and_then(|object| object.peel_to_commit())
         .map(|commit| commit.id())
         .map_err(|error| {
-            let hint = if revision.ends_with('^') {
-                " (the first commit has no parent: name the range with --from and --to)"
+            // A shallow clone (the default checkout in CI) cuts history at its last commit: the
+            // parent or the base branch is missing there, not in the repository.
+            let hint = if repository.is_shallow() {
+                format!(" ({FETCH_HISTORY})")
+            } else if revision.ends_with('^') {
+                " (the first commit has no parent: name the range with --from and --to)".to_string()
             } else {
-                ""
+                String::new()
             };
             CheckError::Input(format!(
                 "{flag} {revision}: not a commit of {}: {}{hint}",
@@ -110,4 +119,45 @@ fn resolve(repository: &Repository, revision: &str, flag: &str) -> Result<Oid, C
                 error.message()
             ))
         })
+}
+
+/// A range is judged as the change from `from` to `to`: `to` must descend from `from` (or be it).
+/// A reversed range would report every claim the change made true as flipped, and an unrelated
+/// one compares trees that share no history.
+fn ordered(
+    repository: &Repository,
+    from: &str,
+    from_id: Oid,
+    to: &str,
+    to_id: Oid,
+) -> Result<(), CheckError> {
+    let descends = |descendant: Oid, ancestor: Oid| {
+        descendant == ancestor
+            || repository
+                .graph_descendant_of(descendant, ancestor)
+                .unwrap_or(false)
+    };
+    if descends(to_id, from_id) {
+        return Ok(());
+    }
+    let range = format!("--from {from} --to {to}");
+    let what = if descends(from_id, to_id) {
+        format!("{range} is reversed: --to is an ancestor of --from; swap them")
+    } else {
+        match repository.merge_base(from_id, to_id) {
+            Ok(base) => format!(
+                "{range}: --to does not descend from --from (they diverged at {}); to check the \
+                 change of --to's branch, pass --from {}",
+                short(base),
+                short(base)
+            ),
+            Err(_) if repository.is_shallow() => {
+                format!("{range}: no common history is present; {FETCH_HISTORY}")
+            }
+            Err(_) => format!(
+                "{range}: the two commits share no history; name two commits of one line of history"
+            ),
+        }
+    };
+    Err(CheckError::Input(what))
 }

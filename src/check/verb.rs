@@ -11,6 +11,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use super::cascade::{DEFAULT_CASCADE, parse_stages};
+use super::claim::SourceFormat;
 use super::command::{CheckOptions, CheckOutcome, check};
 use super::error::CheckError;
 use super::model_stage::ModelSettings;
@@ -64,16 +65,25 @@ pub struct CheckArgs {
     /// A stats.json whose cascade arm's measured precision, recall, coverage and cost to print.
     #[arg(long, value_name = "STATS")]
     pub calibration: Option<PathBuf>,
-    /// Seconds one check command or test run may take.
-    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+    /// Seconds one check command or test run may take (1 to 86400). Zero would time out every
+    /// command before it starts.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT_SECONDS))]
     pub timeout: u64,
     /// Where the check keeps its cache and checkouts (default: ~/.cache/claimflow/check/<repo>).
     #[arg(long, value_name = "DIR")]
     pub workdir: Option<PathBuf>,
+    /// The format of the claim files named (default: told by each file's extension, else by its
+    /// first record's fields).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub source_format: Option<SourceFormat>,
     /// Claim files: claimflow's JSON Lines (id, text, anchors, test, check), memory files.
     #[arg(value_name = "CLAIM SOURCES")]
     pub sources: Vec<PathBuf>,
 }
+
+/// The longest `--timeout`: a day. Beyond it a check is hung, not slow.
+const MAX_TIMEOUT_SECONDS: u64 = 86_400;
 
 /// A claim flipped: exit code 1, said by the results themselves (nothing more to print).
 #[derive(Debug, thiserror::Error)]
@@ -89,6 +99,7 @@ pub fn run(args: CheckArgs, root: &Path, quiet: bool) -> Result<()> {
         to: args.to,
         stages: stages.clone(),
         sources: args.sources.iter().map(|path| root.join(path)).collect(),
+        source_format: args.source_format,
         discover: args.discover,
         write: args.write,
         model: ModelSettings {

@@ -364,7 +364,7 @@ fn the_github_format_annotates_the_memory_files_lines_and_summarises() {
         "{markdown}"
     );
     assert!(
-        markdown.contains("| **flipped** | parse_url builds a tuple | `claims.jsonl:1` | exec |"),
+        markdown.contains("| **flipped** | parse\\_url builds a tuple | `claims.jsonl:1` | exec |"),
         "{markdown}"
     );
 }
@@ -483,6 +483,7 @@ fn a_claims_test_runs_at_the_ranges_end_with_the_parents_test_file_restored() {
         to: None,
         stages: vec![Stage::Exec],
         sources: Vec::new(),
+        source_format: None,
         discover: false,
         write: false,
         model: ModelSettings::default(),
@@ -576,6 +577,7 @@ fn a4_clears_only_what_it_can_see_untouched() {
         to: None,
         stages: vec![Stage::A4],
         sources: Vec::new(),
+        source_format: None,
         discover: false,
         write: false,
         model: ModelSettings::default(),

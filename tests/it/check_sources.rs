@@ -118,7 +118,7 @@ fn names_a_range_removed_still_anchor_when_both_revisions_are_read() {
         lookup(&now),
         Some(vec!["*.py".to_string(), "src/urlkit/**".to_string()])
     );
-    let range = read_sources_at(&root, &[rule], false, &[before, after]).unwrap();
+    let range = read_sources_at(&root, &[rule], None, false, &[before, after]).unwrap();
     assert_eq!(
         lookup(&range),
         Some(vec![

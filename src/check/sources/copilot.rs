@@ -19,8 +19,13 @@ const FORMAT: RecordFormat = RecordFormat {
 pub fn read(input: &Input, names: &LazyIndex) -> Result<Vec<MemoryClaim>, SourceError> {
     record_claims::read(input, &FORMAT, |record, claim| {
         let index = names.get()?;
-        let citations = record.strings("citations").map_err(|_| {
-            input.bad_field(record.line, "citations", "a list of \"path:line\" strings")
+        let citations = record.strings("citations").map_err(|wrong| {
+            input.bad_field(
+                record.line,
+                "citations",
+                "a list of \"path:line\" strings",
+                wrong,
+            )
         })?;
         for citation in &citations {
             for anchor in anchors::of_citation(index, citation) {

@@ -83,7 +83,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            unknown.contains("on line 2") && unknown.contains("format option"),
+            unknown.contains("on line 2") && unknown.contains("name it with --source-format"),
             "{unknown}"
         );
     }

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::check::claim::{Anchor, ClaimOrigin, MemoryClaim, SourceFormat, SourceSpan};
 
 use super::error::SourceError;
+use super::json_records::WrongType;
 
 /// A file's text and names.
 pub struct Input<'a> {
@@ -66,12 +67,20 @@ impl<'a> Input<'a> {
         }
     }
 
-    pub fn bad_field(&self, line: u32, field: &'static str, expected: &'static str) -> SourceError {
+    /// `field` on `line` holds `wrong.found` where the format wants `expected`.
+    pub fn bad_field(
+        &self,
+        line: u32,
+        field: &'static str,
+        expected: &'static str,
+        wrong: WrongType,
+    ) -> SourceError {
         SourceError::BadField {
             path: self.label.clone(),
             line,
             field,
             expected,
+            found: wrong.found,
         }
     }
 }

@@ -19,7 +19,22 @@ const WRAPPERS: &[&str] = &["results", "memories", "edges"];
 
 /// A field present with a type its reader does not accept (the caller names the field and line).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WrongType;
+pub struct WrongType {
+    /// What the field holds instead: `a number`, `a list`, …
+    pub found: &'static str,
+}
+
+/// The JSON type of `value`, as a message names it.
+fn kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "a list",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
 
 /// One record.
 pub struct Record<'a> {
@@ -34,30 +49,50 @@ pub struct Record<'a> {
 }
 
 impl<'a> Record<'a> {
-    /// A string field: `Ok(None)` when absent or null, `Err` when of another type. Numbers are
-    /// read as their text, since exported ids are sometimes numeric.
+    /// A string field: `Ok(None)` when absent or null, `Err` when of another type. A number is
+    /// not read as its text: `"check": 5` would run `5` as a command, and `"id": 7` and
+    /// `"id": 7.0` would be two spellings of one id, so the user is asked to quote it.
     pub fn string(&self, field: &str) -> Result<Option<String>, WrongType> {
-        match self
-            .fields
-            .get(field)
-            .map(|raw| serde_json::from_str::<serde_json::Value>(raw.get()))
-        {
-            None => Ok(None),
-            Some(Ok(serde_json::Value::Null)) => Ok(None),
-            Some(Ok(serde_json::Value::String(text))) => Ok(Some(text)),
-            Some(Ok(serde_json::Value::Number(number))) => Ok(Some(number.to_string())),
-            Some(_) => Err(WrongType),
+        match self.value(field) {
+            None | Some(serde_json::Value::Null) => Ok(None),
+            Some(serde_json::Value::String(text)) => Ok(Some(text)),
+            Some(other) => Err(WrongType {
+                found: kind(&other),
+            }),
         }
     }
 
-    /// A list of strings: `Ok(empty)` when absent or null, `Err` when of another type.
+    /// A list of strings: `Ok(empty)` when absent or null, `Err` when of another type or when an
+    /// item is not a string.
     pub fn strings(&self, field: &str) -> Result<Vec<String>, WrongType> {
-        match self.fields.get(field) {
-            None => Ok(Vec::new()),
-            Some(raw) => serde_json::from_str::<Option<Vec<String>>>(raw.get())
-                .map(Option::unwrap_or_default)
-                .map_err(|_| WrongType),
+        match self.value(field) {
+            None | Some(serde_json::Value::Null) => Ok(Vec::new()),
+            Some(serde_json::Value::Array(items)) => items
+                .into_iter()
+                .map(|item| match item {
+                    serde_json::Value::String(text) => Ok(text),
+                    other => Err(WrongType {
+                        found: match kind(&other) {
+                            "null" => "a list holding null",
+                            "a boolean" => "a list holding a boolean",
+                            "a number" => "a list holding a number",
+                            "a list" => "a list holding a list",
+                            _ => "a list holding an object",
+                        },
+                    }),
+                })
+                .collect(),
+            Some(other) => Err(WrongType {
+                found: kind(&other),
+            }),
         }
+    }
+
+    /// The value of `field`, parsed (its raw text was checked as JSON when the record was read).
+    fn value(&self, field: &str) -> Option<serde_json::Value> {
+        self.fields
+            .get(field)
+            .and_then(|raw| serde_json::from_str(raw.get()).ok())
     }
 
     /// Whether `field` is present with a value other than null.
@@ -217,10 +252,11 @@ mod tests {
         let text = "{\"id\": 7, \"tags\": [\"x\"], \"gone\": null, \"n\": {}}";
         let all = records(Path::new("m.jsonl"), text).unwrap();
         let record = &all[0];
-        assert_eq!(record.string("id"), Ok(Some("7".into())));
+        assert_eq!(record.string("id"), Err(WrongType { found: "a number" }));
         assert_eq!(record.string("gone"), Ok(None));
-        assert_eq!(record.string("n"), Err(WrongType));
+        assert_eq!(record.string("n"), Err(WrongType { found: "an object" }));
         assert_eq!(record.strings("tags"), Ok(vec!["x".to_string()]));
+        assert_eq!(record.strings("id"), Err(WrongType { found: "a number" }));
         assert!(!record.is_set("gone") && record.is_set("id"));
         assert_eq!(&text[record.value_range("gone").unwrap()], "null");
     }

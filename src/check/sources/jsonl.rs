@@ -19,16 +19,16 @@ pub fn read(input: &Input) -> Result<Vec<MemoryClaim>, SourceError> {
     record_claims::read(input, &FORMAT, |record, claim| {
         claim.anchors = record
             .strings("anchors")
-            .map_err(|_| input.bad_field(record.line, "anchors", "a list of strings"))?
+            .map_err(|wrong| input.bad_field(record.line, "anchors", "a list of strings", wrong))?
             .iter()
             .map(|anchor| anchors::of_declared(anchor))
             .collect();
         claim.test = record
             .string("test")
-            .map_err(|_| input.bad_field(record.line, "test", "a string"))?;
+            .map_err(|wrong| input.bad_field(record.line, "test", "a string", wrong))?;
         claim.check = record
             .string("check")
-            .map_err(|_| input.bad_field(record.line, "check", "a string"))?;
+            .map_err(|wrong| input.bad_field(record.line, "check", "a string", wrong))?;
         Ok(true)
     })
 }
@@ -99,6 +99,32 @@ mod tests {
         );
         assert!(
             message("{\"text\": \"x\"}\n{oops}\n").starts_with("parse claims.jsonl:2: bad JSON")
+        );
+    }
+
+    #[test]
+    fn a_number_as_text_id_or_check_was_turned_into_a_string() {
+        let message = |text: &str| read_text(text).unwrap_err().to_string();
+        assert_eq!(
+            message("{\"text\": \"x\"}\n{\"text\": \"y\", \"check\": 5}\n"),
+            "parse claims.jsonl:2: field `check` must be a string, not a number (write it as a string, in quotes)"
+        );
+        assert!(
+            message("{\"id\": 7, \"text\": \"x\"}\n")
+                .starts_with("parse claims.jsonl:1: field `id` must be a string, not a number")
+        );
+        assert!(
+            message("{\"text\": 42}\n")
+                .starts_with("parse claims.jsonl:1: field `text` must be a string, not a number")
+        );
+        assert!(
+            message("{\"text\": \"x\", \"test\": true}\n")
+                .starts_with("parse claims.jsonl:1: field `test` must be a string, not a boolean")
+        );
+        assert!(
+            message("{\"text\": \"x\", \"anchors\": [\"a.py\", 3]}\n").starts_with(
+                "parse claims.jsonl:1: field `anchors` must be a list of strings, not a list holding a number"
+            )
         );
     }
 }

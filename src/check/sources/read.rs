@@ -42,9 +42,13 @@ impl Reader {
             path: label.clone(),
             source,
         })?;
-        let text = decode(&bytes).map_err(|offset| SourceError::NotText {
-            path: label.clone(),
-            offset,
+        let text = decode(&bytes).map_err(|offset| {
+            let (line, column) = position(&bytes, offset);
+            SourceError::NotText {
+                path: label.clone(),
+                line,
+                column,
+            }
         })?;
         let format = match hint {
             Some(format) => format,
@@ -95,6 +99,17 @@ pub fn decode(bytes: &[u8]) -> Result<&str, usize> {
     std::str::from_utf8(bytes).map_err(|error| error.valid_up_to())
 }
 
+/// The line and column (from 1, the column in characters) of byte `offset` of what [`decode`]
+/// read, for a message a person can go to in an editor.
+fn position(bytes: &[u8], offset: usize) -> (u32, u32) {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let before = std::str::from_utf8(&bytes[..offset]).unwrap_or_default();
+    let line_start = before.rfind('\n').map_or(0, |at| at + 1);
+    let line = before.matches('\n').count() + 1;
+    let column = before[line_start..].chars().count() + 1;
+    (line as u32, column as u32)
+}
+
 /// The claims of one file, its names resolved against the git repository around it (if any).
 pub fn read_source(
     path: &Path,
@@ -117,26 +132,31 @@ pub fn read_sources(
     paths: &[PathBuf],
     discover: bool,
 ) -> Result<Vec<MemoryClaim>, SourceError> {
-    read_sources_at(repo_root, paths, discover, &[])
+    read_sources_at(repo_root, paths, None, discover, &[])
 }
 
-/// [`read_sources`], with names also resolved in the trees of `revisions`.
+/// [`read_sources`], with names also resolved in the trees of `revisions`; `hint`, when given,
+/// is the format of every file of `paths` (discovered files are told by their names).
 pub fn read_sources_at(
     repo_root: &Path,
     paths: &[PathBuf],
+    hint: Option<SourceFormat>,
     discover_files: bool,
     revisions: &[git2::Oid],
 ) -> Result<Vec<MemoryClaim>, SourceError> {
     let reader = Reader::new(Some(repo_root), revisions);
-    let mut files: Vec<PathBuf> = paths.iter().map(|path| reader.locate(path)).collect();
+    let mut files: Vec<(PathBuf, Option<SourceFormat>)> = paths
+        .iter()
+        .map(|path| (reader.locate(path), hint))
+        .collect();
     if discover_files {
-        files.extend(discover(repo_root)?);
+        files.extend(discover(repo_root)?.into_iter().map(|file| (file, None)));
     }
     let mut seen = BTreeSet::new();
     let mut claims = Vec::new();
-    for file in files {
+    for (file, format) in files {
         if seen.insert(file.canonicalize().unwrap_or_else(|_| file.clone())) {
-            claims.extend(reader.read(&file, None)?);
+            claims.extend(reader.read(&file, format)?);
         }
     }
     Ok(claims)
@@ -166,8 +186,14 @@ mod tests {
             worktree_only[0].anchors.is_empty(),
             "deleted from the working tree"
         );
-        let range =
-            read_sources_at(root, &[root.join("CLAUDE.md")], false, &[before, after]).unwrap();
+        let range = read_sources_at(
+            root,
+            &[root.join("CLAUDE.md")],
+            None,
+            false,
+            &[before, after],
+        )
+        .unwrap();
         assert_eq!(
             range[0].anchors,
             [Anchor::Symbol {
@@ -200,12 +226,31 @@ mod tests {
             "{missing}"
         );
         assert!(missing.to_string().contains("nope.md"), "{missing}");
-        std::fs::write(directory.path().join("bin.md"), b"- ok\n\xff\xfe").unwrap();
-        let binary = reader
+        assert!(
+            !missing.to_string().contains("os error"),
+            "the OS's reason is the source, not part of the message too: {missing}"
+        );
+    }
+
+    #[test]
+    fn a_non_utf8_file_gave_a_byte_offset_not_a_line() {
+        let directory = tempfile::tempdir().unwrap();
+        std::fs::write(
+            directory.path().join("bin.md"),
+            "\u{feff}- ok\n- é\u{fe} x\n",
+        )
+        .unwrap();
+        let mut bytes = std::fs::read(directory.path().join("bin.md")).unwrap();
+        let bad = bytes.len() - 4;
+        bytes[bad] = 0xff;
+        std::fs::write(directory.path().join("bin.md"), &bytes).unwrap();
+        let binary = Reader::new(None, &[])
             .read(&directory.path().join("bin.md"), None)
             .unwrap_err();
         assert!(
-            binary.to_string().contains("not UTF-8 text at byte 5"),
+            binary
+                .to_string()
+                .ends_with("bin.md:2:4: not UTF-8 text from there on (save the file as UTF-8)"),
             "{binary}"
         );
     }

@@ -32,14 +32,13 @@ pub fn read(
     for record in records(&input.label, input.text)? {
         let text = record
             .string(format.text)
-            .ok()
-            .flatten()
+            .map_err(|wrong| input.bad_field(record.line, format.text, "a string", wrong))?
             .filter(|text| !text.trim().is_empty())
             .ok_or_else(|| input.missing(record.line, format.text))?;
         let own = match format.id {
             Some(field) => record
                 .string(field)
-                .map_err(|_| input.bad_field(record.line, field, "a string or a number"))?,
+                .map_err(|wrong| input.bad_field(record.line, field, "a string", wrong))?,
             None => None,
         };
         let id = match &own {

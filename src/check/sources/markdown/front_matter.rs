@@ -11,11 +11,20 @@ use serde_yaml::Value;
 /// `Err` carries the offending line (relative to the front matter's first line) and why.
 pub fn globs(front_matter: &str) -> Result<Vec<String>, (u32, String)> {
     match serde_yaml::from_str::<Value>(front_matter) {
-        Ok(Value::Mapping(mapping)) => Ok(["globs", "paths"]
-            .iter()
-            .filter_map(|key| mapping.get(*key))
-            .flat_map(globs_of_value)
-            .collect()),
+        Ok(Value::Mapping(mapping)) => {
+            let mut globs = Vec::new();
+            for key in ["globs", "paths"] {
+                if let Some(value) = mapping.get(key) {
+                    globs.extend(globs_of_value(value).map_err(|found| {
+                        (
+                            line_of(front_matter, key),
+                            format!("`{key}` must be a glob, a comma-separated string of globs or a list of them, not {found}"),
+                        )
+                    })?);
+                }
+            }
+            Ok(globs)
+        }
         Ok(Value::Null) => Ok(Vec::new()),
         Ok(_) => Err((
             0,
@@ -25,16 +34,49 @@ pub fn globs(front_matter: &str) -> Result<Vec<String>, (u32, String)> {
     }
 }
 
-fn globs_of_value(value: &Value) -> Vec<String> {
+/// The globs of one key's value; `Err` says what the value is instead. An empty key (`globs:`, as
+/// Cursor writes a rule that applies everywhere) names none; a number or a flag is no glob and is
+/// refused rather than dropped, since a rule whose anchors vanish silently is never checked.
+fn globs_of_value(value: &Value) -> Result<Vec<String>, String> {
     match value {
-        Value::String(text) => split_list(text),
-        Value::Sequence(items) => items
-            .iter()
-            .filter_map(Value::as_str)
-            .flat_map(split_list)
-            .collect(),
-        _ => Vec::new(),
+        Value::Null => Ok(Vec::new()),
+        Value::String(text) => Ok(split_list(text)),
+        Value::Sequence(items) => {
+            let mut globs = Vec::new();
+            for item in items {
+                match item {
+                    Value::String(text) => globs.extend(split_list(text)),
+                    other => return Err(format!("a list holding {}", kind(other))),
+                }
+            }
+            Ok(globs)
+        }
+        other => Err(kind(other).to_string()),
     }
+}
+
+/// A YAML value's type, as a message names it.
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "nothing",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Sequence(_) => "a list",
+        Value::Mapping(_) => "a mapping",
+        Value::Tagged(_) => "a tagged value",
+    }
+}
+
+/// The line (from 0) of the front matter where `key` is set, for an error about its value.
+fn line_of(front_matter: &str, key: &str) -> u32 {
+    front_matter
+        .lines()
+        .position(|line| {
+            line.strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with(':'))
+        })
+        .unwrap_or(0) as u32
 }
 
 /// `key: value` lines, with `- item` lines continuing the previous key's list.
@@ -93,6 +135,21 @@ mod tests {
         assert_eq!(
             globs("globs: [unclosed\nnot yaml at all\n").unwrap_err().0,
             1
+        );
+        assert!(globs("globs:\nalwaysApply: true\n").unwrap().is_empty());
+    }
+
+    #[test]
+    fn globs_of_the_wrong_type_were_dropped_silently() {
+        let (line, message) = globs("description: x\nglobs: 5\n").unwrap_err();
+        assert_eq!(line, 1);
+        assert!(message.contains("`globs` must be a glob") && message.ends_with("not a number"));
+        let (line, message) =
+            globs("alwaysApply: true\npaths:\n  - src/**\n  - true\n").unwrap_err();
+        assert_eq!(line, 1);
+        assert!(
+            message.ends_with("not a list holding a boolean"),
+            "{message}"
         );
     }
 }
