@@ -283,29 +283,46 @@ fn value(
                 needed_step(checker, node.mark, &name, owner, context, &label);
             }
         }
+        ParamType::StepList | ParamType::RepoList => {
+            name_list(checker, node, spec, owner, &label, context)
+        }
+        ParamType::Any => {}
+    }
+}
+
+/// A list of step or repository names, each of which must name one.
+fn name_list(
+    checker: &mut Checker,
+    node: &Node,
+    spec: &ParamSpec,
+    owner: &str,
+    label: &str,
+    context: &Context,
+) {
+    match &spec.ty {
         ParamType::StepList => {
             if let Value::List(items) = &node.value {
                 for item in items {
                     if let Some(name) = checker.string(item, &format!("each item of {label}")) {
-                        needed_step(checker, item.mark, &name, owner, context, &label);
+                        needed_step(checker, item.mark, &name, owner, context, label);
                     }
                 }
             } else {
-                checker.wrong_type(node, &label, "a list of step names");
+                checker.wrong_type(node, label, "a list of step names");
             }
         }
         ParamType::RepoList => {
             if let Value::List(items) = &node.value {
                 for item in items {
                     if let Some(name) = checker.string(item, &format!("each item of {label}")) {
-                        repository(checker, item.mark, &name, context, &label);
+                        repository(checker, item.mark, &name, context, label);
                     }
                 }
             } else {
-                checker.wrong_type(node, &label, "a list of repository names");
+                checker.wrong_type(node, label, "a list of repository names");
             }
         }
-        ParamType::Any => {}
+        _ => {}
     }
 }
 
