@@ -1,5 +1,6 @@
-//! Write-back against a real repository: every format marked, twice without change, reversibly, and
-//! a file changed since it was read refused.
+//! Write-back against a real repository: every format marked, twice without change, reversibly; a
+//! file changed since it was read marked where its claims now are, or refused when one is gone;
+//! concurrent writers keeping each other's marks; owner, mode and line endings kept.
 
 use std::path::Path;
 
@@ -78,6 +79,13 @@ fn results(claims: &[MemoryClaim]) -> Vec<CheckResult> {
         .collect()
 }
 
+/// The size limit of these tests: far above their files.
+const LIMIT: u64 = crate::check::memory_file::DEFAULT_MAX_SIZE;
+
+fn evidence(result: &CheckResult) -> String {
+    result.evidence.clone()
+}
+
 fn commit() -> Invalidation {
     Invalidation {
         commit: "89abcdef0123456789abcdef0123456789abcdef".into(),
@@ -87,10 +95,7 @@ fn commit() -> Invalidation {
 
 fn write(root: &Path) -> WriteReport {
     let claims = claims_of(root);
-    write_back(&claims, &results(&claims), &commit(), |result| {
-        result.evidence.clone()
-    })
-    .unwrap()
+    write_back(&claims, &results(&claims), &commit(), evidence, LIMIT).unwrap()
 }
 
 fn read(root: &Path, path: &str) -> String {
@@ -164,19 +169,44 @@ fn marks_are_additions_only_so_git_diff_reverses_them() {
 }
 
 #[test]
-fn a_file_changed_since_it_was_read_is_not_overwritten() {
+fn a_file_changed_since_it_was_read_keeps_the_change_and_gets_its_marks() {
     let fixture = repository();
     let root = fixture.repository.workdir().unwrap();
     let claims = claims_of(root);
-    let edited = read(root, "CLAUDE.md") + "- `new` item added by someone else.\n";
+    let edited = format!(
+        "- `new` item added by someone else.\n{}",
+        read(root, "CLAUDE.md")
+    );
     std::fs::write(root.join("CLAUDE.md"), &edited).unwrap();
-    let error = write_back(&claims, &results(&claims), &commit(), |result| {
-        result.evidence.clone()
-    })
-    .unwrap_err();
+    let written = write_back(&claims, &results(&claims), &commit(), evidence, LIMIT).unwrap();
+    assert_eq!(written.files.len(), 6, "{written:?}");
+    let memory = read(root, "CLAUDE.md");
+    assert!(memory.starts_with("- `new` item added by someone else.\n# Notes\n"));
     assert_eq!(
-        error.to_string(),
-        "write back CLAUDE.md: it changed since its claims were read (run the check again)"
+        memory.matches("<!-- claimflow: false since").count(),
+        3,
+        "{memory}"
+    );
+    assert!(
+        memory.contains("- `parse_url` returns a tuple.\n  <!-- claimflow: false since 89abcde"),
+        "the note follows its item although the item moved a line down: {memory}"
+    );
+}
+
+#[test]
+fn a_claim_gone_from_its_changed_file_refuses_the_write_and_writes_no_file() {
+    let fixture = repository();
+    let root = fixture.repository.workdir().unwrap();
+    let claims = claims_of(root);
+    let edited = read(root, "CLAUDE.md").replace("- `src/url.py` has one function.\n", "");
+    std::fs::write(root.join("CLAUDE.md"), &edited).unwrap();
+    let error = write_back(&claims, &results(&claims), &commit(), evidence, LIMIT).unwrap_err();
+    assert!(matches!(error, WriteError::NotFound { .. }), "{error}");
+    assert!(
+        error
+            .to_string()
+            .starts_with("write back CLAUDE.md:5: claim m-"),
+        "{error}"
     );
     assert_eq!(read(root, "CLAUDE.md"), edited);
     assert_eq!(
@@ -184,6 +214,24 @@ fn a_file_changed_since_it_was_read_is_not_overwritten() {
         FILES[3].1,
         "no file is written when one is refused"
     );
+    assert_eq!(temporary_files(root), Vec::<String>::new());
+}
+
+/// The write-back temporary files anywhere under `root`, outside `.git`.
+fn temporary_files(root: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut directories = vec![root.to_path_buf()];
+    while let Some(directory) = directories.pop() {
+        for entry in std::fs::read_dir(&directory).unwrap().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if entry.file_type().unwrap().is_dir() && name != ".git" {
+                directories.push(entry.path());
+            } else if name.contains(".claimflow-write-") {
+                found.push(name);
+            }
+        }
+    }
+    found
 }
 
 #[test]
@@ -199,12 +247,19 @@ fn held_claims_and_claims_not_from_files_are_handled() {
         })
         .collect();
     assert_eq!(
-        write_back(&claims, &held, &commit(), |_| String::new()).unwrap(),
+        write_back(&claims, &held, &commit(), |_| String::new(), LIMIT).unwrap(),
         WriteReport::default()
     );
     let mut detached = claims.clone();
     detached[0].origin = None;
-    let error = write_back(&detached, &results(&claims), &commit(), |_| String::new()).unwrap_err();
+    let error = write_back(
+        &detached,
+        &results(&claims),
+        &commit(),
+        |_| String::new(),
+        LIMIT,
+    )
+    .unwrap_err();
     assert!(matches!(error, WriteError::NoFile { .. }), "{error}");
 }
 
