@@ -75,5 +75,5 @@ pub enum SourceError {
     /// The file was refused before it was read: a symlink out of the repository, not a regular
     /// file, or over the size limit.
     #[error(transparent)]
-    Refused(#[from] crate::check::memory_file::MemoryFileError),
+    Refused(crate::check::memory_file::MemoryFileError),
 }

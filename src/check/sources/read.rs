@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::check::claim::{MemoryClaim, SourceFormat};
 use crate::check::discover::discover;
-use crate::check::memory_file::{self, DEFAULT_MAX_SIZE};
+use crate::check::memory_file::{self, DEFAULT_MAX_SIZE, MemoryFileError};
 
 use super::error::SourceError;
 use super::input::Input;
@@ -52,7 +52,14 @@ impl Reader {
         let label = self.label(&path);
         // Resolved, confined to the repository and checked before a byte is read.
         let (opened, bytes) =
-            memory_file::read(&path, self.root.as_deref(), self.max_file_size, &label)?;
+            memory_file::read(&path, self.root.as_deref(), self.max_file_size, &label).map_err(
+                |error| match error {
+                    MemoryFileError::Unreadable { path, source } => {
+                        SourceError::Unreadable { path, source }
+                    }
+                    refused => SourceError::Refused(refused),
+                },
+            )?;
         let text = decode(&bytes).map_err(|offset| SourceError::NotText {
             path: label.clone(),
             offset,

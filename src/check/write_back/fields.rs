@@ -200,4 +200,30 @@ mod tests {
             "[{\"fact\":\"f\"},{\"fact\":\"g\", \"invalidated_at\":\"2023-11-14T22:13:20Z\", \"invalidated_by\":\"0123456789abcdef0123456789abcdef01234567\"}]"
         );
     }
+
+    #[test]
+    fn pretty_crlf_json_got_lf_lines_now_keeps_crlf() {
+        let text = "[\r\n  {\r\n    \"fact\": \"f\"\r\n  }\r\n]\r\n";
+        let marked = marked(text, &claim(SourceFormat::CopilotJson, "#0"));
+        assert_eq!(
+            marked,
+            "[\r\n  {\r\n    \"fact\": \"f\",\r\n    \"invalidated_at\": \"2023-11-14T22:13:20Z\",\r\n    \"invalidated_by\": \"0123456789abcdef0123456789abcdef01234567\"\r\n  }\r\n]\r\n"
+        );
+        assert!(!marked.replace("\r\n", "").contains('\n'), "{marked:?}");
+    }
+
+    #[test]
+    fn a_positional_record_moved_by_an_edit_is_found_by_its_id() {
+        let mut ids = ClaimIds::new("m.json");
+        let id = ids.next("g");
+        let moved = "[{\"fact\":\"new\"},{\"fact\":\"f\"},{\"fact\":\"g\"}]";
+        let claim = MemoryClaim {
+            id,
+            ..claim(SourceFormat::CopilotJson, "#1")
+        };
+        let edits = field_edits(moved, &claim, &invalidation(), true).unwrap();
+        assert!(
+            apply(moved, edits).ends_with("{\"fact\":\"g\", \"invalidated_at\":\"2023-11-14T22:13:20Z\", \"invalidated_by\":\"0123456789abcdef0123456789abcdef01234567\"}]")
+        );
+    }
 }
