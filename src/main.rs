@@ -1,6 +1,7 @@
 //! The `claimflow` binary: parses the command line, runs it, and is the one place that turns errors
 //! into exit codes: 0 success, 1 a step failed, 2 the user's input is wrong (and 128 + the signal
-//! when SIGINT or SIGTERM stops a run: see `claimflow::process_groups`).
+//! when SIGINT or SIGTERM stops a run: see `claimflow::process_groups`). `check` adds 1 for a
+//! claim flipped and 4 for a `--write` refused.
 
 use clap::Parser;
 
@@ -52,12 +53,16 @@ fn run() -> u8 {
             {
                 return 0;
             }
-            // `check` found a claim flipped: the results said so.
-            if error
-                .downcast_ref::<claimflow::check::verb::Flipped>()
-                .is_some()
-            {
-                return 1;
+            // `check` ran to its end: the results are printed, and say a claim flipped (1), or
+            // `--write` was refused (4).
+            if let Some(conclusion) = error.downcast_ref::<claimflow::check::verb::Conclusion>() {
+                return match conclusion {
+                    claimflow::check::verb::Conclusion::Flipped(_) => 1,
+                    claimflow::check::verb::Conclusion::WriteRefused(_) => {
+                        eprintln!("error: {error:#}");
+                        4
+                    }
+                };
             }
             if let Some(check) = error.downcast_ref::<claimflow::check::CheckError>() {
                 eprintln!("error: {error:#}");

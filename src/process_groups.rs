@@ -5,9 +5,10 @@
 //! group is not the terminal's foreground group, Ctrl-C no longer reaches them directly.
 //!
 //! [`stop_on_signals`] (called once by `main`) turns SIGINT and SIGTERM into: kill every recorded
-//! group, remove every recorded scratch directory (an environment half-built), and exit with
-//! 128 + the signal (130 for Ctrl-C). The handler itself only writes the signal's number to a pipe;
-//! a thread reads it and does the work, since almost nothing is safe inside a signal handler.
+//! group, remove every recorded scratch directory (an environment half-built) or file (a
+//! write-back's temporary file), and exit with 128 + the signal (130 for Ctrl-C). The handler
+//! itself only writes the signal's number to a pipe; a thread reads it and does the work, since
+//! almost nothing is safe inside a signal handler.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -119,8 +120,8 @@ pub fn spawn(command: &mut Command) -> io::Result<(Child, Group)> {
     Ok((child, Group { id, leader, exit }))
 }
 
-/// A scratch directory recorded until dropped: removed if the process is stopped by a signal
-/// before its owner renames or removes it.
+/// A scratch directory or file recorded until dropped: removed if the process is stopped by a
+/// signal before its owner renames or removes it.
 #[derive(Debug)]
 pub struct Scratch {
     id: u64,
@@ -132,13 +133,28 @@ impl Drop for Scratch {
     }
 }
 
-/// Records `path` as a scratch directory to remove if the process is stopped.
+/// Records `path` as a scratch directory (or file: a write-back's temporary file) to remove if the
+/// process is stopped.
 pub fn scratch(path: &Path) -> Scratch {
     let mut live = live();
     let id = live.next;
     live.next += 1;
     live.scratch.insert(id, path.to_path_buf());
     Scratch { id }
+}
+
+/// Removes a scratch directory with everything in it, or a scratch file; one already gone (renamed
+/// into place, or removed by its owner) is no error.
+fn remove_scratch(path: &Path) {
+    match std::fs::symlink_metadata(path) {
+        Ok(metadata) if metadata.is_dir() => {
+            let _ = std::fs::remove_dir_all(path);
+        }
+        Ok(_) => {
+            let _ = std::fs::remove_file(path);
+        }
+        Err(_) => {}
+    }
 }
 
 fn kill_group(leader: libc::pid_t) {
@@ -162,7 +178,7 @@ pub fn stop_all() -> usize {
         kill_group(*leader);
     }
     for path in live.scratch.values() {
-        let _ = std::fs::remove_dir_all(path);
+        remove_scratch(path);
     }
     live.groups.len()
 }

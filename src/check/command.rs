@@ -14,7 +14,7 @@ use super::error::CheckError;
 use super::exec::ExecStage;
 use super::model_stage::{self, ModelSettings, Models};
 use super::range::{DEFAULT_FROM, DEFAULT_TO, Range};
-use super::write_back::{Invalidation, WriteReport, write_back};
+use super::write_back::{Invalidation, WriteError, WriteReport, write_back};
 use crate::engine::Session;
 use crate::steps::Environments;
 
@@ -35,6 +35,8 @@ pub struct CheckOptions {
     pub discover: bool,
     /// Mark each flipped claim where it lives (`--write`): never deleted, only annotated.
     pub write: bool,
+    /// The largest memory file read or written back, in bytes.
+    pub max_memory_file_size: u64,
     pub model: ModelSettings,
     /// The check's own cache and scratch space when no pipeline names one.
     pub workdir: Option<PathBuf>,
@@ -51,8 +53,9 @@ pub struct CheckOutcome {
     pub root: PathBuf,
     /// What to tell the user once (a model standing in for a missing key).
     pub notices: Vec<String>,
-    /// What `--write` marked, when it was asked.
-    pub written: Option<WriteReport>,
+    /// What `--write` marked, or why it wrote nothing, when it was asked: a refused write leaves
+    /// the results standing.
+    pub written: Option<Result<WriteReport, WriteError>>,
 }
 
 /// Runs a check: the claims of `options.sources`, through `options.stages`.
@@ -65,17 +68,23 @@ pub fn check(
         options.from.as_deref().unwrap_or(DEFAULT_FROM),
         options.to.as_deref().unwrap_or(DEFAULT_TO),
     )?;
-    let claims = super::sources::read_sources_at(
+    let claims = super::sources::read_sources_limited(
         &range.root,
         &options.sources,
         options.source_format,
         options.discover,
         &[range.from, range.to],
+        options.max_memory_file_size,
     )
     .map_err(|error| CheckError::Sources(Box::new(error)))?;
     let mut outcome = check_claims(options, &range, &claims, environments)?;
     if options.write {
-        outcome.written = Some(write(&range, &claims, &outcome.results)?);
+        outcome.written = Some(write(
+            &range,
+            &claims,
+            &outcome.results,
+            options.max_memory_file_size,
+        ));
     }
     Ok(outcome)
 }
@@ -86,11 +95,16 @@ fn write(
     range: &Range,
     claims: &[MemoryClaim],
     results: &[CheckResult],
-) -> Result<WriteReport, CheckError> {
-    let since = Invalidation::of_commit(&range.repository, range.to)
-        .map_err(|error| CheckError::failed("read the range's last commit", error))?;
-    write_back(claims, results, &since, |result| result.evidence.clone())
-        .map_err(|error| CheckError::failed("mark the flipped claims in their files", error))
+    max_file_size: u64,
+) -> Result<WriteReport, WriteError> {
+    let since = Invalidation::of_commit(&range.repository, range.to).map_err(WriteError::Commit)?;
+    write_back(
+        claims,
+        results,
+        &since,
+        |result| result.evidence.clone(),
+        max_file_size,
+    )
 }
 
 /// Runs the cascade over claims already read.

@@ -16,6 +16,7 @@ pub mod discover;
 pub mod error;
 pub mod exec;
 pub mod github;
+pub mod memory_file;
 pub mod model_stage;
 pub mod range;
 pub mod report;

@@ -1,7 +1,7 @@
 //! The `check` verb at the command line's edge: its flags (doc comments are the help text), and
 //! where its output goes: results on stdout in the format asked, the table, notices and the
 //! calibration on stderr, the Markdown summary into `$GITHUB_STEP_SUMMARY` when a workflow sets
-//! it. The exit code says whether a claim flipped ([`Flipped`]).
+//! it. The exit code says how the check concluded ([`Conclusion`]).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -16,12 +16,15 @@ use super::command::{CheckOptions, CheckOutcome, check};
 use super::error::CheckError;
 use super::model_stage::ModelSettings;
 use super::report::{Counts, Format, jsonl, table};
+use super::write_back::WriteError;
 use crate::steps::PythonEnvironments;
 
 /// Which claims a commit made false: each claim of the sources goes through a cascade of stages,
 /// cheapest first (its own test or check command, then symbol anchoring, then a model arm), and
 /// is reported flipped, held, or without a verdict. Exit 0 when nothing flipped, 1 when a claim
-/// flipped, 2 on bad input.
+/// flipped, 2 on bad input (a memory file that is a symlink out of the repository, not a regular
+/// file, or over the size limit, included), 4 when --write was refused (the verdicts are still
+/// printed); the highest of these wins, 2 first, then 4, then 1.
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {
     /// The repository (any directory inside it; default: the current directory).
@@ -49,9 +52,15 @@ pub struct CheckArgs {
     pub discover: bool,
     /// Mark each flipped claim where it lives (a note after a Markdown item; `invalidated_at` and
     /// `invalidated_by` on a JSON record; Graphiti's `invalid_at`); nothing is deleted, and a
-    /// second write of the same range changes nothing.
+    /// second write of the same range changes nothing. Each file's directory is locked while it
+    /// is re-read and replaced, so concurrent writes keep each other's marks. A write refused
+    /// (a claim no longer in its file, a file that cannot be replaced) writes no file and exits 4.
     #[arg(long)]
     pub write: bool,
+    /// The largest memory file read (or written back), in bytes, or with a K, M or G suffix
+    /// (binary: 8M is 8 MiB); a larger file is refused with exit 2.
+    #[arg(long, value_name = "SIZE", default_value = "8M", value_parser = parse_size)]
+    pub max_memory_file_size: u64,
     /// Ask the model stage through this pipeline's `models:` (and its workdir's cache).
     #[arg(long, value_name = "PIPELINE")]
     pub pipeline: Option<PathBuf>,
@@ -85,10 +94,42 @@ pub struct CheckArgs {
 /// The longest `--timeout`: a day. Beyond it a check is hung, not slow.
 const MAX_TIMEOUT_SECONDS: u64 = 86_400;
 
-/// A claim flipped: exit code 1, said by the results themselves (nothing more to print).
+/// How a check that ran to its end concluded, when not with exit 0; `main` maps each to its exit
+/// code. Only the one that wins is returned: a refused write over a flipped claim.
 #[derive(Debug, thiserror::Error)]
-#[error("{0} claims flipped")]
-pub struct Flipped(pub usize);
+pub enum Conclusion {
+    /// A claim flipped: exit code 1, said by the results themselves (nothing more to print).
+    #[error("{0} claims flipped")]
+    Flipped(usize),
+    /// `--write` was refused and wrote nothing: exit code 4, after every verdict was printed.
+    #[error("--write refused, no file written (the verdicts above stand)")]
+    WriteRefused(#[source] WriteError),
+}
+
+/// A size in bytes: a number, or one with a K, M or G suffix (powers of 1024).
+fn parse_size(text: &str) -> Result<u64, String> {
+    let trimmed = text.trim();
+    let (digits, unit) = match trimmed.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((at, _)) => trimmed.split_at(at),
+        None => (trimmed, ""),
+    };
+    let shift = match unit.to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        _ => {
+            return Err(format!(
+                "`{text}` is not a size: use bytes, or a K, M or G suffix"
+            ));
+        }
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|number| number.checked_mul(1 << shift))
+        .ok_or_else(|| format!("`{text}` is not a size: use bytes, or a K, M or G suffix"))
+}
 
 /// Runs `check` from `root` (the directory claimflow runs in).
 pub fn run(args: CheckArgs, root: &Path, quiet: bool) -> Result<()> {
@@ -102,6 +143,7 @@ pub fn run(args: CheckArgs, root: &Path, quiet: bool) -> Result<()> {
         source_format: args.source_format,
         discover: args.discover,
         write: args.write,
+        max_memory_file_size: args.max_memory_file_size,
         model: ModelSettings {
             pipeline: args.pipeline,
             model: args.model,
@@ -117,7 +159,7 @@ pub fn run(args: CheckArgs, root: &Path, quiet: bool) -> Result<()> {
         .transpose()?;
     let outcome = check(&options, Arc::new(PythonEnvironments))?;
     print(&outcome, &stages, args.format, quiet)?;
-    if !quiet && let Some(written) = &outcome.written {
+    if !quiet && let Some(Ok(written)) = &outcome.written {
         eprintln!(
             "marked {} flipped claims in {} files ({} already marked)",
             written.marked.len(),
@@ -128,9 +170,12 @@ pub fn run(args: CheckArgs, root: &Path, quiet: bool) -> Result<()> {
     if !quiet && let Some(lines) = calibration {
         eprint!("{lines}");
     }
+    if let Some(Err(refused)) = outcome.written {
+        return Err(Conclusion::WriteRefused(refused).into());
+    }
     let flipped = Counts::of(&outcome.results).flipped;
     if flipped > 0 {
-        return Err(Flipped(flipped).into());
+        return Err(Conclusion::Flipped(flipped).into());
     }
     Ok(())
 }
@@ -228,4 +273,20 @@ fn calibration(file: &Path) -> Result<String, CheckError> {
         )));
     }
     Ok(lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_take_bytes_or_binary_suffixes_and_refuse_the_rest() {
+        assert_eq!(parse_size("8M"), Ok(8 * 1024 * 1024));
+        assert_eq!(parse_size("512k"), Ok(512 * 1024));
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert_eq!(parse_size("100"), Ok(100));
+        for bad in ["", "M", "8T", "-1", "1.5M", "99999999999999999999G"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+    }
 }

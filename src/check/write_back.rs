@@ -2,21 +2,29 @@
 //! note after it ([`note`]); a JSON record gets invalidation fields ([`fields`]). Writing twice for
 //! the same range changes nothing, since a claim already marked is recognized.
 //!
-//! A file is rewritten only while its bytes are still those the claims were read from (their
-//! digest is kept on each claim), every file's new text is computed before any is written, and each
-//! is replaced through a temporary file in its directory and a rename, keeping its permissions.
+//! Each file is re-read under a lock on its directory ([`lock`]), held until its new text is in
+//! place, so two writers take turns instead of one overwriting the other's marks. A file that
+//! changed since its claims were read (the other writer's marks, an edit) has its claims found
+//! again by their ids, and only a claim no longer there refuses the write. Every file's new text is
+//! staged beside it ([`staged`]: its owner, group and mode kept) before any is renamed into place,
+//! so a refusal writes nothing.
 
 mod edit;
 mod fields;
+mod lock;
 mod note;
+mod staged;
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::check::claim::{CheckResult, MemoryClaim, SourceFormat, Verdict};
+use crate::check::memory_file::{self, MemoryFileError};
 use crate::check::sources::SourceError;
 use crate::check::sources::read::decode;
+
+use lock::DirectoryLock;
+use staged::Staged;
 
 /// The commit a write-back records as having falsified the claims.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,29 +67,50 @@ pub struct WriteReport {
 /// Why a write-back wrote nothing.
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
+    /// The commit to record could not be read.
+    #[error("write back: read the range's last commit: {0}")]
+    Commit(#[source] git2::Error),
     /// A flipped claim was not read from a file, so there is nowhere to mark it.
     #[error("write back claim {id}: it was not read from a file")]
     NoFile { id: String },
-    /// The file changed since its claims were read; marking it would overwrite that change.
+    /// Claims of one file were read at two different contents.
     #[error("write back {path}: it changed since its claims were read (run the check again)")]
     Changed { path: PathBuf },
-    /// The claim is not where it was read (the file was edited in between).
+    /// The claim is not where it was read, nor anywhere else under its id (the file was edited in
+    /// between).
     #[error("write back {path}:{line}: claim {id} is no longer there (run the check again)")]
     NotFound {
         path: PathBuf,
         line: u32,
         id: String,
     },
-    /// The file could not be read again.
-    #[error("write back {path}: read it again: {source}")]
-    Unreadable {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    /// The file could not be read again, or is no longer a regular file within the size limit.
+    #[error("write back: {0}")]
+    Unreadable(#[source] MemoryFileError),
+    /// The file is no longer UTF-8 text.
+    #[error("write back {path}: it is no longer UTF-8 text (run the check again)")]
+    NotText { path: PathBuf },
     /// The file no longer parses (it was read, so it changed in a way its digest missed).
     #[error("write back: {0}")]
     Source(#[source] SourceError),
+    /// The directory of a file could not be locked.
+    #[error("write back: lock {directory}: {source}")]
+    Lock {
+        directory: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The new text would not get the file's owner (only root can give a file another user).
+    #[error(
+        "write back {path}: cannot keep its owner {uid}:{gid}: {source} (run the check as the file's owner)"
+    )]
+    Owner {
+        path: PathBuf,
+        uid: u32,
+        gid: u32,
+        #[source]
+        source: std::io::Error,
+    },
     /// The temporary file could not be written or renamed into place.
     #[error("write back {path}: {source}")]
     Write {
@@ -92,26 +121,50 @@ pub enum WriteError {
 }
 
 /// Marks every claim whose result is `flipped` in its file; `reason` says why in a Markdown note
-/// (typically the result's evidence). Results are matched to claims by id and `file:line`.
+/// (typically the result's evidence). Results are matched to claims by id and `file:line`; a file
+/// re-read larger than `max_file_size` bytes is refused.
 pub fn write_back(
     claims: &[MemoryClaim],
     results: &[CheckResult],
     commit: &Invalidation,
     reason: impl Fn(&CheckResult) -> String,
+    max_file_size: u64,
 ) -> Result<WriteReport, WriteError> {
-    let mut report = WriteReport::default();
-    let mut rewrites = Vec::new();
+    let mut by_directory: BTreeMap<PathBuf, Vec<(PathBuf, FlippedInFile)>> = BTreeMap::new();
     for (path, file) in flipped_by_file(claims, results)? {
-        if let Some(rewritten) = marked_file(&path, &file, commit, &reason, &mut report)? {
-            rewrites.push((path, file, rewritten));
-        }
+        by_directory
+            .entry(directory_of(&path).to_path_buf())
+            .or_default()
+            .push((path, file));
     }
-    for (path, file, rewritten) in rewrites {
-        current_bytes(&path, &file.digest, &file.label)?;
-        replace(&path, &rewritten)?;
-        report.files.push(path);
+    let mut report = WriteReport::default();
+    let mut locks = Vec::new();
+    let mut staged = Vec::new();
+    // Directories are locked in one order (sorted) by every writer, so two never deadlock.
+    for (directory, files) in by_directory {
+        let lock = DirectoryLock::take(&directory)?;
+        lock.remove_orphans();
+        for (path, file) in files {
+            let (bytes, metadata) = current_bytes(&path, &file.label, max_file_size)?;
+            if let Some(rewritten) = marked_file(&bytes, &file, commit, &reason, &mut report)? {
+                staged.push(Staged::write(&path, &metadata, &rewritten)?);
+            }
+        }
+        locks.push(lock);
+    }
+    for file in staged {
+        report.files.push(file.commit()?);
+    }
+    for lock in &locks {
+        lock.sync()?;
     }
     Ok(report)
+}
+
+fn directory_of(path: &Path) -> &Path {
+    path.parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
 }
 
 /// The flipped claims of one file, with the digest they were read at.
@@ -158,26 +211,28 @@ fn flipped_by_file<'a>(
 }
 
 /// The file's new bytes with every flipped claim marked, or None when all were already marked.
+/// `bytes` are the file as re-read under the lock; when they are not those the claims were read
+/// from, the claims are found by their ids.
 fn marked_file(
-    path: &Path,
+    bytes: &[u8],
     file: &FlippedInFile,
     commit: &Invalidation,
     reason: &impl Fn(&CheckResult) -> String,
     report: &mut WriteReport,
 ) -> Result<Option<Vec<u8>>, WriteError> {
-    let bytes = current_bytes(path, &file.digest, &file.label)?;
-    let text = decode(&bytes).map_err(|_| WriteError::Changed {
+    let moved = blake3::hash(bytes).to_hex().as_str() != file.digest;
+    let text = decode(bytes).map_err(|_| WriteError::NotText {
         path: file.label.clone(),
     })?;
     let mut edits = Vec::new();
     for (claim, result) in &file.flipped {
         let claim_edits = match claim.format {
             SourceFormat::Markdown | SourceFormat::Mdc => {
-                note::note_edit(text, claim, commit.short(), &reason(result))?
+                note::note_edit(text, claim, commit.short(), &reason(result), moved)?
                     .into_iter()
                     .collect()
             }
-            _ => fields::field_edits(text, claim, commit)?,
+            _ => fields::field_edits(text, claim, commit, moved)?,
         };
         match claim_edits.is_empty() {
             true => report.already_marked.push(claim.id.clone()),
@@ -194,42 +249,23 @@ fn marked_file(
     Ok(Some(rewritten))
 }
 
-/// The file's bytes, provided they still have `digest`.
-fn current_bytes(path: &Path, digest: &str, label: &Path) -> Result<Vec<u8>, WriteError> {
-    let bytes = std::fs::read(path).map_err(|source| WriteError::Unreadable {
-        path: label.to_path_buf(),
-        source,
-    })?;
-    match blake3::hash(&bytes).to_hex().as_str() == digest {
-        true => Ok(bytes),
-        false => Err(WriteError::Changed {
+/// The file's bytes now and its owner and mode, read as a claim source is (a regular file, not
+/// through a symlink, within the size limit).
+fn current_bytes(
+    path: &Path,
+    label: &Path,
+    max_file_size: u64,
+) -> Result<(Vec<u8>, std::fs::Metadata), WriteError> {
+    let file = memory_file::open(path, label).map_err(WriteError::Unreadable)?;
+    let bytes =
+        memory_file::read_bounded(&file, max_file_size, label).map_err(WriteError::Unreadable)?;
+    let metadata = file.metadata().map_err(|source| {
+        WriteError::Unreadable(MemoryFileError::Unreadable {
             path: label.to_path_buf(),
-        }),
-    }
-}
-
-/// Writes `bytes` to a temporary file beside `path`, with `path`'s permissions, and renames it over.
-fn replace(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
-    let failed = |source| WriteError::Write {
-        path: path.to_path_buf(),
-        source,
-    };
-    let directory = path
-        .parent()
-        .filter(|parent| !parent.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let permissions = std::fs::metadata(path).map_err(failed)?.permissions();
-    let mut temporary = tempfile::NamedTempFile::new_in(directory).map_err(failed)?;
-    temporary.write_all(bytes).map_err(failed)?;
-    temporary.as_file().sync_all().map_err(failed)?;
-    temporary
-        .as_file()
-        .set_permissions(permissions)
-        .map_err(failed)?;
-    temporary
-        .persist(path)
-        .map_err(|error| failed(error.error))?;
-    Ok(())
+            source,
+        })
+    })?;
+    Ok((bytes, metadata))
 }
 
 #[cfg(test)]

@@ -175,7 +175,14 @@ fn write_back_marks_flipped_claims_once_as_additions_only() {
                 cost: 0.0,
             })
             .collect();
-        write_back(&claims, &results, &commit, |result| result.evidence.clone()).unwrap()
+        write_back(
+            &claims,
+            &results,
+            &commit,
+            |result| result.evidence.clone(),
+            claimflow::check::memory_file::DEFAULT_MAX_SIZE,
+        )
+        .unwrap()
     };
     let first = write();
     assert_eq!(first.files.len(), 4, "{first:?}");

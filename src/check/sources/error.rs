@@ -85,4 +85,8 @@ pub enum SourceError {
         #[source]
         source: git2::Error,
     },
+    /// The file was refused before it was read: a symlink out of the repository, not a regular
+    /// file, or over the size limit.
+    #[error(transparent)]
+    Refused(crate::check::memory_file::MemoryFileError),
 }

@@ -9,7 +9,8 @@ use super::input::Input;
 use super::record_claims::{self, RecordFormat};
 use super::repository::LazyIndex;
 
-const FORMAT: RecordFormat = RecordFormat {
+/// How its records are read (also what write-back finds them by).
+pub const FORMAT: RecordFormat = RecordFormat {
     text: "fact",
     id: Some("uuid"),
 };

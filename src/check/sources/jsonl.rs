@@ -10,7 +10,8 @@ use super::error::SourceError;
 use super::input::Input;
 use super::record_claims::{self, RecordFormat};
 
-const FORMAT: RecordFormat = RecordFormat {
+/// How its records are read (also what write-back finds them by).
+pub const FORMAT: RecordFormat = RecordFormat {
     text: "text",
     id: Some("id"),
 };

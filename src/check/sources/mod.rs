@@ -23,4 +23,4 @@ pub mod repository;
 
 pub use crate::check::discover::discover;
 pub use error::SourceError;
-pub use read::{Reader, read_source, read_sources, read_sources_at};
+pub use read::{Reader, read_source, read_sources, read_sources_at, read_sources_limited};

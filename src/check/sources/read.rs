@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::check::claim::{MemoryClaim, SourceFormat};
 use crate::check::discover::discover;
+use crate::check::memory_file::{self, DEFAULT_MAX_SIZE, MemoryFileError};
 
 use super::error::SourceError;
 use super::input::Input;
@@ -17,6 +18,8 @@ use super::{copilot, format, graphiti, jsonl, markdown, mem0};
 pub struct Reader {
     root: Option<PathBuf>,
     names: LazyIndex,
+    /// The largest file read, in bytes.
+    max_file_size: u64,
 }
 
 impl Reader {
@@ -27,6 +30,15 @@ impl Reader {
         Reader {
             names: LazyIndex::new(root.as_deref(), revisions),
             root,
+            max_file_size: DEFAULT_MAX_SIZE,
+        }
+    }
+
+    /// Refuses files larger than `bytes` (by default [`DEFAULT_MAX_SIZE`]).
+    pub fn with_max_file_size(self, bytes: u64) -> Self {
+        Reader {
+            max_file_size: bytes,
+            ..self
         }
     }
 
@@ -38,10 +50,16 @@ impl Reader {
     ) -> Result<Vec<MemoryClaim>, SourceError> {
         let path = self.locate(path);
         let label = self.label(&path);
-        let bytes = std::fs::read(&path).map_err(|source| SourceError::Unreadable {
-            path: label.clone(),
-            source,
-        })?;
+        // Resolved, confined to the repository and checked before a byte is read.
+        let (opened, bytes) =
+            memory_file::read(&path, self.root.as_deref(), self.max_file_size, &label).map_err(
+                |error| match error {
+                    MemoryFileError::Unreadable { path, source } => {
+                        SourceError::Unreadable { path, source }
+                    }
+                    refused => SourceError::Refused(refused),
+                },
+            )?;
         let text = decode(&bytes).map_err(|offset| {
             let (line, column) = position(&bytes, offset);
             SourceError::NotText {
@@ -54,7 +72,6 @@ impl Reader {
             Some(format) => format,
             None => format::detect(&path, &label, text)?,
         };
-        let opened = path.canonicalize().unwrap_or(path);
         let input = Input {
             path: &opened,
             label,
@@ -144,7 +161,26 @@ pub fn read_sources_at(
     discover_files: bool,
     revisions: &[git2::Oid],
 ) -> Result<Vec<MemoryClaim>, SourceError> {
-    let reader = Reader::new(Some(repo_root), revisions);
+    read_sources_limited(
+        repo_root,
+        paths,
+        hint,
+        discover_files,
+        revisions,
+        DEFAULT_MAX_SIZE,
+    )
+}
+
+/// [`read_sources_at`], refusing files larger than `max_file_size` bytes.
+pub fn read_sources_limited(
+    repo_root: &Path,
+    paths: &[PathBuf],
+    hint: Option<SourceFormat>,
+    discover_files: bool,
+    revisions: &[git2::Oid],
+    max_file_size: u64,
+) -> Result<Vec<MemoryClaim>, SourceError> {
+    let reader = Reader::new(Some(repo_root), revisions).with_max_file_size(max_file_size);
     let mut files: Vec<(PathBuf, Option<SourceFormat>)> = paths
         .iter()
         .map(|path| (reader.locate(path), hint))

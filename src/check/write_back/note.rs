@@ -1,22 +1,26 @@
 //! Marking a flipped Markdown claim: a `<!-- claimflow: false since <commit>: <reason> (claim <id>) -->`
 //! line after the item (or the sentence's paragraph), indented to stay inside it. The claim's id in
-//! the note is what makes a second write find it and add nothing.
+//! the note is what makes a second write find it and add nothing. In a file that changed since its
+//! claims were read (another writer's notes shifted the lines), a claim is found by its id, which
+//! does not depend on its line.
 
 use crate::check::claim::MemoryClaim;
+use crate::check::sources::identity::ClaimIds;
 use crate::check::sources::markdown::units::{self, NotePlace};
 
 use super::WriteError;
 use super::edit::Edit;
 
-/// The note for `claim`, or None when the note is already there. `Err` when the claim is not at its
-/// line in `text`.
+/// The note for `claim`, or None when the note is already there. `Err` when the claim is not in
+/// `text`: not at its line, or, when the file `moved` since it was read, nowhere under its id.
 pub fn note_edit(
     text: &str,
     claim: &MemoryClaim,
     short_commit: &str,
     reason: &str,
+    moved: bool,
 ) -> Result<Option<Edit>, WriteError> {
-    let place = place_of(text, claim)?;
+    let place = place_of(text, claim, moved)?;
     if existing_notes(text, place.at).any(|note| note.contains(&marker(&claim.id))) {
         return Ok(None);
     }
@@ -37,11 +41,24 @@ pub fn note_edit(
     }))
 }
 
-fn place_of(text: &str, claim: &MemoryClaim) -> Result<NotePlace, WriteError> {
-    units::parse(text)
-        .units
-        .into_iter()
-        .find(|unit| unit.line == claim.source.line && unit.text == claim.text)
+fn place_of(text: &str, claim: &MemoryClaim, moved: bool) -> Result<NotePlace, WriteError> {
+    let units = units::parse(text).units;
+    let found = match moved {
+        false => units
+            .into_iter()
+            .find(|unit| unit.line == claim.source.line && unit.text == claim.text),
+        // The ids the Markdown reader hands out: every unit of the same text counts towards the
+        // occurrence, and a unit of another text does not, whether or not it is a claim.
+        true => {
+            let label = claim.source.file.to_string_lossy().replace('\\', "/");
+            let mut ids = ClaimIds::new(&label);
+            units
+                .into_iter()
+                .filter(|unit| !unit.link_only)
+                .find(|unit| ids.next(&unit.text) == claim.id)
+        }
+    };
+    found
         .map(|unit| unit.note)
         .ok_or_else(|| WriteError::NotFound {
             path: claim.source.file.clone(),
@@ -106,6 +123,7 @@ mod tests {
             &claim("`c` is d", 2),
             "abc1234",
             "c --> changed\nreally",
+            false,
         )
         .unwrap()
         .unwrap();
@@ -115,10 +133,10 @@ mod tests {
             "- `a` is b\n  - `c` is d\n    <!-- claimflow: false since abc1234: c -> changed really (claim m-000000000001) -->\n- `e` is f"
         );
         assert_eq!(
-            note_edit(&once, &claim("`c` is d", 2), "abc1234", "again").unwrap(),
+            note_edit(&once, &claim("`c` is d", 2), "abc1234", "again", false).unwrap(),
             None
         );
-        let last = note_edit(text, &claim("`e` is f", 3), "abc1234", "r")
+        let last = note_edit(text, &claim("`e` is f", 3), "abc1234", "r", false)
             .unwrap()
             .unwrap();
         assert!(apply(text, vec![last]).ends_with(
@@ -128,14 +146,15 @@ mod tests {
 
     #[test]
     fn a_claim_no_longer_at_its_line_is_an_error() {
-        let error = note_edit("- `a` is b\n", &claim("`a` is b", 2), "abc1234", "r").unwrap_err();
+        let error =
+            note_edit("- `a` is b\n", &claim("`a` is b", 2), "abc1234", "r", false).unwrap_err();
         assert!(error.to_string().contains("CLAUDE.md:2"), "{error}");
     }
 
     #[test]
     fn crlf_files_keep_their_line_endings() {
         let text = "- `a` is b\r\n- `c` is d\r\n";
-        let edit = note_edit(text, &claim("`a` is b", 1), "abc1234", "r")
+        let edit = note_edit(text, &claim("`a` is b", 1), "abc1234", "r", false)
             .unwrap()
             .unwrap();
         assert_eq!(
