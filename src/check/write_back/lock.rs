@@ -14,7 +14,7 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use super::WriteError;
+use super::error::WriteError;
 use super::staged::is_temporary_name;
 
 /// An exclusive lock on a directory, released when dropped.

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use crate::process_groups::{self, Scratch};
 
-use super::WriteError;
+use super::error::WriteError;
 
 /// What marks a write-back's temporary file, after `.` and the memory file's name.
 const TEMPORARY_MARK: &str = ".claimflow-write-";
